@@ -1,0 +1,276 @@
+//! Time, injected. Every policy (expiry, XFetch, timeouts, backoff) reads time through a
+//! [`Clock`], so tests and the simulator run on a [`ManualClock`] and are deterministic.
+
+use alloc::collections::BinaryHeap;
+use core::cmp::Ordering as CmpOrdering;
+use core::fmt;
+use core::task::Waker;
+use core::time::Duration;
+
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering};
+
+/// A monotonic clock with timers.
+///
+/// `now` is the time elapsed since the clock's own origin; only differences matter. `wake_at`
+/// is how waiters sleep without a runtime: the clock wakes `waker` once `now() >= deadline`
+/// (spurious early wake-ups are allowed; late ones should be small).
+pub trait Clock: Send + Sync + 'static {
+    /// Monotonic time since this clock's origin.
+    fn now(&self) -> Duration;
+
+    /// Wake `waker` once `now() >= deadline`.
+    fn wake_at(&self, deadline: Duration, waker: Waker);
+}
+
+impl<C: Clock + ?Sized> Clock for Arc<C> {
+    fn now(&self) -> Duration {
+        (**self).now()
+    }
+    fn wake_at(&self, deadline: Duration, waker: Waker) {
+        (**self).wake_at(deadline, waker)
+    }
+}
+
+/// A timer waiting in a heap, ordered by deadline (earliest first) then by arrival.
+struct Timer {
+    deadline: Duration,
+    seq: u64,
+    waker: Waker,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, other: &Self) -> bool {
+        self.deadline == other.deadline && self.seq == other.seq
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timer {
+    // Reversed: BinaryHeap is a max-heap and we want the earliest deadline on top.
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        (other.deadline, other.seq).cmp(&(self.deadline, self.seq))
+    }
+}
+
+/// Pending timers of a clock.
+#[derive(Default)]
+pub(crate) struct Timers {
+    heap: BinaryHeap<Timer>,
+    seq: u64,
+}
+
+impl Timers {
+    pub(crate) fn push(&mut self, deadline: Duration, waker: Waker) -> bool {
+        self.seq += 1;
+        let earliest = self.heap.peek().is_none_or(|t| deadline < t.deadline);
+        self.heap.push(Timer {
+            deadline,
+            seq: self.seq,
+            waker,
+        });
+        earliest
+    }
+
+    /// Removes the timers due at `now`, for the caller to wake outside any lock.
+    pub(crate) fn take_due(&mut self, now: Duration) -> alloc::vec::Vec<Waker> {
+        let mut due = alloc::vec::Vec::new();
+        while self.heap.peek().is_some_and(|t| t.deadline <= now) {
+            if let Some(t) = self.heap.pop() {
+                due.push(t.waker);
+            }
+        }
+        due
+    }
+
+    pub(crate) fn next_deadline(&self) -> Option<Duration> {
+        self.heap.peek().map(|t| t.deadline)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len()
+    }
+}
+
+/// A virtual clock that moves only when told to: the clock of tests and of the simulator.
+///
+/// Cloning gives another handle to the same time line.
+///
+/// ```
+/// use herdless::{Clock, ManualClock};
+/// use core::time::Duration;
+///
+/// let clock = ManualClock::new();
+/// clock.advance(Duration::from_secs(5));
+/// assert_eq!(clock.now(), Duration::from_secs(5));
+/// ```
+#[derive(Clone, Default)]
+pub struct ManualClock {
+    inner: Arc<ManualInner>,
+}
+
+#[derive(Default)]
+struct ManualInner {
+    nanos: AtomicU64,
+    timers: Mutex<Timers>,
+}
+
+impl ManualClock {
+    /// A clock at time zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves time forward by `by` and wakes every timer that became due.
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let now = self
+            .inner
+            .nanos
+            .fetch_add(by, Ordering::AcqRel)
+            .saturating_add(by);
+        self.fire(Duration::from_nanos(now));
+    }
+
+    /// Sets the time to `to` (never backwards) and wakes every timer that became due.
+    pub fn set(&self, to: Duration) {
+        let to = u64::try_from(to.as_nanos()).unwrap_or(u64::MAX);
+        let now = self.inner.nanos.fetch_max(to, Ordering::AcqRel).max(to);
+        self.fire(Duration::from_nanos(now));
+    }
+
+    /// The earliest pending timer, if any: a simulator jumps straight to it.
+    pub fn next_timer(&self) -> Option<Duration> {
+        self.inner.timers.lock().next_deadline()
+    }
+
+    /// Number of timers not yet fired.
+    pub fn pending_timers(&self) -> usize {
+        self.inner.timers.lock().len()
+    }
+
+    fn fire(&self, now: Duration) {
+        let due = self.inner.timers.lock().take_due(now);
+        for w in due {
+            w.wake();
+        }
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock")
+            .field("now", &self.now())
+            .finish()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.inner.nanos.load(Ordering::Acquire))
+    }
+
+    fn wake_at(&self, deadline: Duration, waker: Waker) {
+        if deadline <= self.now() {
+            waker.wake();
+            return;
+        }
+        self.inner.timers.lock().push(deadline, waker);
+        // Time may have moved between the check and the push: fire again so no timer is lost.
+        self.fire(self.now());
+    }
+}
+
+#[cfg(feature = "std")]
+pub use self::system::SystemClock;
+
+#[cfg(feature = "std")]
+mod system {
+    use super::{Clock, Timers};
+    use core::time::Duration;
+    use std::sync::{Condvar, Mutex, OnceLock};
+    use std::task::Waker;
+    use std::time::Instant;
+
+    /// The real monotonic clock (`std::time::Instant`), with one shared timer thread that
+    /// wakes waiters at their deadlines, whatever async runtime (or none) they run on.
+    #[derive(Clone, Copy, Debug, Default)]
+    pub struct SystemClock;
+
+    fn origin() -> Instant {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        *ORIGIN.get_or_init(Instant::now)
+    }
+
+    struct TimerThread {
+        timers: Mutex<Timers>,
+        changed: Condvar,
+    }
+
+    fn timer_thread() -> &'static TimerThread {
+        static THREAD: OnceLock<&'static TimerThread> = OnceLock::new();
+        THREAD.get_or_init(|| {
+            let t: &'static TimerThread = Box::leak(Box::new(TimerThread {
+                timers: Mutex::new(Timers::default()),
+                changed: Condvar::new(),
+            }));
+            std::thread::Builder::new()
+                .name("herdless-timer".into())
+                .spawn(move || t.run())
+                .expect("herdless: cannot spawn the timer thread");
+            t
+        })
+    }
+
+    impl TimerThread {
+        fn run(&self) {
+            let mut timers = self.timers.lock().unwrap_or_else(|e| e.into_inner());
+            loop {
+                let now = SystemClock.now();
+                let due = timers.take_due(now);
+                if !due.is_empty() {
+                    drop(timers);
+                    due.into_iter().for_each(Waker::wake);
+                    timers = self.timers.lock().unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                timers = match timers.next_deadline() {
+                    Some(d) => {
+                        let wait = d.saturating_sub(now);
+                        self.changed
+                            .wait_timeout(timers, wait)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
+                    }
+                    None => self.changed.wait(timers).unwrap_or_else(|e| e.into_inner()),
+                };
+            }
+        }
+    }
+
+    impl Clock for SystemClock {
+        #[inline]
+        fn now(&self) -> Duration {
+            origin().elapsed()
+        }
+
+        fn wake_at(&self, deadline: Duration, waker: Waker) {
+            if deadline <= self.now() {
+                waker.wake();
+                return;
+            }
+            let t = timer_thread();
+            let earliest = t
+                .timers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(deadline, waker);
+            if earliest {
+                t.changed.notify_one();
+            }
+        }
+    }
+}

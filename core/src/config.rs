@@ -1,0 +1,222 @@
+//! Options of a cache and their validation. Defaults are safe for a service that has not
+//! thought about them yet: single-flight always, jitter 0.2, XFetch beta 1, a 10 s negative
+//! TTL; stale serving (grace, fail-safe) is opt-in because whether stale data is acceptable is
+//! a business decision (a price may be stale, a balance may not).
+
+use alloc::sync::Arc as StdArc;
+use core::time::Duration;
+
+use crate::clock::Clock;
+use crate::error::ConfigError;
+use crate::rng::SharedRng;
+use crate::spawn::Spawn;
+
+/// Weighs an entry for the capacity bound (e.g. its size in bytes).
+pub type Weigher<V> = StdArc<dyn Fn(&str, &V) -> u64 + Send + Sync>;
+
+/// The validated options of a cache.
+pub(crate) struct Config<V> {
+    pub(crate) capacity: u64,
+    pub(crate) weigher: Option<Weigher<V>>,
+    pub(crate) ttl: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) jitter: f64,
+    pub(crate) beta: f64,
+    pub(crate) negative_ttl: Duration,
+    pub(crate) wait_timeout: Duration,
+    pub(crate) max_stale: Option<Duration>,
+    pub(crate) failsafe_backoff: Duration,
+    pub(crate) soft_timeout: Option<Duration>,
+    pub(crate) hard_timeout: Option<Duration>,
+    pub(crate) origin_budget: Option<usize>,
+    pub(crate) max_flights: usize,
+    pub(crate) max_key_len: usize,
+    pub(crate) max_namespaces: usize,
+    pub(crate) shards: usize,
+}
+
+/// Builds a [`Cache`](crate::Cache). Every option is checked by [`Builder::build`].
+///
+/// ```
+/// use core::time::Duration;
+/// let cache = herdless::Cache::<u64>::builder()
+///     .capacity(100_000)
+///     .ttl(Duration::from_secs(60))
+///     .grace(Duration::from_secs(30))
+///     .max_stale(Duration::from_secs(600))
+///     .origin_budget(20)
+///     .build()
+///     .unwrap();
+/// # drop(cache);
+/// ```
+pub struct Builder<V> {
+    pub(crate) cfg: Config<V>,
+    pub(crate) clock: Option<StdArc<dyn Clock>>,
+    pub(crate) rng: Option<SharedRng>,
+    pub(crate) spawner: Option<StdArc<dyn Spawn>>,
+}
+
+impl<V> Default for Builder<V> {
+    fn default() -> Self {
+        Self {
+            cfg: Config {
+                capacity: 10_000,
+                weigher: None,
+                ttl: Duration::from_secs(60),
+                grace: Duration::ZERO,
+                jitter: 0.2,
+                beta: 1.0,
+                negative_ttl: Duration::from_secs(10),
+                wait_timeout: Duration::from_secs(5),
+                max_stale: None,
+                failsafe_backoff: Duration::from_secs(5),
+                soft_timeout: None,
+                hard_timeout: None,
+                origin_budget: None,
+                max_flights: 100_000,
+                max_key_len: 1024,
+                max_namespaces: 1024,
+                shards: 0,
+            },
+            clock: None,
+            rng: None,
+            spawner: None,
+        }
+    }
+}
+
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty => $field:ident $(as $wrap:ident)?;)*) => {
+        $(
+            $(#[$doc])*
+            pub fn $name(mut self, value: $ty) -> Self {
+                self.cfg.$field = setters!(@wrap value $($wrap)?);
+                self
+            }
+        )*
+    };
+    (@wrap $v:ident) => { $v };
+    (@wrap $v:ident Some) => { Some($v) };
+}
+
+impl<V> Builder<V> {
+    setters! {
+        /// Capacity in weight units: entries, unless a [`weigher`](Self::weigher) is set
+        /// (default 10,000). Values and cached absences both count.
+        capacity: u64 => capacity;
+        /// How long a loaded value is fresh (default 60 s), before jitter.
+        ttl: Duration => ttl;
+        /// How long after `ttl` a value may still be served stale while one background
+        /// refresh runs (stale-while-revalidate; default 0: off).
+        grace: Duration => grace;
+        /// TTL jitter `j`: every stored TTL becomes `ttl * (1 + j * (u - 0.5))`, u uniform in
+        /// [0, 1), i.e. within ±j/2 of the TTL (default 0.2; must be in [0, 1)).
+        jitter: f64 => jitter;
+        /// XFetch's beta (default 1; 0 disables early refresh; larger refreshes earlier).
+        beta: f64 => beta;
+        /// How long a cached absence lasts (default 10 s).
+        negative_ttl: Duration => negative_ttl;
+        /// How long a caller waits for another caller's load before it takes stale data or a
+        /// [`Error::WaitTimeout`](crate::Error::WaitTimeout) (default 5 s). Also bounds a
+        /// leader's wait for the origin budget.
+        wait_timeout: Duration => wait_timeout;
+        /// Fail-safe: keep values up to `max_stale` past their TTL and serve them when a load
+        /// fails or times out (default: off). Must be at least `grace`.
+        max_stale: Duration => max_stale as Some;
+        /// Fail-safe: after a failed load, serve the stale value without trying again for
+        /// this long (default 5 s).
+        failsafe_backoff: Duration => failsafe_backoff;
+        /// Loader soft timeout: waiters holding a fail-safe value take it after this long;
+        /// the load goes on and its result is stored (default: none).
+        soft_timeout: Duration => soft_timeout as Some;
+        /// Loader hard timeout: the load is abandoned with
+        /// [`Error::LoadTimeout`](crate::Error::LoadTimeout) and its result discarded
+        /// (default: none).
+        hard_timeout: Duration => hard_timeout as Some;
+        /// At most this many loader calls at once across all keys (default: unlimited).
+        origin_budget: usize => origin_budget as Some;
+        /// At most this many keys loading at once; more is refused with
+        /// [`Error::TooManyFlights`](crate::Error::TooManyFlights) (default 100,000).
+        max_flights: usize => max_flights;
+        /// Longest accepted key, in bytes (default 1,024).
+        max_key_len: usize => max_key_len;
+        /// Distinct namespaces tracked for epochs and metrics (default 1,024); more share
+        /// one overflow namespace.
+        max_namespaces: usize => max_namespaces;
+        /// Number of lock shards (rounded up to a power of two; default 4 per CPU).
+        shards: usize => shards;
+    }
+
+    /// Weighs entries for the capacity bound, e.g. by size in bytes.
+    pub fn weigher(mut self, weigher: impl Fn(&str, &V) -> u64 + Send + Sync + 'static) -> Self {
+        self.cfg.weigher = Some(StdArc::new(weigher));
+        self
+    }
+
+    /// The clock (default: [`SystemClock`](crate::SystemClock) under `std`; required
+    /// without it).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(StdArc::new(clock));
+        self
+    }
+
+    /// The source of randomness for jitter and XFetch (default: [`default_rng`](crate::default_rng)).
+    pub fn rng(mut self, rng: impl rand_core::Rng + Send + 'static) -> Self {
+        self.rng = Some(SharedRng::new(rng));
+        self
+    }
+
+    /// Where the async API runs background refreshes (default:
+    /// [`ThreadSpawn`](crate::ThreadSpawn) under `std`; without a spawner, stale hits are
+    /// served without a background refresh and the next caller after grace loads).
+    pub fn spawner(mut self, spawner: impl Spawn) -> Self {
+        self.spawner = Some(StdArc::new(spawner));
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+        let c = &self.cfg;
+        for (option, d) in [
+            ("ttl", Some(c.ttl)),
+            ("negative_ttl", Some(c.negative_ttl)),
+            ("wait_timeout", Some(c.wait_timeout)),
+            ("max_stale", c.max_stale),
+            ("soft_timeout", c.soft_timeout),
+            ("hard_timeout", c.hard_timeout),
+        ] {
+            if d == Some(Duration::ZERO) {
+                return Err(ConfigError::ZeroDuration { option });
+            }
+        }
+        if !(c.jitter.is_finite() && (0.0..1.0).contains(&c.jitter)) {
+            return Err(ConfigError::JitterOutOfRange(c.jitter));
+        }
+        if !(c.beta.is_finite() && c.beta >= 0.0) {
+            return Err(ConfigError::InvalidBeta(c.beta));
+        }
+        for (option, n) in [
+            ("capacity", c.capacity as usize),
+            ("max_flights", c.max_flights),
+            ("max_key_len", c.max_key_len),
+            ("max_namespaces", c.max_namespaces),
+            ("origin_budget", c.origin_budget.unwrap_or(1)),
+        ] {
+            if n == 0 {
+                return Err(ConfigError::Zero { option });
+            }
+        }
+        if let (Some(soft), Some(hard)) = (c.soft_timeout, c.hard_timeout) {
+            if soft >= hard {
+                return Err(ConfigError::Inconsistent {
+                    reason: "`soft_timeout` must be shorter than `hard_timeout`",
+                });
+            }
+        }
+        if c.max_stale.is_some_and(|m| m < c.grace) {
+            return Err(ConfigError::Inconsistent {
+                reason: "`max_stale` must be at least `grace`",
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,641 @@
+//! The engine: one sharded table holding both the entries and the flight records, so that
+//! deciding hit / stale / lead / wait, storing a load's result, and `set`/`invalidate` are
+//! each atomic for a key. The hit path takes only the shard's read lock.
+
+use alloc::boxed::Box;
+use alloc::sync::Arc as StdArc;
+use alloc::vec::Vec;
+use core::hash::BuildHasher;
+use core::time::Duration;
+
+use hashbrown::HashTable;
+
+use crate::budget::Budget;
+use crate::clock::Clock;
+use crate::config::{Builder, Config};
+use crate::entry::Entry;
+use crate::epoch::{Namespace, Namespaces};
+use crate::error::{ConfigError, Error};
+use crate::expiry::{Phase, Timing, nanos};
+use crate::flight::{Flight, Outcome};
+use crate::key::namespace_of;
+use crate::lookup::{Hit, HitState, LoadGuard, Lookup, Waiter};
+use crate::metrics::MetricsSnapshot;
+use crate::rng::SharedRng;
+use crate::spawn::Spawn;
+use crate::store::Store;
+use crate::sync::{Arc, AtomicU64, AtomicUsize, Ordering, RwLock};
+use crate::{jitter, xfetch};
+
+pub(crate) struct Shard<V> {
+    pub(crate) store: Store<V>,
+    flights: HashTable<Arc<Flight<V>>>,
+}
+
+impl<V> Shard<V> {
+    fn flight(&self, hash: u64, key: &str) -> Option<&Arc<Flight<V>>> {
+        self.flights.find(hash, |f| &*f.key == key)
+    }
+
+    /// Removes `flight`'s record if it is still the key's current one.
+    fn remove_flight(&mut self, flight: &Flight<V>) -> bool {
+        match self.flights.find_entry(flight.hash, |f| f.id == flight.id) {
+            Ok(e) => {
+                e.remove();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+pub(crate) struct Inner<V> {
+    pub(crate) cfg: Config<V>,
+    shards: Box<[RwLock<Shard<V>>]>,
+    shard_shift: u32,
+    hasher: hashbrown::DefaultHashBuilder,
+    pub(crate) namespaces: Namespaces,
+    pub(crate) clock: StdArc<dyn Clock>,
+    rng: SharedRng,
+    pub(crate) budget: Option<Arc<Budget>>,
+    flights: AtomicUsize,
+    next_id: AtomicU64,
+    pub(crate) spawner: Option<StdArc<dyn Spawn>>,
+}
+
+/// A stampede-proof cache of `V` values under string keys.
+///
+/// Cloning is cheap and shares the cache. See the [crate documentation](crate) for how the
+/// state machine ([`Cache::lookup`]) and the convenience APIs fit together.
+pub struct Cache<V> {
+    pub(crate) inner: Arc<Inner<V>>,
+}
+
+impl<V> Clone for Cache<V> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<V> core::fmt::Debug for Cache<V> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Cache").finish_non_exhaustive()
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Builder<V> {
+    /// Checks every option and builds the cache.
+    pub fn build(self) -> Result<Cache<V>, ConfigError> {
+        self.validate()?;
+        #[cfg(feature = "std")]
+        let clock = self
+            .clock
+            .unwrap_or_else(|| StdArc::new(crate::SystemClock));
+        #[cfg(not(feature = "std"))]
+        let clock = self.clock.ok_or(ConfigError::Inconsistent {
+            reason: "without the `std` feature a clock must be given",
+        })?;
+        #[cfg(feature = "std")]
+        let spawner = self
+            .spawner
+            .or_else(|| Some(StdArc::new(crate::ThreadSpawn) as _));
+        #[cfg(not(feature = "std"))]
+        let spawner = self.spawner;
+        let wanted = match self.cfg.shards {
+            0 => default_shards(),
+            n => n,
+        };
+        // Each shard must hold at least one entry of the capacity.
+        let shards = wanted
+            .next_power_of_two()
+            .min((self.cfg.capacity as usize).next_power_of_two())
+            .max(1);
+        let per_shard = self.cfg.capacity.div_ceil(shards as u64);
+        let cfg = self.cfg;
+        Ok(Cache {
+            inner: Arc::new(Inner {
+                shards: (0..shards)
+                    .map(|_| {
+                        RwLock::new(Shard {
+                            store: Store::new(per_shard),
+                            flights: HashTable::new(),
+                        })
+                    })
+                    .collect(),
+                shard_shift: 64 - shards.trailing_zeros(),
+                hasher: Default::default(),
+                namespaces: Namespaces::new(cfg.max_namespaces),
+                clock,
+                rng: self
+                    .rng
+                    .unwrap_or_else(|| SharedRng::new(crate::default_rng())),
+                budget: cfg.origin_budget.map(|n| Arc::new(Budget::new(n))),
+                flights: AtomicUsize::new(0),
+                next_id: AtomicU64::new(1),
+                spawner,
+                cfg,
+            }),
+        })
+    }
+}
+
+fn default_shards() -> usize {
+    #[cfg(feature = "std")]
+    {
+        4 * std::thread::available_parallelism().map_or(4, |n| n.get())
+    }
+    #[cfg(not(feature = "std"))]
+    {
+        16
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Cache<V> {
+    /// A builder with the default options.
+    pub fn builder() -> Builder<V> {
+        Builder::default()
+    }
+
+    /// A cache with the default options.
+    #[cfg(feature = "std")]
+    pub fn new() -> Self {
+        Self::builder()
+            .build()
+            .expect("the default options are valid")
+    }
+
+    /// The cache's clock.
+    pub fn clock(&self) -> &dyn Clock {
+        &*self.inner.clock
+    }
+
+    fn check_key(&self, key: &str) -> Result<(), Error> {
+        if key.is_empty() {
+            return Err(Error::EmptyKey);
+        }
+        let max = self.inner.cfg.max_key_len;
+        if key.len() > max {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn shard_index(&self, hash: u64) -> usize {
+        hash.checked_shr(self.inner.shard_shift).unwrap_or(0) as usize
+    }
+
+    #[inline]
+    fn shard(&self, hash: u64) -> &RwLock<Shard<V>> {
+        &self.inner.shards[self.shard_index(hash)]
+    }
+
+    /// Decides what a caller of `key` does now: take a value ([`Lookup::Hit`], possibly with
+    /// a background refresh to run), load it ([`Lookup::Lead`]) or wait for the caller who
+    /// does ([`Lookup::Wait`]). This is the state machine every API and binding drives.
+    pub fn lookup(&self, key: &str) -> Result<Lookup<V>, Error> {
+        self.check_key(key)?;
+        let hash = self.inner.hasher.hash_one(key);
+        let now = self.inner.clock.now();
+        let n = nanos(now);
+        let mut early = false;
+        {
+            let shard = self.shard(hash).read();
+            if let Some(node) = shard.store.get(hash, key) {
+                let e = &node.entry;
+                if e.phase(n) == Phase::Fresh {
+                    early = self.xfetch_fires(e, n);
+                    if !early {
+                        node.touch();
+                        self.count_hit(e, hash);
+                        let value = e.value.clone();
+                        return Ok(Lookup::Hit(Hit {
+                            value,
+                            state: HitState::Fresh,
+                            refresh: None,
+                        }));
+                    }
+                }
+            }
+        }
+        self.lookup_slow(key, hash, now, early)
+    }
+
+    /// A value that is fresh or within grace, without loading or refreshing anything.
+    /// A cached absence reads as `None`, like a miss.
+    pub fn get(&self, key: &str) -> Option<V> {
+        self.check_key(key).ok()?;
+        let hash = self.inner.hasher.hash_one(key);
+        let n = nanos(self.inner.clock.now());
+        let shard = self.shard(hash).read();
+        let Some(node) = shard.store.get(hash, key) else {
+            drop(shard);
+            self.inner
+                .namespaces
+                .get(namespace_of(key))
+                .metrics
+                .c
+                .misses
+                .fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let e = &node.entry;
+        match e.phase(n) {
+            Phase::Fresh => {
+                node.touch();
+                self.count_hit(e, hash);
+                e.value.clone()
+            }
+            Phase::Stale if e.value.is_some() => {
+                node.touch();
+                e.ns.metrics.c.stale_served.add(self.shard_index(hash));
+                e.value.clone()
+            }
+            _ => {
+                e.ns.metrics.c.misses.fetch_add(1, Ordering::Relaxed);
+                None
+            }
+        }
+    }
+
+    #[inline]
+    fn count_hit(&self, e: &Entry<V>, hash: u64) {
+        let c = &e.ns.metrics.c;
+        let stripe = self.shard_index(hash);
+        if e.value.is_some() {
+            c.hits.add(stripe)
+        } else {
+            c.negative_hits.add(stripe)
+        }
+    }
+
+    /// XFetch: should this read of a fresh entry refresh it early?
+    #[inline]
+    fn xfetch_fires(&self, e: &Entry<V>, now: u64) -> bool {
+        let beta = self.inner.cfg.beta;
+        let gap = Duration::from_nanos(e.timing.fresh_until - now);
+        let delta = Duration::from_nanos(e.load_nanos);
+        if e.value.is_none() || now < e.backoff_until || xfetch::out_of_reach(gap, delta, beta) {
+            return false;
+        }
+        let u = 1.0 - self.inner.rng.unit();
+        xfetch::should_refresh(gap, delta, beta, u)
+    }
+
+    fn lookup_slow(
+        &self,
+        key: &str,
+        hash: u64,
+        now: Duration,
+        early: bool,
+    ) -> Result<Lookup<V>, Error> {
+        let n = nanos(now);
+        let stripe = self.shard_index(hash);
+        let mut timed_out = None;
+        let mut dead = None;
+        let mut shard = self.shard(hash).write();
+        // A load past its hard timeout is given up here too, so a hung loader never holds
+        // a key even when no waiter is left to notice.
+        if let Some(f) = shard.flight(hash, key) {
+            if f.hard_deadline.is_some_and(|d| now >= d) {
+                let f = f.clone();
+                shard.remove_flight(&f);
+                self.inner.flights.fetch_sub(1, Ordering::Relaxed);
+                timed_out = Some(f);
+            }
+        }
+        let phase = shard.store.get(hash, key).map(|node| node.entry.phase(n));
+        if phase == Some(Phase::Dead) {
+            dead = shard.store.remove(hash, key);
+        }
+        let flight = shard.flight(hash, key).cloned();
+        let result = match phase {
+            Some(p @ (Phase::Fresh | Phase::Stale)) => {
+                let node = shard
+                    .store
+                    .get(hash, key)
+                    .expect("phase came from this node");
+                node.touch();
+                let (value, ns) = (node.entry.value.clone(), node.entry.ns.clone());
+                let c = &ns.metrics.c;
+                let wants_refresh = flight.is_none()
+                    && n >= node.entry.backoff_until
+                    && if p == Phase::Fresh { early } else { true };
+                let refresh = if wants_refresh {
+                    self.start_flight(&mut shard, key, hash, ns.clone(), now, None)
+                        .ok()
+                } else {
+                    None
+                };
+                if refresh.is_some() {
+                    c.refreshes.fetch_add(1, Ordering::Relaxed);
+                    if p == Phase::Fresh {
+                        c.early_refreshes.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                let state = if p == Phase::Fresh {
+                    if value.is_some() {
+                        c.hits.add(stripe)
+                    } else {
+                        c.negative_hits.add(stripe)
+                    }
+                    HitState::Fresh
+                } else {
+                    c.stale_served.add(stripe);
+                    HitState::Stale
+                };
+                Lookup::Hit(Hit {
+                    value,
+                    state,
+                    refresh,
+                })
+            }
+            Some(Phase::FailSafe)
+                if n < shard
+                    .store
+                    .get(hash, key)
+                    .map_or(0, |x| x.entry.backoff_until) =>
+            {
+                let node = shard
+                    .store
+                    .get(hash, key)
+                    .expect("phase came from this node");
+                node.entry
+                    .ns
+                    .metrics
+                    .c
+                    .failsafe_served
+                    .fetch_add(1, Ordering::Relaxed);
+                Lookup::Hit(Hit {
+                    value: node.entry.value.clone(),
+                    state: HitState::FailSafe,
+                    refresh: None,
+                })
+            }
+            _ => {
+                let (ns, fallback) = match (phase, shard.store.get(hash, key)) {
+                    (Some(Phase::FailSafe), Some(node)) => {
+                        (node.entry.ns.clone(), node.entry.value.clone())
+                    }
+                    _ => (self.inner.namespaces.get(namespace_of(key)), None),
+                };
+                let c = &ns.metrics.c;
+                c.misses.fetch_add(1, Ordering::Relaxed);
+                match flight {
+                    Some(f) => {
+                        c.coalesced_waiters.fetch_add(1, Ordering::Relaxed);
+                        c.lock_contended.fetch_add(1, Ordering::Relaxed);
+                        Lookup::Wait(Waiter::new(self.clone(), f, fallback, now))
+                    }
+                    None => {
+                        let guard =
+                            self.start_flight(&mut shard, key, hash, ns.clone(), now, fallback)?;
+                        c.lock_acquired.fetch_add(1, Ordering::Relaxed);
+                        Lookup::Lead(guard)
+                    }
+                }
+            }
+        };
+        drop(shard);
+        if let Some(f) = timed_out {
+            self.time_out(&f);
+        }
+        drop(dead);
+        Ok(result)
+    }
+
+    fn start_flight(
+        &self,
+        shard: &mut Shard<V>,
+        key: &str,
+        hash: u64,
+        ns: Arc<Namespace>,
+        now: Duration,
+        fallback: Option<V>,
+    ) -> Result<LoadGuard<V>, Error> {
+        let max = self.inner.cfg.max_flights;
+        if self.inner.flights.load(Ordering::Relaxed) >= max {
+            return Err(Error::TooManyFlights { max });
+        }
+        self.inner.flights.fetch_add(1, Ordering::Relaxed);
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let cfg = &self.inner.cfg;
+        let flight = Arc::new(Flight::new(
+            id,
+            key,
+            hash,
+            ns,
+            now,
+            cfg.soft_timeout,
+            cfg.hard_timeout,
+        ));
+        shard
+            .flights
+            .insert_unique(hash, flight.clone(), |f| f.hash);
+        Ok(LoadGuard::new(self.clone(), flight, fallback))
+    }
+
+    /// Gives up a load past its hard timeout: its waiters get the timeout (or fail-safe).
+    pub(crate) fn time_out(&self, flight: &Arc<Flight<V>>) {
+        if self.shard(flight.hash).write().remove_flight(flight) {
+            self.inner.flights.fetch_sub(1, Ordering::Relaxed);
+        }
+        let after = self.inner.cfg.hard_timeout.unwrap_or_default();
+        if flight.finish(Outcome::Failed(Error::LoadTimeout { after })) {
+            flight
+                .ns
+                .metrics
+                .c
+                .load_timeouts
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Ends a flight: stores a loaded result when nothing newer happened meanwhile (no
+    /// `set`, `invalidate` or `bump` since it began, and it was not timed out), records a
+    /// failure for fail-safe backoff, then wakes the waiters.
+    pub(crate) fn finish(&self, flight: &Arc<Flight<V>>, outcome: Outcome<V>, took: Duration) {
+        let now = self.inner.clock.now();
+        let n = nanos(now);
+        let mut dropped = Vec::new();
+        {
+            let mut shard = self.shard(flight.hash).write();
+            let current = shard.remove_flight(flight);
+            if current {
+                self.inner.flights.fetch_sub(1, Ordering::Relaxed);
+            }
+            let storable = current && !flight.is_superseded() && flight.ns.epoch() == flight.epoch;
+            match &outcome {
+                Outcome::Loaded(v) if storable => {
+                    let entry =
+                        self.make_entry(v.clone(), flight.ns.clone(), flight.epoch, nanos(took), n);
+                    if let Ok(weight) = self.weigh(&flight.key, &entry) {
+                        dropped.extend(shard.store.remove(flight.hash, &flight.key));
+                        let before = dropped.len();
+                        shard.store.insert(
+                            flight.hash,
+                            &flight.key,
+                            entry,
+                            weight,
+                            n,
+                            &mut dropped,
+                        );
+                        self.count_evictions(&dropped[before..]);
+                    }
+                }
+                Outcome::Failed(_) if storable => {
+                    // Back off: the stale value keeps being served without hammering a
+                    // failing origin with one refresh per read.
+                    if let Some(node) = shard.store.get_mut(flight.hash, &flight.key) {
+                        node.entry.backoff_until =
+                            n.saturating_add(nanos(self.inner.cfg.failsafe_backoff));
+                    }
+                }
+                _ => {}
+            }
+        }
+        drop(dropped);
+        flight.finish(outcome);
+    }
+
+    fn count_evictions(&self, evicted: &[Entry<V>]) {
+        for e in evicted {
+            e.ns.metrics.c.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn weigh(&self, key: &str, entry: &Entry<V>) -> Result<u64, Error> {
+        let weight = match (&self.inner.cfg.weigher, &entry.value) {
+            (Some(w), Some(v)) => w(key, v).max(1),
+            _ => 1,
+        };
+        let max = self.inner.shards[0].read().store.capacity();
+        if weight > max {
+            return Err(Error::ValueTooLarge { weight, max });
+        }
+        Ok(weight)
+    }
+
+    fn make_entry(
+        &self,
+        value: Option<V>,
+        ns: Arc<Namespace>,
+        epoch: u64,
+        load_nanos: u64,
+        now: u64,
+    ) -> Entry<V> {
+        let cfg = &self.inner.cfg;
+        let timing = if value.is_some() {
+            let ttl = jitter::jittered(cfg.ttl, cfg.jitter, self.inner.rng.unit());
+            Timing::new(now, ttl, cfg.grace, cfg.max_stale)
+        } else {
+            // Absences are neither served stale nor kept for fail-safe: they are cheap to
+            // re-check and a real write must be able to replace them quickly.
+            let ttl = jitter::jittered(cfg.negative_ttl, cfg.jitter, self.inner.rng.unit());
+            Timing::new(now, ttl, Duration::ZERO, None)
+        };
+        Entry {
+            value,
+            ns,
+            epoch,
+            timing,
+            load_nanos,
+            backoff_until: 0,
+        }
+    }
+
+    fn write(&self, key: &str, value: Option<V>) -> Result<(), Error> {
+        self.check_key(key)?;
+        let hash = self.inner.hasher.hash_one(key);
+        let ns = self.inner.namespaces.get(namespace_of(key));
+        let n = nanos(self.inner.clock.now());
+        let mut dropped = Vec::new();
+        {
+            let mut shard = self.shard(hash).write();
+            if let Some(f) = shard.flight(hash, key) {
+                f.supersede();
+            }
+            let old = shard.store.remove(hash, key);
+            // Keep the measured load time so XFetch still knows how expensive the key is.
+            let load_nanos = old.as_ref().map_or(0, |o| o.load_nanos);
+            dropped.extend(old);
+            let epoch = ns.epoch();
+            let entry = self.make_entry(value, ns, epoch, load_nanos, n);
+            let weight = self.weigh(key, &entry)?;
+            let before = dropped.len();
+            shard
+                .store
+                .insert(hash, key, entry, weight, n, &mut dropped);
+            self.count_evictions(&dropped[before..]);
+        }
+        drop(dropped);
+        Ok(())
+    }
+
+    /// Stores `value` under `key` now. A load of `key` already running will not overwrite it.
+    pub fn set(&self, key: &str, value: V) -> Result<(), Error> {
+        self.write(key, Some(value))
+    }
+
+    /// Caches "absent" under `key` for `negative_ttl`.
+    pub fn set_absent(&self, key: &str) -> Result<(), Error> {
+        self.write(key, None)
+    }
+
+    /// Removes `key`'s entry. A load of `key` already running will not write back its
+    /// (possibly older) result. Returns whether an entry was removed.
+    pub fn invalidate(&self, key: &str) -> Result<bool, Error> {
+        self.check_key(key)?;
+        let hash = self.inner.hasher.hash_one(key);
+        let removed = {
+            let mut shard = self.shard(hash).write();
+            if let Some(f) = shard.flight(hash, key) {
+                f.supersede();
+            }
+            shard.store.remove(hash, key)
+        };
+        Ok(removed.is_some())
+    }
+
+    /// Invalidates every key of `namespace` in O(1) by moving to a new epoch; returns it.
+    /// Loads that began under the old epoch are not stored.
+    pub fn bump(&self, namespace: &str) -> u64 {
+        self.inner.namespaces.bump(namespace)
+    }
+
+    /// Counters, histograms and sizes at this moment.
+    pub fn metrics(&self) -> MetricsSnapshot {
+        let (mut entries, mut weight) = (0, 0);
+        for s in self.inner.shards.iter() {
+            let s = s.read();
+            entries += s.store.len() as u64;
+            weight += s.store.weight();
+        }
+        MetricsSnapshot {
+            namespaces: self.inner.namespaces.snapshot(),
+            entries,
+            weight,
+            loads_in_flight: self.inner.flights.load(Ordering::Relaxed) as u64,
+        }
+    }
+
+    /// [`metrics`](Self::metrics) in Prometheus text exposition format.
+    pub fn prometheus(&self) -> alloc::string::String {
+        self.metrics().to_prometheus()
+    }
+
+    /// Keys currently loading (flight records), for tests and leak checks.
+    pub fn flights_in_progress(&self) -> usize {
+        self.inner.flights.load(Ordering::Relaxed)
+    }
+
+    /// Loader calls running now under the origin budget (0 without a budget).
+    pub fn budget_in_use(&self) -> usize {
+        self.inner.budget.as_ref().map_or(0, |b| b.in_use())
+    }
+}

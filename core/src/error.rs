@@ -1,0 +1,183 @@
+//! Typed errors. [`Error`] is what a call answers; [`ConfigError`] is what a bad option
+//! answers when the cache is built. Both are `Clone`, so every waiter of one failed load gets
+//! the same error, the loader's own error included (shared behind an `Arc`).
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::fmt;
+use core::time::Duration;
+
+use crate::sync::Arc;
+
+/// The error a loader returned, shared by every waiter of that load.
+///
+/// The original error is kept, so a binding can re-raise it in its own language and a Rust
+/// caller can downcast it.
+#[derive(Clone)]
+pub struct LoadError(Arc<dyn core::error::Error + Send + Sync + 'static>);
+
+impl LoadError {
+    /// Wraps a loader's error.
+    pub fn new<E: core::error::Error + Send + Sync + 'static>(error: E) -> Self {
+        Self(Arc::new(error))
+    }
+
+    /// Wraps an already boxed error.
+    pub fn from_boxed(error: Box<dyn core::error::Error + Send + Sync + 'static>) -> Self {
+        Self(Arc::from(error))
+    }
+
+    /// The original error.
+    pub fn get(&self) -> &(dyn core::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+
+    /// The original error, if it is an `E`.
+    pub fn downcast_ref<E: core::error::Error + 'static>(&self) -> Option<&E> {
+        self.0.downcast_ref::<E>()
+    }
+}
+
+impl fmt::Debug for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+/// What went wrong with a cache call.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The key is empty.
+    EmptyKey,
+    /// The key is longer than the configured `max_key_len`.
+    KeyTooLong {
+        /// Length of the key, in bytes.
+        len: usize,
+        /// The configured limit, in bytes.
+        max: usize,
+    },
+    /// The value weighs more than the whole capacity of its shard and cannot be stored.
+    ValueTooLarge {
+        /// Weight the weigher gave the value.
+        weight: u64,
+        /// The most one entry may weigh.
+        max: u64,
+    },
+    /// A waiter waited `wait_timeout` for a load and had no stale value to fall back to.
+    WaitTimeout {
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// The loader ran past its hard timeout; its result, if any, is discarded.
+    LoadTimeout {
+        /// The hard timeout that was exceeded.
+        after: Duration,
+    },
+    /// The loader failed; every waiter of that load receives the same error.
+    Load(LoadError),
+    /// The loader panicked; every waiter of that load receives this error, and the next call
+    /// starts a new load.
+    LoaderPanicked {
+        /// The panic message, when it was a string.
+        message: Option<String>,
+    },
+    /// Too many different keys are loading at once (`max_flights`): a flood of distinct keys
+    /// is refused instead of growing memory without bound.
+    TooManyFlights {
+        /// The configured limit.
+        max: usize,
+    },
+    /// The shared tier (e.g. Redis) failed and nothing could be served from memory.
+    Backend(LoadError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::EmptyKey => f.write_str("the cache key is empty"),
+            Error::KeyTooLong { len, max } => {
+                write!(f, "the cache key is {len} bytes long; the limit is {max}")
+            }
+            Error::ValueTooLarge { weight, max } => {
+                write!(
+                    f,
+                    "the value weighs {weight}; one entry may weigh at most {max}"
+                )
+            }
+            Error::WaitTimeout { waited } => write!(
+                f,
+                "gave up waiting for a load after {waited:?} and no stale value was available"
+            ),
+            Error::LoadTimeout { after } => {
+                write!(f, "the loader exceeded its hard timeout of {after:?}")
+            }
+            Error::Load(e) => write!(f, "the loader failed: {e}"),
+            Error::LoaderPanicked { message: Some(m) } => write!(f, "the loader panicked: {m}"),
+            Error::LoaderPanicked { message: None } => f.write_str("the loader panicked"),
+            Error::TooManyFlights { max } => {
+                write!(
+                    f,
+                    "more than {max} keys are loading at once; request refused"
+                )
+            }
+            Error::Backend(e) => write!(f, "the shared cache tier failed: {e}"),
+        }
+    }
+}
+
+impl core::error::Error for Error {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Error::Load(e) | Error::Backend(e) => Some(e.get()),
+            _ => None,
+        }
+    }
+}
+
+/// A cache option that was out of range when the cache was built.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A duration that must be positive was zero.
+    ZeroDuration {
+        /// The option's name.
+        option: &'static str,
+    },
+    /// `jitter` must be in [0, 1).
+    JitterOutOfRange(f64),
+    /// `beta` must be finite and >= 0.
+    InvalidBeta(f64),
+    /// A count that must be positive was zero.
+    Zero {
+        /// The option's name.
+        option: &'static str,
+    },
+    /// Two options contradict each other.
+    Inconsistent {
+        /// What is wrong, in words.
+        reason: &'static str,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::ZeroDuration { option } => write!(f, "`{option}` must be positive"),
+            ConfigError::JitterOutOfRange(j) => {
+                write!(f, "`jitter` must be in [0, 1), got {j}")
+            }
+            ConfigError::InvalidBeta(b) => write!(f, "`beta` must be finite and >= 0, got {b}"),
+            ConfigError::Zero { option } => write!(f, "`{option}` must be at least 1"),
+            ConfigError::Inconsistent { reason } => f.write_str(reason),
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}

@@ -1,0 +1,143 @@
+//! The single-flight record of one key (DESIGN 1): at most one per key in the shard's table,
+//! created by the caller that leads the load, finished exactly once (value, error, timeout or
+//! abandonment), waking every waiter. Waiters register a `Waker` under the record's mutex and
+//! the finisher takes the wakers under that same mutex, so no wake-up can be lost.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::task::{Context, Poll, Waker};
+use core::time::Duration;
+
+use crate::epoch::Namespace;
+use crate::error::Error;
+use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+
+/// How a flight ended.
+pub(crate) enum Outcome<V> {
+    /// The loader answered: a value, or `None` for "absent".
+    Loaded(Option<V>),
+    /// The loader failed, panicked or timed out.
+    Failed(Error),
+    /// The leader went away without an answer: waiters look up again and one of them leads.
+    Abandoned,
+}
+
+impl<V: Clone> Clone for Outcome<V> {
+    fn clone(&self) -> Self {
+        match self {
+            Outcome::Loaded(v) => Outcome::Loaded(v.clone()),
+            Outcome::Failed(e) => Outcome::Failed(e.clone()),
+            Outcome::Abandoned => Outcome::Abandoned,
+        }
+    }
+}
+
+struct State<V> {
+    outcome: Option<Outcome<V>>,
+    /// Registered waiters; a slot is `None` once its waiter left.
+    wakers: Vec<Option<Waker>>,
+}
+
+pub(crate) struct Flight<V> {
+    pub(crate) id: u64,
+    pub(crate) key: Box<str>,
+    pub(crate) hash: u64,
+    pub(crate) ns: Arc<Namespace>,
+    /// The namespace epoch when the load began: a bump since then means "do not store".
+    pub(crate) epoch: u64,
+    /// Clock reading when the flight was created.
+    pub(crate) created: Duration,
+    /// After this, waiters holding a stale value take it and leave (soft timeout).
+    pub(crate) soft_deadline: Option<Duration>,
+    /// After this, the load is abandoned with a timeout error (hard timeout).
+    pub(crate) hard_deadline: Option<Duration>,
+    /// Set by `set`/`invalidate` while the load runs: its result must not be stored.
+    pub(crate) superseded: AtomicBool,
+    state: Mutex<State<V>>,
+}
+
+impl<V: Clone> Flight<V> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        id: u64,
+        key: &str,
+        hash: u64,
+        ns: Arc<Namespace>,
+        created: Duration,
+        soft: Option<Duration>,
+        hard: Option<Duration>,
+    ) -> Self {
+        let epoch = ns.epoch();
+        Self {
+            id,
+            key: key.into(),
+            hash,
+            ns,
+            epoch,
+            created,
+            soft_deadline: soft.map(|s| created + s),
+            hard_deadline: hard.map(|h| created + h),
+            superseded: AtomicBool::new(false),
+            state: Mutex::new(State {
+                outcome: None,
+                wakers: Vec::new(),
+            }),
+        }
+    }
+
+    /// Records the outcome (the first one wins) and wakes every waiter. Returns false when
+    /// the flight had already finished.
+    pub(crate) fn finish(&self, outcome: Outcome<V>) -> bool {
+        let wakers = {
+            let mut st = self.state.lock();
+            if st.outcome.is_some() {
+                return false;
+            }
+            st.outcome = Some(outcome);
+            core::mem::take(&mut st.wakers)
+        };
+        for w in wakers.into_iter().flatten() {
+            w.wake();
+        }
+        true
+    }
+
+    pub(crate) fn is_superseded(&self) -> bool {
+        self.superseded.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn supersede(&self) {
+        self.superseded.store(true, Ordering::Release);
+    }
+
+    /// The outcome if finished; otherwise registers `cx`'s waker in `slot`.
+    pub(crate) fn poll_outcome(
+        &self,
+        slot: &mut Option<usize>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Outcome<V>> {
+        let mut st = self.state.lock();
+        if let Some(o) = &st.outcome {
+            return Poll::Ready(o.clone());
+        }
+        match *slot {
+            Some(i) => match &mut st.wakers[i] {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                w => *w = Some(cx.waker().clone()),
+            },
+            None => {
+                st.wakers.push(Some(cx.waker().clone()));
+                *slot = Some(st.wakers.len() - 1);
+            }
+        }
+        Poll::Pending
+    }
+
+    /// Forgets a waiter that left before the end (cancelled or timed out).
+    pub(crate) fn deregister(&self, slot: usize) {
+        let mut st = self.state.lock();
+        if let Some(w) = st.wakers.get_mut(slot) {
+            *w = None;
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! TTL jitter (DESIGN 5): every stored TTL becomes `ttl * (1 + j * (u - 0.5))`, u uniform
+//! in [0, 1).
+//!
+//! Keys written together (a restart, a batch import) would otherwise expire together and
+//! send the origin one load per key at the same instant. `j` is the full width of the band,
+//! so a TTL lands in `[ttl * (1 - j/2), ttl * (1 + j/2))`: 300 s with j = 0.25 gives
+//! [262.5 s, 337.5 s). This is the formula of DESIGN.md and of the seeds' code; the seeds'
+//! prose reads j as a half-width (±25 %, "[225, 375]"), which is j = 0.5 here.
+
+use core::time::Duration;
+
+/// `ttl` spread by the fraction `j` using the uniform draw `u` in [0, 1).
+#[inline]
+pub fn jittered(ttl: Duration, j: f64, u: f64) -> Duration {
+    if j == 0.0 {
+        return ttl;
+    }
+    let factor = 1.0 + j * (u - 0.5);
+    Duration::from_secs_f64((ttl.as_secs_f64() * factor).max(0.0))
+}
+
+/// The interval every jittered TTL falls in: `[ttl * (1 - j/2), ttl * (1 + j/2)]`.
+pub fn bounds(ttl: Duration, j: f64) -> (Duration, Duration) {
+    (
+        Duration::from_secs_f64(ttl.as_secs_f64() * (1.0 - j / 2.0)),
+        Duration::from_secs_f64(ttl.as_secs_f64() * (1.0 + j / 2.0)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stays_within_bounds_and_is_monotonic_in_u() {
+        let ttl = Duration::from_secs(300);
+        let (lo, hi) = bounds(ttl, 0.25);
+        let mut last = Duration::ZERO;
+        for i in 0..1000 {
+            let u = i as f64 / 1000.0;
+            let t = jittered(ttl, 0.25, u);
+            assert!(t >= lo && t <= hi, "{t:?} outside [{lo:?}, {hi:?}]");
+            assert!(t >= last);
+            last = t;
+        }
+        assert_eq!(jittered(ttl, 0.0, 0.9), ttl);
+    }
+}

@@ -1,0 +1,117 @@
+//! # herdless: a stampede-proof cache engine
+//!
+//! When a hot key expires under load, a naive cache-aside sends every in-flight request to
+//! the origin at once (the dogpile, the thundering herd). herdless makes that impossible:
+//! single-flight loads, stale-while-revalidate, XFetch early refresh, TTL jitter, negative
+//! caching, epoch invalidation, fail-safe, loader timeouts, an origin budget and metrics.
+//!
+//! ```
+//! use std::time::Duration;
+//! use herdless::{Cache, KeyBuilder};
+//!
+//! let cache: Cache<String> = Cache::builder()
+//!     .ttl(Duration::from_secs(60))
+//!     .grace(Duration::from_secs(30)) // serve stale for 30 s while one refresh runs
+//!     .build()?;
+//! let key = KeyBuilder::new("users").entity("profile").id(42).build()?;
+//! // Concurrent callers of one key share one loader call.
+//! let name = cache.get_or_load(&key, || Ok::<_, std::io::Error>(Some("Ada".to_string())))?;
+//! assert_eq!(name.as_deref(), Some("Ada"));
+//! cache.bump("users"); // every "users" key is now a miss, in O(1)
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## One state machine, four drivers
+//!
+//! The engine never runs a loader itself. [`Cache::lookup`] decides, atomically for the key,
+//! what its caller does, and hands it what it needs to do it:
+//!
+//! - [`Lookup::Hit`]: serve this value now (fresh, stale within grace, or fail-safe). If the
+//!   hit carries a [`LoadGuard`] in `refresh`, this caller alone was chosen to refresh the
+//!   key in the background (stale-while-revalidate or XFetch).
+//! - [`Lookup::Lead`]: this caller loads. [`LoadGuard::begin`] waits for the origin budget,
+//!   the caller runs its loader, and [`LoadGuard::complete`] stores the result (unless a
+//!   `set`, `invalidate` or `bump` happened meanwhile) and wakes every waiter with it.
+//! - [`Lookup::Wait`]: another caller loads. The [`Waiter`] is a runtime-agnostic `Future`
+//!   (or [`Waiter::wait`] blocks); it ends with the leader's result, its error, a fail-safe
+//!   value, or [`Waited::Retry`] when the leader went away and the load is handed over.
+//!
+//! Each way of calling the engine is a small driver of that machine:
+//!
+//! 1. **Rust, in memory** — [`Cache::get_or_load`] drives it on the caller's thread
+//!    (waiters park; a refresh gets a short-lived thread), and
+//!    [`Cache::get_or_load_async`] drives it as a future on any executor (timers come from
+//!    the [`Clock`], background work goes to the [`Spawn`]er, e.g. `tokio::spawn`).
+//! 2. **A shared tier (Redis)** — a [`Backend`] sits behind the in-memory table: the local
+//!    leader, one per process, does the fleet-wide part (read L2, take the distributed
+//!    lock with a token and lease, re-read, load, conditional write, notify), so the
+//!    in-process single-flight bounds Redis traffic to one lock attempt per key per process.
+//! 3. **Python** — the binding calls `lookup` with the GIL held (it is fast), runs a Python
+//!    loader on the leading thread or awaits it as a coroutine, and completes the guard;
+//!    sync waiters call [`Waiter::wait`] with the GIL released, asyncio waiters await the
+//!    waiter from a future bridged to the event loop.
+//! 4. **Node** — the binding calls `lookup` on the event loop, calls the JS async loader for
+//!    a `Lead`, and completes the guard when its Promise settles; a `Wait` becomes a Promise
+//!    resolved when the waiter's future ends, so the event loop never blocks.
+//!
+//! Time and randomness are injected ([`Clock`], [`Builder::rng`]), so every policy is
+//! testable on a [`ManualClock`], deterministically.
+//!
+//! ## Guarantees
+//!
+//! - One loader call per key at a time in a process, whatever the interleaving; a leader
+//!   that panics wakes its waiters with [`Error::LoaderPanicked`]; one that is cancelled
+//!   hands the load to a waiter; one that hangs is abandoned at the hard timeout.
+//! - Nothing older than `ttl + grace` is served, except fail-safe values (opt-in, up to
+//!   `max_stale`) when a load fails or times out.
+//! - Errors are never cached; every waiter of a failed load gets the same error.
+//! - Memory is bounded: entries (values and absences) by capacity with SIEVE eviction,
+//!   flight records by `max_flights`, namespaces by `max_namespaces`.
+//!
+//! ## Features
+//!
+//! `std` (default): the system clock, the blocking API, parking_lot locks. Without it the
+//! crate is `no_std` + `alloc`: bring a [`Clock`] and drive [`Cache::lookup`] or the async API.
+
+#![cfg_attr(not(feature = "std"), no_std)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+mod api;
+pub mod backend;
+mod budget;
+mod clock;
+mod config;
+mod engine;
+mod entry;
+mod epoch;
+mod error;
+mod expiry;
+mod flight;
+pub mod jitter;
+pub mod key;
+mod lookup;
+pub mod metrics;
+#[cfg(feature = "std")]
+mod park;
+mod rng;
+mod spawn;
+mod store;
+mod sync;
+pub mod xfetch;
+
+pub use backend::Backend;
+#[cfg(feature = "std")]
+pub use clock::SystemClock;
+pub use clock::{Clock, ManualClock};
+pub use config::{Builder, Weigher};
+pub use engine::Cache;
+pub use error::{ConfigError, Error, LoadError};
+pub use key::{KeyBuilder, KeyError, Param};
+pub use lookup::{Begin, Hit, HitState, LoadGuard, Lookup, Waited, Waiter};
+pub use metrics::{MetricsSnapshot, NamespaceMetrics};
+pub use rng::{DefaultRng, default_rng};
+#[cfg(feature = "std")]
+pub use spawn::ThreadSpawn;
+pub use spawn::{BoxFuture, Spawn};

@@ -1,0 +1,457 @@
+//! The caller's side of the state machine: what [`Cache::lookup`] answers, and the handles
+//! that finish the job — a [`LoadGuard`] for the caller that loads, a [`Waiter`] for the
+//! callers that wait.
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use core::time::Duration;
+
+use crate::budget::{Acquire, Permit};
+use crate::engine::Cache;
+use crate::error::{Error, LoadError};
+use crate::flight::{Flight, Outcome};
+use crate::sync::{Arc, Ordering};
+
+/// What a caller of [`Cache::lookup`] does next.
+#[must_use = "a Lead must be completed and a Wait awaited, or the key's waiters are handed over"]
+pub enum Lookup<V: Clone + Send + Sync + 'static> {
+    /// Serve this value now.
+    Hit(Hit<V>),
+    /// You load the value: run the loader and [`complete`](LoadGuard::complete) the guard.
+    /// Callers arriving meanwhile wait for you.
+    Lead(LoadGuard<V>),
+    /// Someone else is loading: await (or [`wait`](Waiter::wait) on) this.
+    Wait(Waiter<V>),
+}
+
+/// How fresh a served value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HitState {
+    /// Within its TTL.
+    Fresh,
+    /// Past its TTL, within grace (stale-while-revalidate).
+    Stale,
+    /// Past grace, served because the last load failed (fail-safe, within `max_stale`).
+    FailSafe,
+}
+
+/// A value to serve now, possibly with a refresh for the caller to run in the background.
+pub struct Hit<V: Clone + Send + Sync + 'static> {
+    /// The value; `None` is a cached absence.
+    pub value: Option<V>,
+    /// How fresh it is.
+    pub state: HitState,
+    /// When set, this caller was chosen (alone) to refresh the key: run the loader in the
+    /// background and complete the guard; do not make the current request wait for it.
+    pub refresh: Option<LoadGuard<V>>,
+}
+
+/// What a waiter ends with, besides an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Waited<V> {
+    /// The leader's result (`None`: absent).
+    Loaded(Option<V>),
+    /// The load failed or took too long; this is the fail-safe stale value.
+    Stale(V),
+    /// The leader went away without an answer: look up again (one caller will lead).
+    Retry,
+}
+
+/// The right and the duty to load one key.
+///
+/// Finish it with [`complete`](Self::complete) (or [`fail`](Self::fail)). Dropped unfinished,
+/// it wakes the waiters: while the thread panics, with [`Error::LoaderPanicked`]; otherwise
+/// (cancellation) it hands the load over: waiters get [`Waited::Retry`] and one of them leads.
+pub struct LoadGuard<V: Clone + Send + Sync + 'static> {
+    cache: Cache<V>,
+    flight: Arc<Flight<V>>,
+    fallback: Option<V>,
+    permit: Option<Permit>,
+    began: Option<Duration>,
+    done: bool,
+}
+
+impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
+    pub(crate) fn new(cache: Cache<V>, flight: Arc<Flight<V>>, fallback: Option<V>) -> Self {
+        Self {
+            cache,
+            flight,
+            fallback,
+            permit: None,
+            began: None,
+            done: false,
+        }
+    }
+
+    /// The key being loaded.
+    pub fn key(&self) -> &str {
+        &self.flight.key
+    }
+
+    /// The fail-safe value answered if the load fails (an entry past grace, within
+    /// `max_stale`).
+    pub fn fallback(&self) -> Option<&V> {
+        self.fallback.as_ref()
+    }
+
+    /// When the soft timeout falls, on the cache's clock.
+    pub fn soft_deadline(&self) -> Option<Duration> {
+        self.flight.soft_deadline
+    }
+
+    /// When the hard timeout falls, on the cache's clock.
+    pub fn hard_deadline(&self) -> Option<Duration> {
+        self.flight.hard_deadline
+    }
+
+    fn mark_began(&mut self) {
+        if self.began.is_none() {
+            self.began = Some(self.cache.inner.clock.now());
+            self.flight
+                .ns
+                .metrics
+                .c
+                .loads
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes a share of the origin budget if one is free now. Background refreshes use this:
+    /// when the origin is busy they are skipped rather than queued.
+    pub fn try_begin(&mut self) -> bool {
+        if self.began.is_some() {
+            return true;
+        }
+        if let Some(b) = &self.cache.inner.budget {
+            match b.try_acquire() {
+                Some(p) => self.permit = Some(p),
+                None => return false,
+            }
+        }
+        self.mark_began();
+        true
+    }
+
+    /// Waits for a share of the origin budget (at most `wait_timeout`), then marks the load
+    /// as started. Without a budget it is ready at once.
+    pub fn begin(&mut self) -> Begin<'_, V> {
+        let acquire = match (&self.began, &self.cache.inner.budget) {
+            (None, Some(b)) => Some(b.acquire()),
+            _ => None,
+        };
+        let deadline = self.cache.inner.clock.now() + self.cache.inner.cfg.wait_timeout;
+        Begin {
+            guard: self,
+            acquire,
+            sleep: None,
+            deadline,
+        }
+    }
+
+    /// [`begin`](Self::begin), blocking the thread.
+    #[cfg(feature = "std")]
+    pub fn begin_blocking(&mut self) -> Result<(), Error> {
+        crate::park::block_on(self.begin())
+    }
+
+    fn took(&self) -> Duration {
+        let began = self.began.unwrap_or(self.flight.created);
+        self.cache.inner.clock.now().saturating_sub(began)
+    }
+
+    /// Finishes the load with the loader's answer (`Ok(None)`: absent) and wakes the waiters.
+    /// Returns what this caller answers: the value, or on error the fail-safe value if any.
+    /// The value is stored unless the key was written, invalidated or bumped meanwhile.
+    pub fn complete(mut self, result: Result<Option<V>, LoadError>) -> Result<Option<V>, Error> {
+        self.mark_began();
+        let took = self.took();
+        self.flight.ns.metrics.load_duration.observe(took);
+        match result {
+            Ok(v) => {
+                self.end(Outcome::Loaded(v.clone()), took);
+                Ok(v)
+            }
+            Err(e) => {
+                self.flight
+                    .ns
+                    .metrics
+                    .c
+                    .load_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                self.fail(Error::Load(e))
+            }
+        }
+    }
+
+    /// Finishes the load with an error (e.g. a timeout the driver enforced). Returns the
+    /// fail-safe value if any, else the error; waiters get the same.
+    pub fn fail(mut self, error: Error) -> Result<Option<V>, Error> {
+        let took = self.took();
+        self.end(Outcome::Failed(error.clone()), took);
+        match self.fallback.take() {
+            Some(v) => {
+                self.flight
+                    .ns
+                    .metrics
+                    .c
+                    .failsafe_served
+                    .fetch_add(1, Ordering::Relaxed);
+                Ok(Some(v))
+            }
+            None => Err(error),
+        }
+    }
+
+    /// Gives the load up without an answer: waiters look up again and one of them leads.
+    pub fn abandon(mut self) {
+        let took = self.took();
+        self.end(Outcome::Abandoned, took);
+    }
+
+    /// Finishes the load because its loader panicked; waiters get
+    /// [`Error::LoaderPanicked`] and the next call loads again.
+    pub fn panicked(mut self, message: Option<alloc::string::String>) {
+        self.flight
+            .ns
+            .metrics
+            .c
+            .load_errors
+            .fetch_add(1, Ordering::Relaxed);
+        let took = self.took();
+        self.end(Outcome::Failed(Error::LoaderPanicked { message }), took);
+    }
+
+    pub(crate) fn count_failsafe(&self) {
+        self.flight
+            .ns
+            .metrics
+            .c
+            .failsafe_served
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn end(&mut self, outcome: Outcome<V>, took: Duration) {
+        self.done = true;
+        if matches!(outcome, Outcome::Abandoned) {
+            self.flight
+                .ns
+                .metrics
+                .c
+                .abandoned_loads
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        self.cache.finish(&self.flight, outcome, took);
+        self.permit = None;
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Drop for LoadGuard<V> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        #[cfg(feature = "std")]
+        if std::thread::panicking() {
+            self.flight
+                .ns
+                .metrics
+                .c
+                .load_errors
+                .fetch_add(1, Ordering::Relaxed);
+            let took = self.took();
+            self.end(
+                Outcome::Failed(Error::LoaderPanicked { message: None }),
+                took,
+            );
+            return;
+        }
+        let took = self.took();
+        self.end(Outcome::Abandoned, took);
+    }
+}
+
+/// The future of [`LoadGuard::begin`].
+pub struct Begin<'g, V: Clone + Send + Sync + 'static> {
+    guard: &'g mut LoadGuard<V>,
+    acquire: Option<Acquire>,
+    sleep: Option<Waker>,
+    deadline: Duration,
+}
+
+impl<V: Clone + Send + Sync + 'static> Future for Begin<'_, V> {
+    type Output = Result<(), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Some(acquire) = &mut this.acquire {
+            match Pin::new(acquire).poll(cx) {
+                Poll::Ready(permit) => {
+                    this.acquire = None;
+                    this.guard.permit = Some(permit);
+                }
+                Poll::Pending => {
+                    let clock = &this.guard.cache.inner.clock;
+                    let now = clock.now();
+                    if now >= this.deadline {
+                        this.acquire = None;
+                        let waited = this.guard.cache.inner.cfg.wait_timeout;
+                        return Poll::Ready(Err(Error::WaitTimeout { waited }));
+                    }
+                    if !this.sleep.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        this.sleep = Some(cx.waker().clone());
+                        clock.wake_at(this.deadline, cx.waker().clone());
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+        this.guard.mark_began();
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// A caller waiting for another caller's load of the same key.
+///
+/// A `Future` (runtime-agnostic: timers come from the cache's clock), or
+/// [`wait`](Self::wait) to block the thread. It ends at the load's outcome, or after
+/// `wait_timeout` with the fail-safe value or [`Error::WaitTimeout`]. Dropping it only
+/// removes this waiter; the load goes on for the others.
+pub struct Waiter<V: Clone + Send + Sync + 'static> {
+    cache: Cache<V>,
+    flight: Arc<Flight<V>>,
+    fallback: Option<V>,
+    arrived: Duration,
+    deadline: Duration,
+    slot: Option<usize>,
+    timer: Option<(Duration, Waker)>,
+    done: bool,
+}
+
+impl<V: Clone + Send + Sync + 'static> Waiter<V> {
+    pub(crate) fn new(
+        cache: Cache<V>,
+        flight: Arc<Flight<V>>,
+        fallback: Option<V>,
+        now: Duration,
+    ) -> Self {
+        let deadline = now + cache.inner.cfg.wait_timeout;
+        Self {
+            cache,
+            flight,
+            fallback,
+            arrived: now,
+            deadline,
+            slot: None,
+            timer: None,
+            done: false,
+        }
+    }
+
+    /// The key being waited for.
+    pub fn key(&self) -> &str {
+        &self.flight.key
+    }
+
+    /// Blocks the thread until the wait ends.
+    #[cfg(feature = "std")]
+    pub fn wait(self) -> Result<Waited<V>, Error> {
+        crate::park::block_on(self)
+    }
+
+    fn leave(&mut self) {
+        self.done = true;
+        if let Some(slot) = self.slot.take() {
+            self.flight.deregister(slot);
+        }
+    }
+
+    fn settle(&mut self, outcome: Outcome<V>, now: Duration) -> Result<Waited<V>, Error> {
+        self.done = true;
+        self.slot = None;
+        self.flight
+            .ns
+            .metrics
+            .lock_wait
+            .observe(now.saturating_sub(self.arrived));
+        match outcome {
+            Outcome::Loaded(v) => Ok(Waited::Loaded(v)),
+            Outcome::Abandoned => Ok(Waited::Retry),
+            Outcome::Failed(e) => match self.fallback.take() {
+                Some(v) => {
+                    self.flight
+                        .ns
+                        .metrics
+                        .c
+                        .failsafe_served
+                        .fetch_add(1, Ordering::Relaxed);
+                    Ok(Waited::Stale(v))
+                }
+                None => Err(e),
+            },
+        }
+    }
+}
+
+// Nothing in a waiter is pinned structurally; `V` is only moved out by value.
+impl<V: Clone + Send + Sync + 'static> Unpin for Waiter<V> {}
+
+impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
+    type Output = Result<Waited<V>, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let now = this.cache.inner.clock.now();
+        // A hung leader cannot hold its waiters past the hard timeout: a waiter ends it.
+        if this.flight.hard_deadline.is_some_and(|d| now >= d) {
+            this.cache.time_out(&this.flight);
+        }
+        if let Poll::Ready(outcome) = this.flight.poll_outcome(&mut this.slot, cx) {
+            return Poll::Ready(this.settle(outcome, now));
+        }
+        let flight = this.flight.clone();
+        let c = &flight.ns.metrics.c;
+        if this.fallback.is_some() && this.flight.soft_deadline.is_some_and(|d| now >= d) {
+            this.leave();
+            c.failsafe_served.fetch_add(1, Ordering::Relaxed);
+            return Poll::Ready(Ok(Waited::Stale(this.fallback.take().expect("checked"))));
+        }
+        if now >= this.deadline {
+            this.leave();
+            c.wait_timeouts.fetch_add(1, Ordering::Relaxed);
+            return Poll::Ready(match this.fallback.take() {
+                Some(v) => {
+                    c.failsafe_served.fetch_add(1, Ordering::Relaxed);
+                    Ok(Waited::Stale(v))
+                }
+                None => Err(Error::WaitTimeout {
+                    waited: now - this.arrived,
+                }),
+            });
+        }
+        let mut wake = this.deadline;
+        if let Some(h) = this.flight.hard_deadline {
+            wake = wake.min(h);
+        }
+        if let (Some(s), Some(_)) = (this.flight.soft_deadline, &this.fallback) {
+            wake = wake.min(s);
+        }
+        let registered = this
+            .timer
+            .as_ref()
+            .is_some_and(|(d, w)| *d == wake && w.will_wake(cx.waker()));
+        if !registered {
+            this.timer = Some((wake, cx.waker().clone()));
+            this.cache.inner.clock.wake_at(wake, cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Drop for Waiter<V> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.leave();
+        }
+    }
+}

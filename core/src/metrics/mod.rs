@@ -1,0 +1,161 @@
+//! Metrics (DESIGN 15), per namespace: counters and histograms of atomics, a snapshot API
+//! ([`MetricsSnapshot`]) and Prometheus text exposition ([`MetricsSnapshot::to_prometheus`]).
+
+mod histogram;
+mod prometheus;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+pub(crate) use self::histogram::Histogram;
+pub use self::histogram::{BUCKETS, HistogramSnapshot};
+
+use crate::sync::{AtomicU64, CachePadded, Ordering};
+
+/// Stripes of the counters touched on the hit path, so threads reading different shards do
+/// not fight over one cache line.
+const STRIPES: usize = 8;
+
+/// A counter split over cache-line-padded stripes; the total is their sum.
+#[derive(Default)]
+pub(crate) struct Striped([CachePadded<AtomicU64>; STRIPES]);
+
+impl Striped {
+    #[inline]
+    pub(crate) fn add(&self, stripe: usize) {
+        self.0[stripe % STRIPES].0.fetch_add(1, Ordering::Relaxed);
+    }
+    fn get(&self) -> u64 {
+        self.0.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
+macro_rules! counters {
+    (
+        striped { $($s:ident: $shelp:literal,)* }
+        plain { $($p:ident: $phelp:literal,)* }
+    ) => {
+        /// The live counters of one namespace.
+        #[derive(Default)]
+        pub(crate) struct Counters {
+            $(pub(crate) $s: Striped,)*
+            $(pub(crate) $p: AtomicU64,)*
+        }
+
+        impl Counters {
+            fn snapshot(&self) -> CounterSnapshot {
+                CounterSnapshot {
+                    $($s: self.$s.get(),)*
+                    $($p: self.$p.load(Ordering::Relaxed),)*
+                }
+            }
+        }
+
+        /// Counter values of one namespace at one moment.
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        #[non_exhaustive]
+        pub struct CounterSnapshot {
+            $(#[doc = $shelp] pub $s: u64,)*
+            $(#[doc = $phelp] pub $p: u64,)*
+        }
+
+        impl CounterSnapshot {
+            /// Every counter as (name, help, value), in a stable order.
+            pub fn fields(&self) -> [(&'static str, &'static str, u64); counters!(@count $($s)* $($p)*)] {
+                [$((stringify!($s), $shelp, self.$s),)* $((stringify!($p), $phelp, self.$p),)*]
+            }
+
+            fn add(&mut self, other: &CounterSnapshot) {
+                $(self.$s += other.$s;)*
+                $(self.$p += other.$p;)*
+            }
+        }
+    };
+    (@count) => { 0 };
+    (@count $head:ident $($tail:ident)*) => { 1 + counters!(@count $($tail)*) };
+}
+
+counters! {
+    striped {
+        hits: "Lookups answered by a fresh value.",
+        negative_hits: "Lookups answered by a cached absence (negative caching).",
+        stale_served: "Lookups answered by a stale value within grace while one refresh runs.",
+    }
+    plain {
+        misses: "Lookups with nothing servable: the caller led a load or waited for one.",
+        failsafe_served: "Answers with stale data past grace because a load failed or timed out.",
+        loads: "Loader calls started (origin requests).",
+        load_errors: "Loader calls that failed (errors and panics).",
+        load_timeouts: "Loads abandoned at their hard timeout.",
+        abandoned_loads: "Loads whose leader went away without an answer; a waiter took over.",
+        coalesced_waiters: "Callers that waited for another caller's load (stampedes prevented).",
+        lock_acquired: "Loads led: the caller won the key's flight.",
+        lock_contended: "Lookups that found the key's flight already taken.",
+        wait_timeouts: "Waiters that gave up after wait_timeout.",
+        early_refreshes: "XFetch refreshes started before expiry.",
+        refreshes: "Background refreshes started (stale-while-revalidate and XFetch).",
+        backend_errors: "Errors of the shared tier (e.g. Redis).",
+        evictions: "Entries evicted to stay within capacity.",
+    }
+}
+
+/// The live metrics of one namespace.
+#[derive(Default)]
+pub(crate) struct NsMetrics {
+    pub(crate) c: Counters,
+    pub(crate) load_duration: Histogram,
+    pub(crate) lock_wait: Histogram,
+}
+
+impl NsMetrics {
+    pub(crate) fn snapshot(&self, namespace: &str) -> NamespaceMetrics {
+        NamespaceMetrics {
+            namespace: namespace.into(),
+            counters: self.c.snapshot(),
+            load_duration: self.load_duration.snapshot(),
+            lock_wait: self.lock_wait.snapshot(),
+        }
+    }
+}
+
+/// Metrics of one namespace at one moment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NamespaceMetrics {
+    /// The namespace (the key's first segment; empty for keys without one).
+    pub namespace: String,
+    /// Counters.
+    pub counters: CounterSnapshot,
+    /// Duration of loader calls, successful or not.
+    pub load_duration: HistogramSnapshot,
+    /// Time waiters spent waiting for another caller's load.
+    pub lock_wait: HistogramSnapshot,
+}
+
+/// All metrics of a cache at one moment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetricsSnapshot {
+    /// Per namespace, sorted by name.
+    pub namespaces: Vec<NamespaceMetrics>,
+    /// Entries held (values and cached absences).
+    pub entries: u64,
+    /// Their total weight (entries, unless a weigher is set).
+    pub weight: u64,
+    /// Loads running now.
+    pub loads_in_flight: u64,
+}
+
+impl MetricsSnapshot {
+    /// Counters summed over all namespaces.
+    pub fn total(&self) -> CounterSnapshot {
+        let mut t = CounterSnapshot::default();
+        for ns in &self.namespaces {
+            t.add(&ns.counters);
+        }
+        t
+    }
+
+    /// The metrics of one namespace, if it has any.
+    pub fn namespace(&self, name: &str) -> Option<&NamespaceMetrics> {
+        self.namespaces.iter().find(|n| n.namespace == name)
+    }
+}

@@ -1,0 +1,222 @@
+//! The bounded in-memory store of one shard (DESIGN 17), evicting with SIEVE (Zhang et al.,
+//! NSDI 2024): a FIFO queue with one "visited" bit per entry and a hand that sweeps from the
+//! oldest entry, sparing visited ones once. A hit only sets a bit (no list surgery, so reads
+//! share the shard's read lock), and one-hit wonders, such as a flood of random keys, leave
+//! first. Dead entries (expired past retention, or of a bumped epoch) are evicted before
+//! anything live.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use hashbrown::HashTable;
+
+use crate::entry::Entry;
+use crate::expiry::Phase;
+use crate::sync::{AtomicBool, Ordering};
+
+const NIL: u32 = u32::MAX;
+
+pub(crate) struct Node<V> {
+    pub(crate) key: Box<str>,
+    hash: u64,
+    pub(crate) entry: Entry<V>,
+    visited: AtomicBool,
+    weight: u64,
+    /// Towards the head (newer entries).
+    newer: u32,
+    /// Towards the tail (older entries).
+    older: u32,
+}
+
+impl<V> Node<V> {
+    /// Marks the entry as used, for SIEVE. A load first: no cache-line write when already set.
+    #[inline]
+    pub(crate) fn touch(&self) {
+        if !self.visited.load(Ordering::Relaxed) {
+            self.visited.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+pub(crate) struct Store<V> {
+    table: HashTable<u32>,
+    nodes: Vec<Option<Node<V>>>,
+    free: Vec<u32>,
+    head: u32,
+    tail: u32,
+    hand: u32,
+    weight: u64,
+    capacity: u64,
+}
+
+impl<V> Store<V> {
+    pub(crate) fn new(capacity: u64) -> Self {
+        Self {
+            table: HashTable::new(),
+            nodes: Vec::new(),
+            free: Vec::new(),
+            head: NIL,
+            tail: NIL,
+            hand: NIL,
+            weight: 0,
+            capacity,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub(crate) fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    pub(crate) fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn node(&self, i: u32) -> &Node<V> {
+        self.nodes[i as usize]
+            .as_ref()
+            .expect("herdless: SIEVE list points at a free slot")
+    }
+
+    fn node_mut(&mut self, i: u32) -> &mut Node<V> {
+        self.nodes[i as usize]
+            .as_mut()
+            .expect("herdless: SIEVE list points at a free slot")
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, hash: u64, key: &str) -> Option<&Node<V>> {
+        let nodes = &self.nodes;
+        let i = *self.table.find(hash, |&i| {
+            nodes[i as usize].as_ref().is_some_and(|n| &*n.key == key)
+        })?;
+        self.nodes[i as usize].as_ref()
+    }
+
+    pub(crate) fn get_mut(&mut self, hash: u64, key: &str) -> Option<&mut Node<V>> {
+        let nodes = &self.nodes;
+        let i = *self.table.find(hash, |&i| {
+            nodes[i as usize].as_ref().is_some_and(|n| &*n.key == key)
+        })?;
+        self.nodes[i as usize].as_mut()
+    }
+
+    /// Stores `entry` under `key`, replacing any previous one, then evicts until the shard
+    /// fits its capacity. Returns what was replaced or evicted, to be dropped by the caller
+    /// outside the lock.
+    pub(crate) fn insert(
+        &mut self,
+        hash: u64,
+        key: &str,
+        entry: Entry<V>,
+        weight: u64,
+        now: u64,
+        evicted: &mut Vec<Entry<V>>,
+    ) {
+        if let Some(old) = self.remove(hash, key) {
+            evicted.push(old);
+        }
+        while self.weight + weight > self.capacity && self.len() > 0 {
+            if let Some(e) = self.evict_one(now) {
+                evicted.push(e);
+            }
+        }
+        let node = Node {
+            key: key.into(),
+            hash,
+            entry,
+            visited: AtomicBool::new(false),
+            weight,
+            newer: NIL,
+            older: self.head,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = Some(node);
+                i
+            }
+            None => {
+                self.nodes.push(Some(node));
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        if self.head != NIL {
+            let head = self.head;
+            self.node_mut(head).newer = i;
+        }
+        self.head = i;
+        if self.tail == NIL {
+            self.tail = i;
+        }
+        self.weight += weight;
+        let nodes = &self.nodes;
+        self.table.insert_unique(hash, i, |&j| {
+            nodes[j as usize].as_ref().map_or(0, |n| n.hash)
+        });
+    }
+
+    /// Removes `key`'s entry.
+    pub(crate) fn remove(&mut self, hash: u64, key: &str) -> Option<Entry<V>> {
+        let nodes = &self.nodes;
+        let found = self
+            .table
+            .find_entry(hash, |&i| {
+                nodes[i as usize].as_ref().is_some_and(|n| &*n.key == key)
+            })
+            .ok()?;
+        let (i, _) = found.remove();
+        Some(self.unlink(i))
+    }
+
+    fn unlink(&mut self, i: u32) -> Entry<V> {
+        let node = self.nodes[i as usize]
+            .take()
+            .expect("herdless: unlinking a free slot");
+        if self.hand == i {
+            self.hand = node.newer;
+        }
+        match node.newer {
+            NIL => self.head = node.older,
+            n => self.node_mut(n).older = node.older,
+        }
+        match node.older {
+            NIL => self.tail = node.newer,
+            o => self.node_mut(o).newer = node.newer,
+        }
+        self.weight -= node.weight;
+        self.free.push(i);
+        node.entry
+    }
+
+    /// One step of SIEVE: evicts the first unvisited (or dead) entry from the hand on.
+    fn evict_one(&mut self, now: u64) -> Option<Entry<V>> {
+        let mut i = if self.hand == NIL {
+            self.tail
+        } else {
+            self.hand
+        };
+        // Two sweeps at most: the first clears every visited bit it passes.
+        for _ in 0..2 * self.len() + 1 {
+            if i == NIL {
+                i = self.tail;
+                continue;
+            }
+            let node = self.node(i);
+            let dead = node.entry.phase(now) == Phase::Dead;
+            if dead || !node.visited.load(Ordering::Relaxed) {
+                let hash = node.hash;
+                self.hand = node.newer;
+                if let Ok(e) = self.table.find_entry(hash, |&j| j == i) {
+                    e.remove();
+                }
+                return Some(self.unlink(i));
+            }
+            node.visited.store(false, Ordering::Relaxed);
+            i = node.newer;
+        }
+        None
+    }
+}
