@@ -459,7 +459,13 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// Ends a flight: stores a loaded result when nothing newer happened meanwhile (no
     /// `set`, `invalidate` or `bump` since it began, and it was not timed out), records a
     /// failure for fail-safe backoff, then wakes the waiters.
-    pub(crate) fn finish(&self, flight: &Arc<Flight<V>>, outcome: Outcome<V>, took: Duration) {
+    pub(crate) fn finish(
+        &self,
+        flight: &Arc<Flight<V>>,
+        outcome: Outcome<V>,
+        took: Duration,
+        ttl: Option<Duration>,
+    ) {
         let now = self.inner.clock.now();
         let n = nanos(now);
         let mut dropped = Vec::new();
@@ -472,8 +478,14 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             let storable = current && !flight.is_superseded() && flight.ns.epoch() == flight.epoch;
             match &outcome {
                 Outcome::Loaded(v) if storable => {
-                    let entry =
-                        self.make_entry(v.clone(), flight.ns.clone(), flight.epoch, nanos(took), n);
+                    let entry = self.make_entry(
+                        v.clone(),
+                        flight.ns.clone(),
+                        flight.epoch,
+                        nanos(took),
+                        n,
+                        ttl,
+                    );
                     if let Ok(weight) = self.weigh(&flight.key, &entry) {
                         dropped.extend(shard.store.remove(flight.hash, &flight.key));
                         let before = dropped.len();
@@ -528,10 +540,11 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         epoch: u64,
         load_nanos: u64,
         now: u64,
+        ttl: Option<Duration>,
     ) -> Entry<V> {
         let cfg = &self.inner.cfg;
         let timing = if value.is_some() {
-            let ttl = jitter::jittered(cfg.ttl, cfg.jitter, self.inner.rng.unit());
+            let ttl = jitter::jittered(ttl.unwrap_or(cfg.ttl), cfg.jitter, self.inner.rng.unit());
             Timing::new(now, ttl, cfg.grace, cfg.max_stale)
         } else {
             // Absences are neither served stale nor kept for fail-safe: they are cheap to
@@ -549,8 +562,11 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         }
     }
 
-    fn write(&self, key: &str, value: Option<V>) -> Result<(), Error> {
+    fn write(&self, key: &str, value: Option<V>, ttl: Option<Duration>) -> Result<(), Error> {
         self.check_key(key)?;
+        if ttl == Some(Duration::ZERO) {
+            return Err(Error::ZeroTtl);
+        }
         let hash = self.inner.hasher.hash_one(key);
         let ns = self.inner.namespaces.get(namespace_of(key));
         let n = nanos(self.inner.clock.now());
@@ -565,7 +581,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             let load_nanos = old.as_ref().map_or(0, |o| o.load_nanos);
             dropped.extend(old);
             let epoch = ns.epoch();
-            let entry = self.make_entry(value, ns, epoch, load_nanos, n);
+            let entry = self.make_entry(value, ns, epoch, load_nanos, n, ttl);
             let weight = self.weigh(key, &entry)?;
             let before = dropped.len();
             shard
@@ -579,12 +595,17 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
 
     /// Stores `value` under `key` now. A load of `key` already running will not overwrite it.
     pub fn set(&self, key: &str, value: V) -> Result<(), Error> {
-        self.write(key, Some(value))
+        self.write(key, Some(value), None)
+    }
+
+    /// [`set`](Self::set) with its own TTL instead of the cache's (jitter still applies).
+    pub fn set_with_ttl(&self, key: &str, value: V, ttl: Duration) -> Result<(), Error> {
+        self.write(key, Some(value), Some(ttl))
     }
 
     /// Caches "absent" under `key` for `negative_ttl`.
     pub fn set_absent(&self, key: &str) -> Result<(), Error> {
-        self.write(key, None)
+        self.write(key, None, None)
     }
 
     /// Removes `key`'s entry. A load of `key` already running will not write back its

@@ -63,6 +63,8 @@ pub enum Error {
         /// The configured limit, in bytes.
         max: usize,
     },
+    /// A per-call TTL of zero was given.
+    ZeroTtl,
     /// The value weighs more than the whole capacity of its shard and cannot be stored.
     ValueTooLarge {
         /// Weight the weigher gave the value.
@@ -105,6 +107,7 @@ impl fmt::Display for Error {
             Error::KeyTooLong { len, max } => {
                 write!(f, "the cache key is {len} bytes long; the limit is {max}")
             }
+            Error::ZeroTtl => f.write_str("a TTL must be positive"),
             Error::ValueTooLarge { weight, max } => {
                 write!(
                     f,

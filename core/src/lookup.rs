@@ -69,10 +69,17 @@ pub struct LoadGuard<V: Clone + Send + Sync + 'static> {
     fallback: Option<V>,
     permit: Option<Permit>,
     began: Option<Duration>,
+    ttl: Option<Duration>,
     done: bool,
 }
 
 impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
+    /// Stores the loaded value with this TTL instead of the cache's (jitter still applies;
+    /// a zero TTL is ignored). Absences keep `negative_ttl`.
+    pub fn set_ttl(&mut self, ttl: Duration) {
+        self.ttl = Some(ttl).filter(|t| !t.is_zero());
+    }
+
     pub(crate) fn new(cache: Cache<V>, flight: Arc<Flight<V>>, fallback: Option<V>) -> Self {
         Self {
             cache,
@@ -241,7 +248,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
                 .abandoned_loads
                 .fetch_add(1, Ordering::Relaxed);
         }
-        self.cache.finish(&self.flight, outcome, took);
+        self.cache.finish(&self.flight, outcome, took, self.ttl);
         self.permit = None;
     }
 }
