@@ -87,6 +87,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             fallback,
             permit: None,
             began: None,
+            ttl: None,
             done: false,
         }
     }
