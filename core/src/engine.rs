@@ -53,6 +53,8 @@ pub(crate) struct Inner<V> {
     pub(crate) cfg: Config<V>,
     shards: Box<[RwLock<Shard<V>>]>,
     shard_shift: u32,
+    /// Capacity of each shard: also the most one entry may weigh.
+    shard_capacity: u64,
     hasher: hashbrown::DefaultHashBuilder,
     pub(crate) namespaces: Namespaces,
     pub(crate) clock: StdArc<dyn Clock>,
@@ -125,6 +127,7 @@ impl<V: Clone + Send + Sync + 'static> Builder<V> {
                     })
                     .collect(),
                 shard_shift: 64 - shards.trailing_zeros(),
+                shard_capacity: per_shard,
                 hasher: Default::default(),
                 namespaces: Namespaces::new(cfg.max_namespaces),
                 clock,
@@ -526,7 +529,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             (Some(w), Some(v)) => w(key, v).max(1),
             _ => 1,
         };
-        let max = self.inner.shards[0].read().store.capacity();
+        let max = self.inner.shard_capacity;
         if weight > max {
             return Err(Error::ValueTooLarge { weight, max });
         }

@@ -71,10 +71,6 @@ impl<V> Store<V> {
         self.weight
     }
 
-    pub(crate) fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
     fn node(&self, i: u32) -> &Node<V> {
         self.nodes[i as usize]
             .as_ref()
