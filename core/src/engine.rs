@@ -579,13 +579,12 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             if let Some(f) = shard.flight(hash, key) {
                 f.supersede();
             }
-            let old = shard.store.remove(hash, key);
             // Keep the measured load time so XFetch still knows how expensive the key is.
-            let load_nanos = old.as_ref().map_or(0, |o| o.load_nanos);
-            dropped.extend(old);
+            let load_nanos = shard.store.get(hash, key).map_or(0, |o| o.entry.load_nanos);
             let epoch = ns.epoch();
             let entry = self.make_entry(value, ns, epoch, load_nanos, n, ttl);
             let weight = self.weigh(key, &entry)?;
+            dropped.extend(shard.store.remove(hash, key));
             let before = dropped.len();
             shard
                 .store

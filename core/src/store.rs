@@ -116,8 +116,9 @@ impl<V> Store<V> {
             evicted.push(old);
         }
         while self.weight + weight > self.capacity && self.len() > 0 {
-            if let Some(e) = self.evict_one(now) {
-                evicted.push(e);
+            match self.evict_one(now) {
+                Some(e) => evicted.push(e),
+                None => break,
             }
         }
         let node = Node {
