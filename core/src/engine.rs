@@ -155,6 +155,13 @@ fn default_shards() -> usize {
     }
 }
 
+#[cfg(feature = "std")]
+impl<V: Clone + Send + Sync + 'static> Default for Cache<V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// A builder with the default options.
     pub fn builder() -> Builder<V> {
@@ -204,8 +211,8 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     pub fn lookup(&self, key: &str) -> Result<Lookup<V>, Error> {
         self.check_key(key)?;
         let hash = self.inner.hasher.hash_one(key);
-        let now = self.inner.clock.now();
-        let n = nanos(now);
+        // The cheap clock errs late, so a value it calls fresh is fresh.
+        let n = nanos(self.inner.clock.now_fast());
         let mut early = false;
         {
             let shard = self.shard(hash).read();
@@ -226,7 +233,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 }
             }
         }
-        self.lookup_slow(key, hash, now, early)
+        self.lookup_slow(key, hash, self.inner.clock.now(), early)
     }
 
     /// A value that is fresh or within grace, without loading or refreshing anything.
@@ -234,7 +241,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     pub fn get(&self, key: &str) -> Option<V> {
         self.check_key(key).ok()?;
         let hash = self.inner.hasher.hash_one(key);
-        let n = nanos(self.inner.clock.now());
+        let fast = nanos(self.inner.clock.now_fast());
         let shard = self.shard(hash).read();
         let Some(node) = shard.store.get(hash, key) else {
             drop(shard);
@@ -248,7 +255,11 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             return None;
         };
         let e = &node.entry;
-        match e.phase(n) {
+        let phase = match e.phase(fast) {
+            Phase::Fresh => Phase::Fresh,
+            _ => e.phase(nanos(self.inner.clock.now())),
+        };
+        match phase {
             Phase::Fresh => {
                 node.touch();
                 self.count_hit(e, hash);
