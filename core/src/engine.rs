@@ -314,13 +314,17 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let mut dead = None;
         let mut shard = self.shard(hash).write();
         // A load past its hard timeout is given up here too, so a hung loader never holds
-        // a key even when no waiter is left to notice.
+        // a key even when no waiter is left to notice. A load that began before a `set`,
+        // `invalidate` or `bump` must not answer callers who came after it: it leaves the
+        // table (its own waiters still get its result) and this caller loads anew.
         if let Some(f) = shard.flight(hash, key) {
-            if f.hard_deadline.is_some_and(|d| now >= d) {
+            let hung = f.hard_deadline.is_some_and(|d| now >= d);
+            let outdated = f.is_superseded() || f.epoch != f.ns.epoch();
+            if hung || outdated {
                 let f = f.clone();
                 shard.remove_flight(&f);
                 self.inner.flights.fetch_sub(1, Ordering::Relaxed);
-                timed_out = Some(f);
+                timed_out = hung.then_some(f);
             }
         }
         let phase = shard.store.get(hash, key).map(|node| node.entry.phase(n));
