@@ -59,21 +59,22 @@ impl Budget {
     }
 
     /// A permit if one is free and nobody queues before us.
-    pub(crate) fn try_acquire(self: &Arc<Self>) -> Option<Permit> {
-        let mut st = self.state.lock();
+    // `this`, not `self: &Arc<Self>`: loom's Arc cannot be a method receiver.
+    pub(crate) fn try_acquire(this: &Arc<Self>) -> Option<Permit> {
+        let mut st = this.state.lock();
         if st.available > 0 && st.queue.is_empty() {
             st.available -= 1;
             return Some(Permit {
-                budget: self.clone(),
+                budget: this.clone(),
             });
         }
         None
     }
 
     /// Waits for a permit, first come first served.
-    pub(crate) fn acquire(self: &Arc<Self>) -> Acquire {
+    pub(crate) fn acquire(this: &Arc<Self>) -> Acquire {
         Acquire {
-            budget: self.clone(),
+            budget: this.clone(),
             id: None,
         }
     }

@@ -7,7 +7,9 @@ use alloc::string::String;
 use core::fmt;
 use core::time::Duration;
 
-use crate::sync::Arc;
+// A plain Arc even under loom: an immutable error needs no model checking, and loom's Arc
+// cannot hold a `dyn Error`.
+use alloc::sync::Arc;
 
 /// The error a loader returned, shared by every waiter of that load.
 ///

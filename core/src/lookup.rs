@@ -7,7 +7,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
-use crate::budget::{Acquire, Permit};
+use crate::budget::{Acquire, Budget, Permit};
 use crate::engine::Cache;
 use crate::error::{Error, LoadError};
 use crate::flight::{Flight, Outcome};
@@ -132,7 +132,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             return true;
         }
         if let Some(b) = &self.cache.inner.budget {
-            match b.try_acquire() {
+            match Budget::try_acquire(b) {
                 Some(p) => self.permit = Some(p),
                 None => return false,
             }
@@ -145,7 +145,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     /// as started. Without a budget it is ready at once.
     pub fn begin(&mut self) -> Begin<'_, V> {
         let acquire = match (&self.began, &self.cache.inner.budget) {
-            (None, Some(b)) => Some(b.acquire()),
+            (None, Some(b)) => Some(Budget::acquire(b)),
             _ => None,
         };
         let deadline = self.cache.inner.clock.now() + self.cache.inner.cfg.wait_timeout;

@@ -28,7 +28,7 @@ pub(crate) use self::loom_locks::{Mutex, RwLock};
 #[cfg(herdless_loom)]
 mod loom_locks {
     /// loom's Mutex with the poison-free interface the crate uses.
-    #[derive(Debug)]
+    #[derive(Debug, Default)]
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
     impl<T> Mutex<T> {
         pub(crate) fn new(value: T) -> Self {
@@ -40,7 +40,7 @@ mod loom_locks {
     }
 
     /// loom's RwLock with the poison-free interface the crate uses.
-    #[derive(Debug)]
+    #[derive(Debug, Default)]
     pub(crate) struct RwLock<T>(loom::sync::RwLock<T>);
     impl<T> RwLock<T> {
         pub(crate) fn new(value: T) -> Self {

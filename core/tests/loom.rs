@@ -1,0 +1,490 @@
+#![cfg(herdless_loom)]
+//! Loom models of the single-flight table: the real engine (`Cache::lookup`, `LoadGuard`
+//! completion and drop, `Waiter` polling, flight registration and removal), with loom's
+//! locks, atomics and `Arc` swapped in by `core/src/sync.rs` and loom's `block_on` behind
+//! `Waiter::wait` (`core/src/park.rs`). A lost wake-up shows up as a loom deadlock, a leaked
+//! `Arc` (a flight record kept alive by a cycle) as a loom leak, and a flight record left in
+//! the table as `flights_in_progress() != 0` or as a later lookup that does not lead.
+//!
+//! Run (in CI, release mode, a few seconds per model):
+//!
+//! ```text
+//! RUSTFLAGS="--cfg herdless_loom" cargo test -p herdless --test loom --release
+//! ```
+//!
+//! Each model explores every interleaving with at most `PREEMPTIONS` preemptions (forced
+//! thread switches); a scheduler switch at a blocking point is free. Set
+//! `LOOM_MAX_PREEMPTIONS=3` (or more) for a deeper, much slower search; `LOOM_LOG=1` traces
+//! the executions; `LOOM_CHECKPOINT_FILE` and `LOOM_LOCATION=1` help replay a failure.
+
+use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+use std::time::Duration;
+
+use herdless::{Cache, DefaultRng, Error, LoadError, Lookup, ManualClock, Waited, Waiter};
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread;
+use rand_core::SeedableRng;
+
+const KEY: &str = "ns:k";
+
+/// Default preemption bound: 2 covers the classic register-versus-finish and
+/// check-then-act races while keeping each model to seconds on two cores.
+const PREEMPTIONS: usize = 2;
+
+/// Runs `f` under every interleaving loom explores and reports how many there were.
+fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
+    static RUNS: StdAtomicUsize = StdAtomicUsize::new(0);
+    let runs = std::sync::Arc::new(StdAtomicUsize::new(0));
+    let counted = runs.clone();
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(PREEMPTIONS);
+    }
+    let bound = builder.preemption_bound;
+    builder.check(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f();
+    });
+    RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    eprintln!(
+        "loom model {name}: {} interleavings (preemption bound {bound:?})",
+        runs.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+/// A cache on a virtual clock, with everything random pinned down: loom needs each
+/// execution to be a deterministic function of its schedule.
+fn cache_with(clock: &ManualClock, hard_timeout: Option<Duration>) -> Cache<u32> {
+    let mut b = Cache::builder()
+        .clock(clock.clone())
+        .shards(1)
+        .jitter(0.0)
+        .beta(0.0)
+        .rng(DefaultRng::seed_from_u64(7));
+    if let Some(t) = hard_timeout {
+        b = b.hard_timeout(t);
+    }
+    b.build().expect("valid options")
+}
+
+fn cache(clock: &ManualClock) -> Cache<u32> {
+    cache_with(clock, None)
+}
+
+/// How one caller of `call` got its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Led,
+    Waited,
+    Hit,
+}
+
+/// One caller driving the state machine to the end as the APIs do: lead and complete with
+/// `value`, wait (looking up again on `Retry`), or take a hit. Returns the roles it played,
+/// in order, and its answer.
+fn call(cache: &Cache<u32>, value: u32) -> (Vec<Role>, Option<u32>) {
+    let mut roles = Vec::new();
+    loop {
+        match cache.lookup(KEY).expect("valid key") {
+            Lookup::Hit(hit) => {
+                assert!(hit.refresh.is_none(), "nothing is stale here");
+                roles.push(Role::Hit);
+                return (roles, hit.value);
+            }
+            Lookup::Lead(guard) => {
+                roles.push(Role::Led);
+                let v = guard.complete(Ok(Some(value))).expect("the load succeeds");
+                return (roles, v);
+            }
+            Lookup::Wait(waiter) => {
+                roles.push(Role::Waited);
+                match waiter.wait().expect("the load succeeds") {
+                    Waited::Loaded(v) => return (roles, v),
+                    Waited::Retry => continue,
+                    Waited::Stale(_) => panic!("no fail-safe value exists"),
+                }
+            }
+        }
+    }
+}
+
+/// Lookup that must find the load running.
+fn must_wait(cache: &Cache<u32>) -> Waiter<u32> {
+    match cache.lookup(KEY).expect("valid key") {
+        Lookup::Wait(w) => w,
+        Lookup::Lead(_) => panic!("a second leader for one key"),
+        Lookup::Hit(_) => panic!("a hit before the load finished"),
+    }
+}
+
+/// Spawns a thread that joins the running load as a waiter, says so on `ready`, then waits.
+fn spawn_waiter<T: 'static>(
+    cache: &Cache<u32>,
+    ready: &Arc<AtomicUsize>,
+    then: impl FnOnce(&Cache<u32>, Waiter<u32>) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let (cache, ready) = (cache.clone(), ready.clone());
+    thread::spawn(move || {
+        let waiter = must_wait(&cache);
+        ready.fetch_add(1, Ordering::Release);
+        then(&cache, waiter)
+    })
+}
+
+/// Yields until `n` waiters have registered, so the leader finishes only after they looked up
+/// (the race left is then between their polls and the finish: the lost wake-up window).
+fn until(ready: &AtomicUsize, n: usize) {
+    while ready.load(Ordering::Acquire) < n {
+        thread::yield_now();
+    }
+}
+
+/// No record is left: the counter is back to zero and the next caller leads.
+fn assert_no_flight(cache: &Cache<u32>) {
+    assert_eq!(cache.flights_in_progress(), 0, "a flight record leaked");
+    match cache.lookup(KEY).expect("valid key") {
+        Lookup::Lead(guard) => guard.abandon(),
+        Lookup::Wait(_) => panic!("a finished flight is still in the table"),
+        Lookup::Hit(_) => {}
+    }
+    assert_eq!(cache.flights_in_progress(), 0, "a flight record leaked");
+}
+
+fn lead(cache: &Cache<u32>) -> herdless::LoadGuard<u32> {
+    match cache.lookup(KEY).expect("valid key") {
+        Lookup::Lead(g) => g,
+        _ => panic!("the first caller of a missing key leads"),
+    }
+}
+
+/// The address of a load error's shared payload: equal for the very same error.
+fn error_addr(e: &LoadError) -> *const () {
+    e.get() as *const (dyn std::error::Error + Send + Sync) as *const ()
+}
+
+#[derive(Debug)]
+struct Boom;
+impl std::fmt::Display for Boom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("boom")
+    }
+}
+impl std::error::Error for Boom {}
+
+/// 1. Three callers miss the same key at once: exactly one leads, the others wait (or, when
+///    they arrive after the end, hit), and every one of them ends with the leader's value.
+#[test]
+fn one_leader_among_three_callers() {
+    model("one_leader_among_three_callers", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let others: Vec<_> = (1..3)
+            .map(|i| {
+                let cache = cache.clone();
+                thread::spawn(move || call(&cache, i))
+            })
+            .collect();
+        let mut results = vec![call(&cache, 0)];
+        results.extend(others.into_iter().map(|h| h.join().unwrap()));
+        let leads: Vec<_> = results
+            .iter()
+            .filter(|(roles, _)| roles.contains(&Role::Led))
+            .collect();
+        assert_eq!(leads.len(), 1, "exactly one leader: {results:?}");
+        let (roles, value) = leads[0];
+        assert_eq!(roles, &[Role::Led], "the leader never waited: {results:?}");
+        for (roles, v) in &results {
+            assert_eq!(
+                roles.len(),
+                1,
+                "no retry without an abandoned load: {results:?}"
+            );
+            assert_eq!(v, value, "everyone gets the one result: {results:?}");
+        }
+        assert_eq!(cache.get(KEY), *value);
+        assert_no_flight(&cache);
+    });
+}
+
+/// 1b. The waiters are registered before the leader finishes: each one's waker registration
+///     races the finish, and no wake-up may be lost (loom reports a deadlock if one is).
+#[test]
+fn no_lost_wakeup() {
+    model("no_lost_wakeup", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let guard = lead(&cache);
+        let ready = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| spawn_waiter(&cache, &ready, |_, w| w.wait()))
+            .collect();
+        until(&ready, 2);
+        assert_eq!(guard.complete(Ok(Some(7))).unwrap(), Some(7));
+        for w in waiters {
+            assert_eq!(w.join().unwrap().unwrap(), Waited::Loaded(Some(7)));
+        }
+        assert_eq!(cache.get(KEY), Some(7));
+        assert_no_flight(&cache);
+    });
+}
+
+/// 1c. The blocking API end to end: concurrent `get_or_load` calls run the loader once.
+#[test]
+fn get_or_load_runs_the_loader_once() {
+    model("get_or_load_runs_the_loader_once", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let load = |cache: &Cache<u32>, calls: &Arc<AtomicUsize>| {
+            let calls = calls.clone();
+            cache.get_or_load(KEY, move || {
+                calls.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, Boom>(Some(5))
+            })
+        };
+        let other = {
+            let (cache, calls) = (cache.clone(), calls.clone());
+            thread::spawn(move || load(&cache, &calls))
+        };
+        assert_eq!(load(&cache, &calls).unwrap(), Some(5));
+        assert_eq!(other.join().unwrap().unwrap(), Some(5));
+        assert_eq!(calls.load(Ordering::Relaxed), 1, "one loader call");
+        assert_no_flight(&cache);
+    });
+}
+
+/// 2. The leader's error reaches every waiter, the very same error, and is not cached.
+#[test]
+fn error_reaches_every_waiter() {
+    model("error_reaches_every_waiter", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let guard = lead(&cache);
+        let ready = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| spawn_waiter(&cache, &ready, |_, w| w.wait()))
+            .collect();
+        until(&ready, 2);
+        let Err(Error::Load(mine)) = guard.complete(Err(LoadError::new(Boom))) else {
+            panic!("the leader gets its own error");
+        };
+        for w in waiters {
+            match w.join().unwrap() {
+                Err(Error::Load(e)) => {
+                    assert!(e.downcast_ref::<Boom>().is_some());
+                    assert_eq!(error_addr(&e), error_addr(&mine), "the same error");
+                }
+                other => panic!("a waiter of a failed load got {other:?}"),
+            }
+        }
+        assert_eq!(cache.get(KEY), None, "errors are never cached");
+        assert_no_flight(&cache);
+    });
+}
+
+/// 3. A leader dropped unfinished (cancelled) hands the load over: its waiters retry and
+///    exactly one of them leads the new load, which every caller then gets.
+#[test]
+fn cancelled_leader_hands_the_load_over() {
+    model("cancelled_leader_hands_the_load_over", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let guard = lead(&cache);
+        let ready = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = (1..3)
+            .map(|i| {
+                spawn_waiter(&cache, &ready, move |cache, w| {
+                    match w.wait().expect("a handed-over load is no error") {
+                        Waited::Retry => {}
+                        other => panic!("the cancelled load answered {other:?}"),
+                    }
+                    call(cache, i)
+                })
+            })
+            .collect();
+        until(&ready, 2);
+        drop(guard);
+        let results: Vec<_> = waiters.into_iter().map(|h| h.join().unwrap()).collect();
+        let leads: Vec<_> = results
+            .iter()
+            .filter(|(roles, _)| roles.contains(&Role::Led))
+            .collect();
+        assert_eq!(leads.len(), 1, "exactly one waiter takes over: {results:?}");
+        let value = leads[0].1;
+        assert!(value.is_some());
+        for (_, v) in &results {
+            assert_eq!(
+                *v, value,
+                "everyone gets the new leader's value: {results:?}"
+            );
+        }
+        assert_eq!(cache.get(KEY), value);
+        assert_no_flight(&cache);
+    });
+}
+
+/// 4. A loader panic reported by the driver (`LoadGuard::panicked`, what `get_or_load`,
+///    `get_or_load_async` and the bindings do) reaches every waiter as `LoaderPanicked`.
+///
+/// A guard dropped by real unwinding is not modelled: loom runs all model threads as
+/// coroutines of one OS thread, so `std::thread::panicking()` and std's mutex poisoning leak
+/// from the unwinding thread into whichever thread loom switches to (loom then reports a
+/// poisoned lock, not our bug). That `Drop` branch ends the flight through the very same
+/// `LoadGuard::end` as `panicked`, so its concurrency is covered here; its
+/// `panicking()` test belongs to a plain threaded test.
+#[test]
+fn panicked_leader_fails_its_waiters() {
+    model("panicked_leader_fails_its_waiters", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let guard = lead(&cache);
+        let ready = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| spawn_waiter(&cache, &ready, |_, w| w.wait()))
+            .collect();
+        until(&ready, 2);
+        guard.panicked(Some("boom".into()));
+        for w in waiters {
+            match w.join().unwrap() {
+                Err(Error::LoaderPanicked { message }) => {
+                    assert_eq!(message.as_deref(), Some("boom"))
+                }
+                other => panic!("a waiter of a panicked load got {other:?}"),
+            }
+        }
+        assert_no_flight(&cache);
+    });
+}
+
+/// 5a. A `set` while a load runs wins: the load's older result is never stored over it,
+///     whichever of the two finishes first.
+#[test]
+fn set_during_load_is_not_overwritten() {
+    model("set_during_load_is_not_overwritten", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let guard = lead(&cache);
+        let writer = {
+            let cache = cache.clone();
+            thread::spawn(move || cache.set(KEY, 2).unwrap())
+        };
+        assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+        writer.join().unwrap();
+        assert_eq!(cache.get(KEY), Some(2), "the newer write stays");
+        assert_no_flight(&cache);
+    });
+}
+
+/// 5b. An `invalidate` while a load runs: the load's result is not stored afterwards.
+#[test]
+fn invalidate_during_load_is_not_overwritten() {
+    model("invalidate_during_load_is_not_overwritten", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let guard = lead(&cache);
+        let writer = {
+            let cache = cache.clone();
+            thread::spawn(move || cache.invalidate(KEY).unwrap())
+        };
+        assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+        writer.join().unwrap();
+        assert_eq!(cache.get(KEY), None, "the invalidation stays");
+        assert_no_flight(&cache);
+    });
+}
+
+/// 5c. A namespace `bump` while a load runs: the load began under the old epoch, so its
+///     result is not stored (or, stored first, is dead after the bump).
+#[test]
+fn bump_during_load_is_not_overwritten() {
+    model("bump_during_load_is_not_overwritten", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let guard = lead(&cache);
+        let writer = {
+            let cache = cache.clone();
+            thread::spawn(move || cache.bump("ns"))
+        };
+        assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+        assert_eq!(writer.join().unwrap(), 1);
+        assert_eq!(cache.get(KEY), None, "the bump stays");
+        assert_no_flight(&cache);
+    });
+}
+
+const HARD: Duration = Duration::from_secs(1);
+
+/// 6a. A hung leader: another thread moves the clock past the hard timeout, the waiter
+///     (woken by its clock timer) ends with `LoadTimeout` and removes the record; the
+///     leader's late `complete` does not store.
+#[test]
+fn hard_timeout_ends_the_waiter_and_drops_the_late_result() {
+    model(
+        "hard_timeout_ends_the_waiter_and_drops_the_late_result",
+        || {
+            let clock = ManualClock::new();
+            let cache = cache_with(&clock, Some(HARD));
+            let guard = lead(&cache);
+            let ready = Arc::new(AtomicUsize::new(0));
+            let waiter = spawn_waiter(&cache, &ready, |_, w| w.wait());
+            let ticker = {
+                let (clock, ready) = (clock.clone(), ready.clone());
+                thread::spawn(move || {
+                    until(&ready, 1);
+                    clock.advance(2 * HARD);
+                })
+            };
+            match waiter.join().unwrap() {
+                Err(Error::LoadTimeout { after }) => assert_eq!(after, HARD),
+                other => panic!("a waiter of a hung load got {other:?}"),
+            }
+            ticker.join().unwrap();
+            assert_eq!(
+                cache.flights_in_progress(),
+                0,
+                "the timed-out record is removed"
+            );
+            assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+            assert_eq!(cache.get(KEY), None, "a late result is not stored");
+            assert_no_flight(&cache);
+        },
+    );
+}
+
+/// 6b. A completion racing the hard timeout: whichever wins, the waiter and the store agree.
+///     A waiter told `LoadTimeout` never finds that load's value cached afterwards (a value
+///     may reach the waiter without being stored, when the table gave the load up first).
+#[test]
+fn completion_racing_the_hard_timeout_is_consistent() {
+    model("completion_racing_the_hard_timeout_is_consistent", || {
+        let clock = ManualClock::new();
+        let cache = cache_with(&clock, Some(HARD));
+        let guard = lead(&cache);
+        let ready = Arc::new(AtomicUsize::new(0));
+        let waiter = spawn_waiter(&cache, &ready, |_, w| w.wait());
+        let ticker = {
+            let (clock, ready) = (clock.clone(), ready.clone());
+            thread::spawn(move || {
+                until(&ready, 1);
+                clock.advance(2 * HARD);
+            })
+        };
+        until(&ready, 1);
+        assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+        let waited = waiter.join().unwrap();
+        ticker.join().unwrap();
+        let stored = cache.get(KEY);
+        match waited {
+            Ok(Waited::Loaded(Some(1))) => {}
+            Err(Error::LoadTimeout { .. }) => {
+                assert_eq!(
+                    stored, None,
+                    "a waiter timed out on a value that was stored"
+                )
+            }
+            other => panic!("a waiter got {other:?}"),
+        }
+        assert_no_flight(&cache);
+    });
+}
