@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use futures_executor::LocalPool;
@@ -40,7 +40,8 @@ pub fn rng(seed: u64) -> DefaultRng {
 pub struct Sleep {
     clock: ManualClock,
     deadline: Duration,
-    armed: bool,
+    /// The waker the clock will wake; a future moved to another task must re-arm.
+    armed: Option<Waker>,
 }
 
 /// Sleeps `d` of virtual time.
@@ -48,7 +49,7 @@ pub fn sleep(clock: &ManualClock, d: Duration) -> Sleep {
     Sleep {
         clock: clock.clone(),
         deadline: clock.now() + d,
-        armed: false,
+        armed: None,
     }
 }
 
@@ -59,8 +60,8 @@ impl Future for Sleep {
         if self.clock.now() >= self.deadline {
             return Poll::Ready(());
         }
-        if !self.armed {
-            self.armed = true;
+        if !self.armed.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            self.armed = Some(cx.waker().clone());
             self.clock.wake_at(self.deadline, cx.waker().clone());
         }
         Poll::Pending

@@ -1,0 +1,148 @@
+//! The origin budget (seed: "a cold start opens 1,000 connections to a pool of 20"): when
+//! many different keys miss at once, single-flight alone still sends one load per key. With
+//! `origin_budget(20)` at most 20 loader calls run at once; the rest queue, first come first
+//! served, and every key is loaded in the end.
+
+mod common;
+
+use common::{Origin, Sim, ms, secs};
+use herdless::{Cache, Error};
+
+#[test]
+fn a_thousand_keys_expiring_at_once_never_run_more_than_twenty_loads() {
+    let mut sim = Sim::new();
+    let cache: Cache<usize> = sim
+        .builder()
+        .ttl(secs(300))
+        .jitter(0.0) // the worst case: everything expires together
+        .origin_budget(20)
+        .wait_timeout(secs(60)) // 1,000 loads / 20 at a time * 200 ms = 10 s of queueing
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    let keys: Vec<String> = (0..1_000).map(|i| format!("catalog:v1:item:{i}")).collect();
+    for k in &keys {
+        cache.set(k, 0).unwrap();
+    }
+    sim.advance(secs(300));
+
+    // Three requests per key arrive together: 1,000 leaders and 2,000 waiters.
+    let requests: Vec<_> = (0..3)
+        .flat_map(|_| keys.iter().enumerate())
+        .map(|(i, k)| {
+            let (cache, key) = (cache.clone(), k.clone());
+            let loader = origin.loader(&sim.clock, ms(200), Ok(Some(i)));
+            sim.spawn(async move { cache.get_or_load_async(&key, loader).await })
+        })
+        .collect();
+    sim.run();
+    assert_eq!(origin.running(), 20);
+    assert_eq!(cache.budget_in_use(), 20);
+    assert_eq!(
+        cache.flights_in_progress(),
+        1_000,
+        "one flight per key, queued or running"
+    );
+
+    let start = sim.now();
+    while requests.iter().any(|r| !r.is_done()) {
+        assert!(sim.now() - start < secs(11), "the queue did not drain");
+        assert!(origin.running() <= 20);
+        assert!(cache.budget_in_use() <= 20);
+        sim.advance(ms(100));
+    }
+    assert_eq!(
+        origin.peak(),
+        20,
+        "the budget was used in full, never exceeded"
+    );
+    assert_eq!(origin.calls(), 1_000, "one load per key");
+    for (n, r) in requests.iter().enumerate() {
+        assert_eq!(r.take().unwrap(), Some(n % 1_000));
+    }
+    // 50 rounds of 20 loads of 200 ms each.
+    assert_eq!(sim.now() - start, secs(10));
+    assert_eq!(cache.budget_in_use(), 0);
+    assert_eq!(cache.flights_in_progress(), 0);
+}
+
+#[test]
+fn a_leader_that_cannot_get_the_budget_in_time_fails_with_wait_timeout() {
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim
+        .builder()
+        .origin_budget(1)
+        .wait_timeout(secs(1))
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    let slow = {
+        let cache = cache.clone();
+        let loader = origin.loader(&sim.clock, secs(5), Ok(Some(1)));
+        sim.spawn(async move { cache.get_or_load_async("a:1", loader).await })
+    };
+    sim.run();
+    let (queued, queued_waiter) = {
+        let spawn = || {
+            let cache = cache.clone();
+            let loader = origin.loader(&sim.clock, ms(1), Ok(Some(2)));
+            sim.spawn(async move { cache.get_or_load_async("a:2", loader).await })
+        };
+        (spawn(), spawn())
+    };
+    sim.advance(secs(1));
+    assert!(matches!(queued.take(), Err(Error::WaitTimeout { .. })));
+    assert!(matches!(
+        queued_waiter.take(),
+        Err(Error::WaitTimeout { .. })
+    ));
+    assert_eq!(
+        origin.calls(),
+        1,
+        "the queued load never reached the origin"
+    );
+    assert_eq!(cache.flights_in_progress(), 1);
+    sim.advance(secs(4));
+    assert_eq!(slow.take().unwrap(), Some(1));
+    assert_eq!(cache.budget_in_use(), 0);
+}
+
+#[test]
+fn background_refreshes_are_skipped_rather_than_queued_when_the_budget_is_spent() {
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim
+        .builder()
+        .ttl(secs(10))
+        .grace(secs(60))
+        .jitter(0.0)
+        .origin_budget(1)
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    cache.set("a:stale", 1).unwrap();
+    let busy = {
+        let cache = cache.clone();
+        let loader = origin.loader(&sim.clock, secs(30), Ok(Some(9)));
+        sim.spawn(async move { cache.get_or_load_async("a:busy", loader).await })
+    };
+    sim.advance(secs(11));
+    let read = {
+        let cache = cache.clone();
+        let loader = origin.loader(&sim.clock, ms(1), Ok(Some(2)));
+        sim.spawn(async move { cache.get_or_load_async("a:stale", loader).await })
+    };
+    sim.run();
+    assert_eq!(read.take().unwrap(), Some(1), "the stale value, at once");
+    assert_eq!(
+        origin.calls(),
+        1,
+        "the refresh did not queue for the budget"
+    );
+    assert_eq!(
+        cache.flights_in_progress(),
+        1,
+        "the skipped refresh left no flight"
+    );
+    sim.advance(secs(20));
+    assert_eq!(busy.take().unwrap(), Some(9));
+}

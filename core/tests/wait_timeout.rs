@@ -1,0 +1,106 @@
+//! The waiter policy (seed: "what do the losers do while the winner rebuilds?"): waiters wait
+//! at most `wait_timeout`, then take the stale value if there is one, else a clear timeout
+//! error. "Every loser calls the loader itself" is never the fallback: the origin still sees
+//! one call.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Origin, Sim, Task, secs};
+use herdless::{Cache, Error};
+
+const KEY: &str = "analytics:v1:dashboard";
+
+fn request(
+    sim: &Sim,
+    cache: &Cache<u32>,
+    origin: &Arc<Origin>,
+    answer: u32,
+) -> Task<Result<Option<u32>, Error>> {
+    let cache = cache.clone();
+    // The origin is struggling: the load takes 10 s.
+    let loader = origin.loader(&sim.clock, secs(10), Ok(Some(answer)));
+    sim.spawn(async move { cache.get_or_load_async(KEY, loader).await })
+}
+
+#[test]
+fn without_stale_data_waiters_give_up_with_a_timeout_and_never_load_themselves() {
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim.builder().wait_timeout(secs(1)).build().unwrap();
+    let origin = Origin::new();
+    let leader = request(&sim, &cache, &origin, 1);
+    let waiters: Vec<_> = (0..100)
+        .map(|_| request(&sim, &cache, &origin, 2))
+        .collect();
+    sim.advance(secs(1) - Duration::from_nanos(1));
+    assert!(waiters.iter().all(|w| !w.is_done()));
+    sim.advance(Duration::from_nanos(1));
+    for w in &waiters {
+        match w.take() {
+            Err(Error::WaitTimeout { waited }) => assert_eq!(waited, secs(1)),
+            other => panic!("a waiter got {other:?}"),
+        }
+    }
+    assert_eq!(origin.calls(), 1, "no waiter went to the origin");
+    assert_eq!(cache.metrics().total().wait_timeouts, 100);
+
+    // The leader is not bound by wait_timeout: its load finishes and is stored.
+    sim.advance(secs(9));
+    assert_eq!(leader.take().unwrap(), Some(1));
+    assert_eq!(cache.get(KEY), Some(1));
+    assert_eq!(cache.flights_in_progress(), 0);
+}
+
+#[test]
+fn with_fail_safe_data_waiters_take_the_stale_value_at_the_timeout() {
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim
+        .builder()
+        .ttl(secs(60))
+        .jitter(0.0)
+        .max_stale(secs(3_600))
+        .wait_timeout(secs(1))
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    cache.set(KEY, 7).unwrap();
+    sim.advance(secs(120)); // past the TTL, within max_stale
+    let leader = request(&sim, &cache, &origin, 8);
+    let waiters: Vec<_> = (0..100)
+        .map(|_| request(&sim, &cache, &origin, 9))
+        .collect();
+    sim.advance(secs(1));
+    for w in &waiters {
+        assert_eq!(w.take().unwrap(), Some(7), "the fail-safe value");
+    }
+    assert!(!leader.is_done(), "the leader keeps loading");
+    assert_eq!(origin.calls(), 1);
+    let m = cache.metrics().total();
+    assert_eq!((m.wait_timeouts, m.failsafe_served), (100, 100));
+
+    sim.advance(secs(9));
+    assert_eq!(leader.take().unwrap(), Some(8));
+    assert_eq!(cache.get(KEY), Some(8), "the load landed after all");
+}
+
+#[test]
+fn blocking_waiters_time_out_too() {
+    // The blocking API on the real clock: the waiter parks and wakes at its deadline.
+    let cache: Cache<u32> = Cache::builder()
+        .wait_timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let herdless::Lookup::Lead(guard) = cache.lookup(KEY).unwrap() else {
+        panic!("the first caller leads")
+    };
+    let waiter = std::thread::spawn({
+        let cache = cache.clone();
+        move || cache.get_or_load(KEY, || Ok::<_, std::io::Error>(Some(2)))
+    });
+    let got = waiter.join().unwrap();
+    assert!(matches!(got, Err(Error::WaitTimeout { .. })), "{got:?}");
+    assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+    assert_eq!(cache.get(KEY), Some(1));
+}
