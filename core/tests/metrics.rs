@@ -1,0 +1,168 @@
+//! Metrics (seed: "you cannot fix a stampede you cannot see"): a small scripted day of one
+//! cache, and the counters it must show, per namespace, in the snapshot and in Prometheus
+//! text.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Origin, OriginDown, Sim, Task, ms, secs};
+use herdless::{Cache, Error};
+
+fn request(
+    sim: &Sim,
+    cache: &Cache<u32>,
+    origin: &Arc<Origin>,
+    key: &str,
+    answer: Result<Option<u32>, OriginDown>,
+) -> Task<Result<Option<u32>, Error>> {
+    let (cache, key) = (cache.clone(), key.to_string());
+    let loader = origin.loader(&sim.clock, ms(200), answer);
+    sim.spawn(async move { cache.get_or_load_async(&key, loader).await })
+}
+
+#[test]
+fn counters_match_a_scripted_scenario_and_prometheus_shows_them_by_namespace() {
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim
+        .builder()
+        .capacity(4)
+        .shards(1)
+        .ttl(secs(60))
+        .grace(secs(10))
+        .jitter(0.0)
+        .beta(0.0)
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+
+    // A cold key and a herd of three: 1 load, 2 coalesced waiters.
+    let herd: Vec<_> = (0..3)
+        .map(|_| request(&sim, &cache, &origin, "users:1", Ok(Some(1))))
+        .collect();
+    sim.advance(ms(200));
+    herd.iter()
+        .for_each(|r| assert_eq!(r.take().unwrap(), Some(1)));
+    // Five hits.
+    for _ in 0..5 {
+        assert_eq!(cache.get("users:1"), Some(1));
+    }
+    // A missing user, cached as absent, then asked for again: a negative hit.
+    let r = request(&sim, &cache, &origin, "users:404", Ok(None));
+    sim.advance(ms(200));
+    assert_eq!(r.take().unwrap(), None);
+    let r = request(&sim, &cache, &origin, "users:404", Ok(Some(9)));
+    sim.run();
+    assert_eq!(r.take().unwrap(), None);
+    // The origin fails for an order.
+    let r = request(&sim, &cache, &origin, "orders:1", Err(OriginDown(1)));
+    sim.advance(ms(200));
+    assert!(r.take().is_err());
+    // users:1 goes stale: served at once, one background refresh.
+    sim.advance(secs(61));
+    let r = request(&sim, &cache, &origin, "users:1", Ok(Some(2)));
+    sim.run();
+    assert_eq!(r.take().unwrap(), Some(1));
+    sim.advance(ms(200));
+    assert_eq!(cache.get("users:1"), Some(2));
+    // Three more order keys overflow the capacity of 4 by one: the absence of users:404,
+    // dead by now, is evicted.
+    for i in 2..5 {
+        cache.set(&format!("orders:{i}"), i).unwrap();
+    }
+
+    let m = cache.metrics();
+    let users = &m.namespace("users").unwrap().counters;
+    assert_eq!(
+        users.hits,
+        5 + 1,
+        "five reads and the refreshed value read back"
+    );
+    assert_eq!(users.negative_hits, 1);
+    assert_eq!(users.stale_served, 1);
+    assert_eq!(users.misses, 3 + 1);
+    assert_eq!(users.loads, 3, "users:1 twice, users:404 once");
+    assert_eq!(users.lock_acquired, 2);
+    assert_eq!(users.lock_contended, 2);
+    assert_eq!(users.coalesced_waiters, 2);
+    assert_eq!(users.refreshes, 1);
+    assert_eq!(users.early_refreshes, 0);
+    assert_eq!(users.load_errors, 0);
+    let orders = &m.namespace("orders").unwrap().counters;
+    assert_eq!((orders.loads, orders.load_errors, orders.misses), (1, 1, 1));
+    assert_eq!(m.total().evictions, 1);
+    assert_eq!(m.entries, 4);
+    assert_eq!(m.loads_in_flight, 0);
+    let load_durations = &m.namespace("users").unwrap().load_duration;
+    assert_eq!(load_durations.counts.iter().sum::<u64>(), 3);
+    assert_eq!(load_durations.sum, ms(600));
+    let waits = &m.namespace("users").unwrap().lock_wait;
+    assert_eq!(waits.counts.iter().sum::<u64>(), 2);
+    assert_eq!(waits.sum, ms(400));
+
+    let text = cache.prometheus();
+    for line in [
+        "herdless_hits_total{namespace=\"users\"} 6",
+        "herdless_misses_total{namespace=\"users\"} 4",
+        "herdless_stale_served_total{namespace=\"users\"} 1",
+        "herdless_negative_hits_total{namespace=\"users\"} 1",
+        "herdless_loads_total{namespace=\"users\"} 3",
+        "herdless_load_errors_total{namespace=\"orders\"} 1",
+        "herdless_coalesced_waiters_total{namespace=\"users\"} 2",
+        "herdless_lock_acquired_total{namespace=\"users\"} 2",
+        "herdless_lock_contended_total{namespace=\"users\"} 2",
+        "herdless_early_refreshes_total{namespace=\"users\"} 0",
+        "herdless_backend_errors_total{namespace=\"users\"} 0",
+        "herdless_load_duration_seconds_count{namespace=\"users\"} 3",
+        "herdless_load_duration_seconds_sum{namespace=\"users\"} 0.6",
+        "herdless_lock_wait_seconds_count{namespace=\"users\"} 2",
+        "herdless_lock_wait_seconds_bucket{namespace=\"users\",le=\"+Inf\"} 2",
+        "herdless_entries 4",
+        "herdless_loads_in_flight 0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing {line:?} in\n{text}"
+        );
+    }
+    // Every name of DESIGN 15 is declared once, with its type.
+    for (name, kind) in [
+        ("hits_total", "counter"),
+        ("misses_total", "counter"),
+        ("stale_served_total", "counter"),
+        ("negative_hits_total", "counter"),
+        ("loads_total", "counter"),
+        ("load_errors_total", "counter"),
+        ("load_duration_seconds", "histogram"),
+        ("coalesced_waiters_total", "counter"),
+        ("lock_acquired_total", "counter"),
+        ("lock_contended_total", "counter"),
+        ("lock_wait_seconds", "histogram"),
+        ("early_refreshes_total", "counter"),
+        ("backend_errors_total", "counter"),
+        ("evictions_total", "counter"),
+    ] {
+        let decl = format!("# TYPE herdless_{name} {kind}");
+        assert_eq!(text.lines().filter(|l| *l == decl).count(), 1, "{decl}");
+        assert!(text.contains(&format!("# HELP herdless_{name} ")));
+    }
+    let evictions: u64 = text
+        .lines()
+        .filter(|l| l.starts_with("herdless_evictions_total{"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(evictions, 1);
+}
+
+#[test]
+fn label_values_are_escaped() {
+    let sim = Sim::new();
+    let cache: Cache<u32> = sim.builder().build().unwrap();
+    cache.set("we\"ird\\ns\n:1", 1).unwrap();
+    assert_eq!(cache.get("we\"ird\\ns\n:1"), Some(1));
+    let text = cache.prometheus();
+    assert!(
+        text.contains("herdless_hits_total{namespace=\"we\\\"ird\\\\ns\\n\"} 1"),
+        "{text}"
+    );
+}
