@@ -2,8 +2,8 @@
 //! NSDI 2024): a FIFO queue with one "visited" bit per entry and a hand that sweeps from the
 //! oldest entry, sparing visited ones once. A hit only sets a bit (no list surgery, so reads
 //! share the shard's read lock), and one-hit wonders, such as a flood of random keys, leave
-//! first. Dead entries (expired past retention, or of a bumped epoch) are evicted before
-//! anything live.
+//! first. Dead entries (expired past retention, or of a bumped epoch) are evicted when the
+//! hand reaches them, visited or not.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -13,6 +13,9 @@ use hashbrown::HashTable;
 use crate::entry::Entry;
 use crate::expiry::Phase;
 use crate::sync::{AtomicBool, Ordering};
+
+#[cfg(test)]
+mod tests;
 
 const NIL: u32 = u32::MAX;
 

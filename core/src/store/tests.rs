@@ -1,0 +1,216 @@
+//! The SIEVE store on its own: list and table stay consistent through inserts, replacements,
+//! removals and evictions; eviction spares visited entries once and takes dead ones; weights
+//! add up.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use super::{NIL, Store};
+use crate::entry::Entry;
+use crate::epoch::Namespaces;
+use crate::expiry::Timing;
+
+const SEC: u64 = 1_000_000_000;
+
+/// Builds entries of namespace "ns", written at time 0.
+struct Entries(Namespaces);
+
+impl Entries {
+    fn new() -> Self {
+        Self(Namespaces::new(16))
+    }
+
+    fn fresh_for(&self, value: u32, secs: u64) -> Entry<u32> {
+        let ns = self.0.get("ns");
+        let epoch = ns.epoch();
+        Entry {
+            value: Some(value),
+            ns,
+            epoch,
+            timing: Timing::new(0, Duration::from_secs(secs), Duration::ZERO, None),
+            load_nanos: 0,
+            backoff_until: 0,
+        }
+    }
+}
+
+/// A deliberately poor hash: collisions are welcome, the table must compare keys.
+fn hash(key: &str) -> u64 {
+    key.bytes()
+        .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+        % 4
+}
+
+/// Inserts `key` (fresh for 60 s) at time `now`; answers the values replaced or evicted.
+fn put(s: &mut Store<u32>, e: &Entries, key: &str, v: u32, weight: u64, now: u64) -> Vec<u32> {
+    let mut out = Vec::new();
+    s.insert(hash(key), key, e.fresh_for(v, 60), weight, now, &mut out);
+    check(s);
+    out.into_iter().filter_map(|e| e.value).collect()
+}
+
+fn get(s: &Store<u32>, key: &str) -> Option<u32> {
+    s.get(hash(key), key).and_then(|n| n.entry.value)
+}
+
+fn touch(s: &Store<u32>, key: &str) {
+    s.get(hash(key), key).expect("present").touch();
+}
+
+/// The keys from the oldest to the newest, after checking every invariant: the list is
+/// doubly linked end to end, holds exactly the table's entries, and the weight adds up.
+fn check(s: &Store<u32>) -> Vec<String> {
+    let (mut keys, mut weight) = (Vec::new(), 0);
+    let (mut i, mut older) = (s.tail, NIL);
+    while i != NIL {
+        let n = s.node(i);
+        assert_eq!(n.older, older, "links disagree");
+        let found = s.get(n.hash, &n.key).map(|m| &*m.key);
+        assert_eq!(found, Some(&*n.key), "a listed entry is not in the table");
+        weight += n.weight;
+        keys.push(String::from(&*n.key));
+        older = i;
+        i = n.newer;
+    }
+    assert_eq!(older, s.head, "the list does not end at the head");
+    assert_eq!(keys.len(), s.len(), "list and table hold different entries");
+    assert_eq!(weight, s.weight(), "weight out of step");
+    let used = s.nodes.iter().filter(|n| n.is_some()).count();
+    assert_eq!(used + s.free.len(), s.nodes.len(), "a slot is lost");
+    assert_eq!(used, s.len());
+    if s.hand != NIL {
+        assert!(
+            s.nodes[s.hand as usize].is_some(),
+            "the hand points at a free slot"
+        );
+    }
+    keys
+}
+
+#[test]
+fn insert_replace_and_remove_keep_list_and_table_consistent() {
+    let e = Entries::new();
+    let mut s = Store::new(100);
+    for (i, k) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        assert!(put(&mut s, &e, k, i as u32, 1, 0).is_empty());
+    }
+    assert_eq!(check(&s), ["a", "b", "c", "d", "e"]);
+    // Replacing moves the key to the head and hands back the old value.
+    assert_eq!(put(&mut s, &e, "b", 10, 1, 0), [1]);
+    assert_eq!(check(&s), ["a", "c", "d", "e", "b"]);
+    assert_eq!(get(&s, "b"), Some(10));
+    // Removing the tail, the head and a middle entry.
+    for (k, v) in [("a", 0), ("b", 10), ("d", 3)] {
+        assert_eq!(s.remove(hash(k), k).and_then(|x| x.value), Some(v));
+        check(&s);
+    }
+    assert_eq!(check(&s), ["c", "e"]);
+    assert!(s.remove(hash("a"), "a").is_none());
+    // Freed slots are reused.
+    let slots = s.nodes.len();
+    put(&mut s, &e, "f", 5, 1, 0);
+    put(&mut s, &e, "g", 6, 1, 0);
+    assert_eq!(s.nodes.len(), slots);
+    assert_eq!(check(&s), ["c", "e", "f", "g"]);
+    for k in ["c", "e", "f", "g"] {
+        s.remove(hash(k), k);
+    }
+    assert_eq!((s.len(), s.weight(), s.head, s.tail), (0, 0, NIL, NIL));
+}
+
+#[test]
+fn eviction_spares_visited_entries_once() {
+    let e = Entries::new();
+    let mut s = Store::new(3);
+    for k in ["a", "b", "c"] {
+        put(&mut s, &e, k, 0, 1, 0);
+    }
+    touch(&s, "a");
+    touch(&s, "b");
+    // The hand starts at the oldest: a and b were visited, so c goes.
+    put(&mut s, &e, "d", 0, 1, 0);
+    assert_eq!(check(&s), ["a", "b", "d"]);
+    // The hand passed a and b and cleared their bits: now a goes, then b.
+    put(&mut s, &e, "e", 0, 1, 0);
+    assert_eq!(check(&s), ["b", "d", "e"]);
+    touch(&s, "e");
+    put(&mut s, &e, "f", 0, 1, 0);
+    assert_eq!(check(&s), ["d", "e", "f"]);
+    // Everything visited: one full sweep clears the bits, then the oldest goes.
+    for k in ["d", "e", "f"] {
+        touch(&s, k);
+    }
+    put(&mut s, &e, "g", 0, 1, 0);
+    assert_eq!(check(&s).len(), 3);
+    assert_eq!(get(&s, "g"), Some(0));
+}
+
+#[test]
+fn a_one_hit_wonder_scan_does_not_flush_visited_entries() {
+    let e = Entries::new();
+    let mut s = Store::new(10);
+    for i in 0..5 {
+        put(&mut s, &e, &alloc::format!("hot{i}"), 0, 1, 0);
+    }
+    for i in 0..1_000 {
+        for h in 0..5 {
+            touch(&s, &alloc::format!("hot{h}"));
+        }
+        put(&mut s, &e, &alloc::format!("scan{i}"), 0, 1, 0);
+    }
+    for h in 0..5 {
+        assert_eq!(
+            get(&s, &alloc::format!("hot{h}")),
+            Some(0),
+            "hot{h} was evicted"
+        );
+    }
+}
+
+#[test]
+fn dead_entries_are_evicted_even_when_visited() {
+    let e = Entries::new();
+    let mut s = Store::new(3);
+    let mut out = Vec::new();
+    s.insert(hash("short"), "short", e.fresh_for(1, 1), 1, 0, &mut out);
+    put(&mut s, &e, "b", 2, 1, 0);
+    put(&mut s, &e, "c", 3, 1, 0);
+    for k in ["short", "b", "c"] {
+        touch(&s, k);
+    }
+    // At 2 s "short" is dead: it goes although visited, and b and c keep their bits.
+    assert_eq!(put(&mut s, &e, "d", 4, 1, 2 * SEC), [1]);
+    assert!(
+        s.get(hash("b"), "b")
+            .unwrap()
+            .visited
+            .load(super::Ordering::Relaxed)
+    );
+    // Entries of a bumped namespace are dead too.
+    e.0.bump("ns");
+    touch(&s, "b");
+    assert_eq!(put(&mut s, &e, "f", 5, 1, 2 * SEC).len(), 1);
+}
+
+#[test]
+fn weights_are_accounted_and_bound_the_store() {
+    let e = Entries::new();
+    let mut s = Store::new(10);
+    put(&mut s, &e, "a", 1, 3, 0);
+    put(&mut s, &e, "b", 2, 3, 0);
+    put(&mut s, &e, "c", 3, 3, 0);
+    assert_eq!(s.weight(), 9);
+    // Weight 4 does not fit beside 9: the oldest unvisited entry makes room.
+    assert_eq!(put(&mut s, &e, "d", 4, 4, 0), [1]);
+    assert_eq!(s.weight(), 10);
+    // Replacing an entry with a lighter one gives its weight back.
+    assert_eq!(put(&mut s, &e, "d", 5, 1, 0), [4]);
+    assert_eq!(s.weight(), 7);
+    // A heavy entry evicts as many as it needs.
+    let evicted = put(&mut s, &e, "e", 6, 9, 0);
+    assert_eq!(evicted.len(), 2);
+    assert!(s.weight() <= 10);
+    s.remove(hash("e"), "e");
+    assert_eq!(s.weight(), s.len() as u64);
+}
