@@ -1,0 +1,64 @@
+"""herdless: a stampede-proof cache.
+
+When a hot key expires under load, a naive cache-aside sends every in-flight request to the
+origin at once. herdless runs one loader call per key however many callers ask (threads or
+asyncio tasks), serves stale data while one refresh runs, refreshes hot keys early (XFetch),
+spreads TTLs (jitter), caches absences, and bounds everything.
+
+    from herdless import Cache
+
+    cache = Cache(ttl=60, grace=30)
+    user = cache.get_or_load("users:v1:profile:#42", lambda: db.load_user(42))
+
+See the README for the full tour.
+"""
+
+from ._cache import Cache, WarmReport
+from ._decorator import AsyncCachedFunction, Decorator
+from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
+from ._native import ABSENT, Absent, CachedFunction, KeyBuilder
+from .errors import (
+    BackendError,
+    ConfigError,
+    ConfigTypeError,
+    EmptyKey,
+    HerdlessError,
+    InvalidKey,
+    KeyBuildError,
+    KeyTooLong,
+    LoaderPanicked,
+    LoadTimeout,
+    TooManyFlights,
+    UnsupportedKeyValue,
+    WaitTimeout,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ABSENT",
+    "Absent",
+    "AsyncCachedFunction",
+    "BackendError",
+    "Cache",
+    "CachedFunction",
+    "ConfigError",
+    "ConfigTypeError",
+    "Counters",
+    "Decorator",
+    "EmptyKey",
+    "HerdlessError",
+    "Histogram",
+    "InvalidKey",
+    "KeyBuildError",
+    "KeyBuilder",
+    "KeyTooLong",
+    "LoadTimeout",
+    "LoaderPanicked",
+    "Metrics",
+    "NamespaceMetrics",
+    "TooManyFlights",
+    "UnsupportedKeyValue",
+    "WaitTimeout",
+    "WarmReport",
+]

@@ -1,0 +1,167 @@
+"""The asyncio driver of the engine's state machine (``Cache.aget_or_load``).
+
+``Cache._lookup`` answers one step at a time:
+
+- a hit: return the value. If the engine chose this caller to refresh the key
+  (stale-while-revalidate or XFetch), the loader runs in a background asyncio task on the
+  running loop; the caller does not wait for it.
+- a lead: await the loader's coroutine here, then complete the load. The hard timeout
+  cancels the coroutine; at the soft timeout, with a fail-safe value at hand, that value
+  answers and the load finishes in the background. Cancellation of this task (or any other
+  ``BaseException``) abandons the load, and one waiter takes it over.
+- a wait: await the leader's answer (a native future resolved from a tokio thread, so any
+  number of waiting tasks cost the event loop nothing until the answer lands), or look up
+  again when the leader went away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from . import _native
+
+T = TypeVar("T")
+
+_HIT, _LEAD = 0, 1
+_VALUE = 0
+
+_log = logging.getLogger("herdless")
+
+# Background tasks are referenced here until done: the loop keeps only weak references.
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+
+
+def _spawn(coro: Coroutine[Any, Any, Any]) -> None:
+    task = asyncio.get_running_loop().create_task(coro)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+
+
+class _SoftTimeout(Exception):
+    def __init__(self, stale: Any) -> None:
+        super().__init__()
+        self.stale = stale
+
+
+class _HardTimeout(Exception):
+    pass
+
+
+async def aget_or_load(
+    cache: _native.Cache,
+    key: str,
+    loader: Callable[[], Awaitable[T] | T],
+    ttl: float | None,
+) -> T:
+    while True:
+        step = cache._lookup(key, ttl)
+        kind = step[0]
+        if kind == _HIT:
+            if len(step) == 3:
+                _spawn(_refresh(step[2], loader))
+            return step[1]  # type: ignore[no-any-return]
+        if kind == _LEAD:
+            return await _lead(step[1], loader)  # type: ignore[no-any-return]
+        outcome, value = await step[1].future()
+        if outcome == _VALUE:
+            return value  # type: ignore[no-any-return]
+        # The leader went away without an answer: look up again (one caller will lead).
+
+
+async def _lead(lead: _native._Lead, loader: Callable[[], Any]) -> Any:
+    try:
+        if not lead.try_begin():
+            began, value = await lead.begin()
+            if not began:
+                return value
+        return await _run(lead, loader)
+    except BaseException:
+        # Cancelled, interrupted, or failed before the loader ran: hand the load over.
+        # (A no-op when the load was already finished.)
+        lead.abandon()
+        raise
+
+
+async def _run(lead: _native._Lead, loader: Callable[[], Any]) -> Any:
+    try:
+        result = loader()
+        if inspect.isawaitable(result):
+            result = await _in_time(lead, result)
+    except _SoftTimeout as soft:
+        return soft.stale
+    except _HardTimeout:
+        return lead.timeout()
+    except Exception as exc:
+        return lead.fail(exc)
+    return lead.complete(result)
+
+
+async def _in_time(lead: _native._Lead, awaitable: Awaitable[Any]) -> Any:
+    """Awaits the loader under the load's soft and hard timeouts."""
+    hard = lead.hard_remaining()
+    has_fallback, stale = lead.fallback
+    soft = lead.soft_remaining() if has_fallback else None
+    if soft is None and hard is None:
+        return await awaitable
+    task: asyncio.Future[Any] | None = asyncio.ensure_future(awaitable)
+    try:
+        if soft is not None:
+            done, _ = await asyncio.wait((task,), timeout=max(soft, 0.0))
+            if not done:
+                # Answer with the fail-safe value now; the load goes on and is stored.
+                _spawn(_finish(lead, task))
+                task = None
+                raise _SoftTimeout(stale)
+        hard = lead.hard_remaining()
+        if hard is not None:
+            done, _ = await asyncio.wait((task,), timeout=max(hard, 0.0))
+            if not done:
+                raise _HardTimeout
+        return await task
+    finally:
+        if task is not None and not task.done():
+            task.cancel()
+
+
+async def _finish(lead: _native._Lead, task: asyncio.Future[Any]) -> None:
+    """Completes a load that outlived its soft timeout, within its hard timeout."""
+    try:
+        hard = lead.hard_remaining()
+        done, _ = await asyncio.wait((task,), timeout=None if hard is None else max(hard, 0.0))
+        if not done:
+            task.cancel()
+            lead.timeout()
+            return
+        lead.complete(task.result())
+    except Exception as exc:
+        _settle_failure(lead, exc)
+    except BaseException:
+        task.cancel()
+        lead.abandon()
+        raise
+
+
+async def _refresh(lead: _native._Lead, loader: Callable[[], Any]) -> None:
+    """A background refresh; its failure is logged and counted, never raised."""
+    key = lead.key
+    try:
+        await _run(lead, loader)
+    except Exception as exc:
+        _log.warning("background refresh of %r failed", key, exc_info=exc)
+    except BaseException:
+        lead.abandon()
+        raise
+
+
+def _settle_failure(lead: _native._Lead, exc: Exception) -> None:
+    key: str | None = None
+    with contextlib.suppress(RuntimeError):  # already finished, e.g. by the timeout
+        key = lead.key
+    with contextlib.suppress(Exception):  # `fail` re-raises `exc` when no stale value answers
+        lead.fail(exc)
+    _log.warning("background load of %r failed", key, exc_info=exc)

@@ -1,0 +1,244 @@
+"""``herdless.Cache``: the native cache plus the parts best written in Python (the asyncio
+driver, the decorator, pre-warming, metrics as dataclasses)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Collection, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from . import _aio, _decorator, _native
+from ._metrics import Metrics, from_native
+from .errors import ConfigError, ConfigTypeError
+
+__all__ = ["Cache", "WarmReport"]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class WarmReport:
+    """What ``Cache.warm`` / ``Cache.awarm`` did."""
+
+    requested: int
+    """Keys asked for."""
+    loaded: int
+    """Loader calls made (keys already fresh, or loaded by another caller meanwhile, cost none)."""
+    failed: dict[str, BaseException] = field(default_factory=dict)
+    """Keys whose load failed, with the exception."""
+
+
+class Cache(_native.Cache):
+    """A stampede-proof cache of Python objects, in memory (or over Redis with ``redis=``).
+
+    Keyword options (all optional; durations in seconds, int or float):
+
+    - ``ttl`` (60): how long a loaded value is fresh, before jitter.
+    - ``grace`` (0): how long past ``ttl`` a value is still served, stale, while one
+      background refresh runs (stale-while-revalidate).
+    - ``jitter`` (0.2): every stored TTL becomes ``ttl * (1 + jitter * (u - 0.5))``; in [0, 1).
+    - ``beta`` (1.0): XFetch early refresh (0 disables; larger refreshes earlier).
+    - ``negative_ttl`` (10): how long a cached absence (``ABSENT``) lasts.
+    - ``wait_timeout`` (5): how long a caller waits for another caller's load before it takes
+      stale data or raises ``WaitTimeout``; also bounds the wait for the origin budget.
+    - ``max_stale`` (off): fail-safe: keep values this long past ``ttl`` and serve them when a
+      load fails or times out. Must be at least ``grace``.
+    - ``failsafe_backoff`` (5): after a failed load, serve the stale value this long before
+      trying again.
+    - ``soft_timeout`` (off): waiters holding a fail-safe value take it after this long.
+    - ``hard_timeout`` (off): the load is given up with ``LoadTimeout`` (an async loader is
+      cancelled; a sync one cannot be interrupted, its late result is discarded).
+    - ``capacity`` (10,000): entries held (values and absences), SIEVE eviction.
+    - ``origin_budget`` (unlimited): at most this many loader calls at once, all keys together.
+    - ``max_flights`` (100,000): at most this many keys loading at once.
+    - ``max_key_len`` (1,024): longest accepted key, in bytes.
+    - ``namespace``: default namespace of the keys the decorator builds.
+    - ``redis``: a ``redis://`` URL selects the Redis backend; in memory otherwise.
+
+    A bad value raises ``ConfigError`` (a ``ValueError``); a wrong type ``ConfigTypeError``
+    (also a ``TypeError``).
+    """
+
+    __slots__ = ()
+
+    async def aget_or_load(
+        self,
+        key: str,
+        loader: Callable[[], Awaitable[T]],
+        *,
+        ttl: float | None = None,
+    ) -> T:
+        """The value of ``key``, awaiting ``loader()`` when it must be loaded; concurrent
+        callers of one key (tasks of any event loop, threads) share one call.
+
+        ``loader`` is an async callable (a coroutine function or a lambda returning a
+        coroutine); it may return ``ABSENT``. Its exception reaches every waiter. Cancelling
+        the task that runs it hands the load to a waiter.
+        """
+        return await _aio.aget_or_load(self, key, loader, ttl)
+
+    @overload
+    def cached(
+        self,
+        func: None = None,
+        /,
+        *,
+        ttl: float | None = None,
+        key: Callable[..., str] | None = None,
+        namespace: str | None = None,
+        version: int = 1,
+        ignore: Collection[str] = (),
+    ) -> _decorator.Decorator: ...
+    @overload
+    def cached(self, func: F, /) -> Any: ...
+    def cached(
+        self,
+        func: Callable[..., Any] | None = None,
+        /,
+        *,
+        ttl: float | None = None,
+        key: Callable[..., str] | None = None,
+        namespace: str | None = None,
+        version: int = 1,
+        ignore: Collection[str] = (),
+    ) -> Any:
+        """Caches a sync or async function's results, one key per distinct call.
+
+        - ``ttl``: seconds the results stay fresh (default: the cache's ``ttl``).
+        - ``key``: a function of the call's arguments returning the key (a str, e.g. from
+          ``KeyBuilder``); by default the key is built from the arguments (see below).
+        - ``namespace``: the key's namespace (default: the cache's ``namespace``, else the
+          function's module); ``cache.bump(namespace)`` invalidates all of its keys.
+        - ``version``: the key's schema version; bump it when the result's shape changes.
+        - ``ignore``: parameter names left out of the key (e.g. ``("self",)``, a client).
+
+        The default key is ``{namespace}:v{version}:{module}.{qualname}?{param}={value}&...``
+        with every parameter (defaults applied). Argument values must be str, int, float,
+        bool, None or a (frozen)set of those; anything else raises ``UnsupportedKeyValue``.
+        A function may return ``ABSENT`` to cache "not found" for ``negative_ttl``; callers
+        get ``ABSENT`` back either way. The wrapper has ``.key(*args, **kwargs)`` and
+        ``.invalidate(*args, **kwargs)``.
+        """
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise ConfigTypeError(f"`version` must be an int, got {type(version).__qualname__}")
+        if not 0 <= version < 2**32:
+            raise ConfigError(f"`version` must be in [0, 2**32), got {version}")
+        if isinstance(ignore, str):
+            raise ConfigTypeError("`ignore` must be a collection of parameter names, not a str")
+        if key is not None and not callable(key):
+            raise ConfigTypeError("`key` must be a callable returning the key (a str)")
+
+        def decorate(fn: Callable[..., Any]) -> Any:
+            if not callable(fn):
+                raise TypeError(f"@cached decorates a function, got {type(fn).__qualname__}")
+            keyer: Callable[..., str]
+            if key is not None:
+                keyer = key
+            else:
+                ns = namespace or self.namespace or fn.__module__
+                keyer = _decorator.make_keyer(fn, ns, version, frozenset(ignore))
+            if _is_async(fn):
+                return _decorator.wrap_async(self, fn, keyer, ttl)
+            wrapper = _native.CachedFunction(self, fn, keyer, ttl)
+            functools.update_wrapper(wrapper, fn)
+            return wrapper
+
+        return decorate if func is None else decorate(func)
+
+    def warm(
+        self,
+        keys: Iterable[str],
+        loader: Callable[[str], Any],
+        *,
+        concurrency: int = 4,
+        ttl: float | None = None,
+    ) -> WarmReport:
+        """Loads ``keys`` that are not fresh yet with ``loader(key)``, at most ``concurrency``
+        at once (and never more than the origin budget), e.g. before traffic arrives after a
+        restart. Failures are reported, not raised."""
+        keys = list(keys)
+        workers = self._warm_concurrency(concurrency, len(keys))
+        counter = _Counter()
+        failed: dict[str, BaseException] = {}
+
+        def one(k: str) -> None:
+            try:
+                self.get_or_load(k, lambda: counter.count(loader, k), ttl=ttl)
+            except Exception as exc:
+                failed[k] = exc
+
+        if keys:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="herdless-warm") as pool:
+                list(pool.map(one, keys))
+        return WarmReport(requested=len(keys), loaded=counter.value, failed=failed)
+
+    async def awarm(
+        self,
+        keys: Iterable[str],
+        loader: Callable[[str], Awaitable[Any]],
+        *,
+        concurrency: int = 4,
+        ttl: float | None = None,
+    ) -> WarmReport:
+        """``warm`` for an async ``loader(key)``, as tasks of the running event loop."""
+        keys = list(keys)
+        limit = asyncio.Semaphore(self._warm_concurrency(concurrency, len(keys)))
+        loaded = 0
+        failed: dict[str, BaseException] = {}
+
+        async def load(k: str) -> Any:
+            nonlocal loaded
+            loaded += 1
+            return await loader(k)
+
+        async def one(k: str) -> None:
+            async with limit:
+                try:
+                    await self.aget_or_load(k, lambda: load(k), ttl=ttl)
+                except Exception as exc:
+                    failed[k] = exc
+
+        await asyncio.gather(*(one(k) for k in keys))
+        return WarmReport(requested=len(keys), loaded=loaded, failed=failed)
+
+    def _warm_concurrency(self, concurrency: int, n: int) -> int:
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+            raise ConfigTypeError(
+                f"`concurrency` must be an int, got {type(concurrency).__qualname__}"
+            )
+        if concurrency < 1:
+            raise ConfigError(f"`concurrency` must be at least 1, got {concurrency}")
+        budget = self.origin_budget
+        if budget is not None:
+            concurrency = min(concurrency, budget)
+        return max(1, min(concurrency, n))
+
+    def metrics(self) -> Metrics:
+        """Counters, histograms and sizes at this moment, per namespace."""
+        return from_native(self._metrics())
+
+
+class _Counter:
+    """Counts loader calls made by ``warm`` (from several threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def count(self, loader: Callable[[str], Any], key: str) -> Any:
+        with self._lock:
+            self.value += 1
+        return loader(key)
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    """A coroutine function, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(type(fn), "__call__", None)
+    )

@@ -1,0 +1,105 @@
+"""``@cache.cached(...)``: keys from the canonical key builder, for sync and async functions.
+
+The automatic key of a call is ``{namespace}:v{version}:{module}.{qualname}?{param}={value}&...``
+with every parameter of the function (bound as ``inspect.Signature.bind`` would, defaults
+applied, so ``f(1)`` and ``f(1, lang="en")`` share a key when ``lang`` defaults to ``"en"``).
+Values must be str, int, float, bool, None, or a set/frozenset of those; anything else (an
+object, a list, whose order would be lost) raises ``UnsupportedKeyValue``: name it in
+``ignore=`` (e.g. ``self``) or pass ``key=``.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Collection, Coroutine
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
+
+from . import _native
+
+if TYPE_CHECKING:
+    from ._cache import Cache
+
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class AsyncCachedFunction(Protocol[P, R_co]):
+    """An async function wrapped by ``@cache.cached(...)``."""
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R_co]: ...
+
+    def key(self, *args: P.args, **kwargs: P.kwargs) -> str:
+        """The cache key of a call with these arguments."""
+        ...
+
+    def invalidate(self, *args: P.args, **kwargs: P.kwargs) -> bool:
+        """Invalidates the cached result of a call with these arguments."""
+        ...
+
+
+class Decorator(Protocol):
+    """What ``cache.cached(...)`` returns: it wraps a sync or an async function."""
+
+    @overload
+    def __call__(
+        self, func: Callable[P, Coroutine[Any, Any, R]], /
+    ) -> AsyncCachedFunction[P, R]: ...
+    @overload
+    def __call__(self, func: Callable[P, R], /) -> _native.CachedFunction[P, R]: ...
+
+
+def make_keyer(
+    func: Callable[..., Any], namespace: str, version: int, ignore: Collection[str]
+) -> _native.Keyer:
+    """The native keyer of ``func``'s calls."""
+    sig = inspect.signature(func)
+    params: list[tuple[str, int, bool, Any, bool]] = []
+    var_keyword = False
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            raise TypeError(
+                f"@cached cannot key {func.__qualname__}(*{p.name}) automatically "
+                "(positional varargs have no names): pass key="
+            )
+        if p.kind is p.VAR_KEYWORD:
+            var_keyword = True
+            continue
+        has_default = p.default is not p.empty
+        params.append(
+            (p.name, int(p.kind), has_default, p.default if has_default else None, p.name in ignore)
+        )
+    unknown = set(ignore) - {name for name, *_ in params}
+    if unknown:
+        raise TypeError(f"@cached(ignore=...) names no parameter of {func.__qualname__}: {sorted(unknown)}")
+    entity = f"{func.__module__}.{func.__qualname__}"
+    return _native.Keyer(namespace, version, entity, params, var_keyword)
+
+
+def wrap_async(
+    cache: Cache,
+    func: Callable[P, Coroutine[Any, Any, R]],
+    keyer: Callable[..., str],
+    ttl: float | None,
+) -> AsyncCachedFunction[P, R]:
+    """The async twin of the native ``CachedFunction``: a real ``async def``, so that
+    frameworks inspecting it see a coroutine function."""
+
+    def key(*args: P.args, **kwargs: P.kwargs) -> str:
+        k = keyer(*args, **kwargs)
+        if not isinstance(k, str):
+            raise TypeError("the `key` function of @cached must return a str")
+        return k
+
+    def invalidate(*args: P.args, **kwargs: P.kwargs) -> bool:
+        return cache.invalidate(key(*args, **kwargs))
+
+    @functools.wraps(func)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        load = functools.partial(func, *args, **kwargs)
+        return await cache.aget_or_load(key(*args, **kwargs), load, ttl=ttl)
+
+    wrapper.key = key  # type: ignore[attr-defined]
+    wrapper.invalidate = invalidate  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]

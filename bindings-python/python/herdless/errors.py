@@ -1,0 +1,111 @@
+"""The exceptions of herdless: one hierarchy under :class:`HerdlessError`.
+
+Errors raised by *your loader* are not wrapped: every caller of a failed load (the one that
+ran the loader and each one that waited for it) raises the very exception object the loader
+raised, so ``except ValueError`` works exactly as without a cache.
+
+The classes that also describe a builtin category inherit from that builtin too, so
+``except ValueError`` / ``except TimeoutError`` keep working for code that does not know
+herdless.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendError",
+    "ConfigError",
+    "ConfigTypeError",
+    "EmptyKey",
+    "HerdlessError",
+    "InvalidKey",
+    "KeyBuildError",
+    "KeyTooLong",
+    "LoadTimeout",
+    "LoaderPanicked",
+    "TooManyFlights",
+    "UnsupportedKeyValue",
+    "WaitTimeout",
+]
+
+
+class HerdlessError(Exception):
+    """Base class of every exception raised by herdless itself."""
+
+
+class ConfigError(HerdlessError, ValueError):
+    """An option has a bad value (out of range, or contradicting another option)."""
+
+
+class ConfigTypeError(ConfigError, TypeError):
+    """An option has the wrong type (e.g. ``ttl="60"``)."""
+
+
+class InvalidKey(HerdlessError, ValueError):
+    """A key cannot be used or built."""
+
+
+class EmptyKey(InvalidKey):
+    """The key is the empty string."""
+
+
+class KeyTooLong(InvalidKey):
+    """The key is longer than ``max_key_len`` bytes (UTF-8)."""
+
+    length: int
+    """Length of the key, in bytes."""
+    limit: int
+    """The configured ``max_key_len``."""
+
+    def __init__(self, message: str, *, length: int, limit: int) -> None:
+        super().__init__(message)
+        self.length = length
+        self.limit = limit
+
+
+class KeyBuildError(InvalidKey):
+    """A canonical key cannot be built (empty entity, NaN, duplicate parameter, ...)."""
+
+
+class UnsupportedKeyValue(InvalidKey, TypeError):
+    """A value cannot be part of a key (only str, int, float, bool, None and sets of them)."""
+
+
+class WaitTimeout(HerdlessError, TimeoutError):
+    """A caller waited ``wait_timeout`` for another caller's load and had no stale value."""
+
+    waited: float
+    """How long it waited, in seconds."""
+
+    def __init__(self, message: str, *, waited: float) -> None:
+        super().__init__(message)
+        self.waited = waited
+
+
+class LoadTimeout(HerdlessError, TimeoutError):
+    """The loader ran past ``hard_timeout``; its result, if any, is discarded."""
+
+    after: float
+    """The hard timeout that was exceeded, in seconds."""
+
+    def __init__(self, message: str, *, after: float) -> None:
+        super().__init__(message)
+        self.after = after
+
+
+class LoaderPanicked(HerdlessError):
+    """The load ended abnormally inside the engine (a Rust panic); the next call loads again."""
+
+
+class TooManyFlights(HerdlessError):
+    """Too many different keys are loading at once (``max_flights``): request refused."""
+
+    limit: int
+    """The configured ``max_flights``."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class BackendError(HerdlessError):
+    """The shared tier (Redis) failed and nothing could be served from memory."""

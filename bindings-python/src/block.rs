@@ -1,0 +1,81 @@
+//! Blocking a Python thread on an engine future (a waiter, the origin budget) with the GIL
+//! released, without becoming deaf to Ctrl-C.
+//!
+//! Python runs signal handlers only on the main thread, between bytecodes; a main thread
+//! parked in Rust would sit through Ctrl-C until its wait ended. So the main thread parks in
+//! short slices and runs pending signal handlers between them; other threads (which never
+//! receive signals) park until woken.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+/// How often a blocked main thread looks for pending signals.
+const SIGNAL_SLICE: Duration = Duration::from_millis(20);
+
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+static MAIN_THREAD: PyOnceLock<u64> = PyOnceLock::new();
+
+/// Whether this is the interpreter's main thread (the one signal handlers run on).
+fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
+    let threading = py.import("threading")?;
+    let main = *MAIN_THREAD.get_or_try_init(py, || {
+        threading
+            .call_method0("main_thread")?
+            .getattr("ident")?
+            .extract::<u64>()
+    })?;
+    Ok(threading.call_method0("get_ident")?.extract::<u64>()? == main)
+}
+
+/// Polls `fut` to completion on this thread with the GIL released. On the main thread, a
+/// signal handler that raises (KeyboardInterrupt) ends the wait with its exception; `fut` is
+/// then dropped by the caller, which is how a waiter leaves or a leader hands its load over.
+pub(crate) fn block_on<F>(py: Python<'_>, fut: &mut F) -> PyResult<F::Output>
+where
+    F: Future + Unpin + Send,
+    F::Output: Send,
+{
+    let main = on_main_thread(py)?;
+    // One waker for the whole wait, so that the engine's `will_wake` checks hold and a
+    // sliced wait does not register a new timer per slice.
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    loop {
+        let ready = py.detach(|| {
+            let mut cx = Context::from_waker(&waker);
+            loop {
+                if let Poll::Ready(v) = Pin::new(&mut *fut).poll(&mut cx) {
+                    return Some(v);
+                }
+                if main {
+                    thread::park_timeout(SIGNAL_SLICE);
+                    if let Poll::Ready(v) = Pin::new(&mut *fut).poll(&mut cx) {
+                        return Some(v);
+                    }
+                    return None;
+                }
+                thread::park();
+            }
+        });
+        match ready {
+            Some(v) => return Ok(v),
+            None => py.check_signals()?,
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! `Cache(...)` keyword options in Python's idiom, each checked with a clear exception:
+//! durations are seconds (int or float), counts are ints, `None` keeps the engine's default.
+
+use std::time::Duration;
+
+use herdless::{Builder, KeyBuilder};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
+
+use crate::errors::{config_error, config_type_error};
+use crate::value::PyValue;
+
+/// Checks that `v` is a number of seconds and returns it as a float.
+fn seconds(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
+    {
+        let ty = v.get_type().qualname()?;
+        return Err(config_type_error(
+            py,
+            format!("`{name}` must be a number of seconds (int or float), got {ty}"),
+        ));
+    }
+    v.extract::<f64>()
+        .map_err(|_| config_error(py, format!("`{name}` is out of range")))
+}
+
+/// A duration option in seconds. `positive`: zero is refused.
+pub(crate) fn duration(
+    py: Python<'_>,
+    name: &str,
+    v: &Bound<'_, PyAny>,
+    positive: bool,
+) -> PyResult<Duration> {
+    let s = seconds(py, name, v)?;
+    if !s.is_finite() {
+        return Err(config_error(py, format!("`{name}` must be finite, got {s}")));
+    }
+    if s < 0.0 || (positive && s == 0.0) {
+        let bound = if positive { "positive" } else { "at least 0" };
+        return Err(config_error(
+            py,
+            format!("`{name}` must be {bound} (seconds), got {s}"),
+        ));
+    }
+    let d = Duration::try_from_secs_f64(s).map_err(|_| {
+        config_error(
+            py,
+            format!("`{name}` is too large: {s} seconds does not fit a duration"),
+        )
+    })?;
+    if positive && d.is_zero() {
+        return Err(config_error(
+            py,
+            format!("`{name}` must be at least one nanosecond, got {s}"),
+        ));
+    }
+    Ok(d)
+}
+
+/// The largest count accepted: far beyond any real cache, small enough for every integer type.
+const MAX_COUNT: i128 = 1 << 62;
+
+/// A count option (an int >= `min`).
+fn count(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>, min: u64) -> PyResult<u64> {
+    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+        let ty = v.get_type().qualname()?;
+        return Err(config_type_error(
+            py,
+            format!("`{name}` must be an int, got {ty}"),
+        ));
+    }
+    match v.extract::<i128>() {
+        Ok(n) if n >= i128::from(min) && n <= MAX_COUNT => Ok(n as u64),
+        Ok(n) if n < i128::from(min) => Err(config_error(
+            py,
+            format!("`{name}` must be at least {min}, got {n}"),
+        )),
+        _ => Err(config_error(py, format!("`{name}` is too large"))),
+    }
+}
+
+/// A float option (jitter, beta).
+fn float(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
+    if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
+    {
+        let ty = v.get_type().qualname()?;
+        return Err(config_type_error(
+            py,
+            format!("`{name}` must be a number, got {ty}"),
+        ));
+    }
+    v.extract::<f64>()
+        .map_err(|_| config_error(py, format!("`{name}` is out of range")))
+}
+
+/// Checks a namespace: non-empty, no reserved character (the key builder's rule).
+pub(crate) fn namespace(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    let s = v.cast::<PyString>().map_err(|_| {
+        let ty = v
+            .get_type()
+            .qualname()
+            .map(|q| q.to_string())
+            .unwrap_or_default();
+        config_type_error(py, format!("`{name}` must be a str, got {ty}"))
+    })?;
+    let s = s.to_str()?;
+    KeyBuilder::new(s)
+        .entity("probe")
+        .build()
+        .map_err(|e| config_error(py, format!("`{name}`: {e}")))?;
+    Ok(s.to_owned())
+}
+
+/// The options of `Cache(...)`, as given (each `None` keeps the engine's default).
+pub(crate) struct Options<'py> {
+    pub(crate) ttl: Option<Bound<'py, PyAny>>,
+    pub(crate) grace: Option<Bound<'py, PyAny>>,
+    pub(crate) jitter: Option<Bound<'py, PyAny>>,
+    pub(crate) beta: Option<Bound<'py, PyAny>>,
+    pub(crate) negative_ttl: Option<Bound<'py, PyAny>>,
+    pub(crate) wait_timeout: Option<Bound<'py, PyAny>>,
+    pub(crate) max_stale: Option<Bound<'py, PyAny>>,
+    pub(crate) failsafe_backoff: Option<Bound<'py, PyAny>>,
+    pub(crate) soft_timeout: Option<Bound<'py, PyAny>>,
+    pub(crate) hard_timeout: Option<Bound<'py, PyAny>>,
+    pub(crate) capacity: Option<Bound<'py, PyAny>>,
+    pub(crate) origin_budget: Option<Bound<'py, PyAny>>,
+    pub(crate) max_flights: Option<Bound<'py, PyAny>>,
+    pub(crate) max_key_len: Option<Bound<'py, PyAny>>,
+    pub(crate) namespace: Option<Bound<'py, PyAny>>,
+    pub(crate) redis: Option<Bound<'py, PyAny>>,
+}
+
+/// The checked options.
+pub(crate) struct Checked {
+    pub(crate) cache: herdless::Cache<PyValue>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) hard_timeout: Option<Duration>,
+    pub(crate) origin_budget: Option<usize>,
+    pub(crate) redis: Option<String>,
+}
+
+impl Options<'_> {
+    /// Checks every option, then lets the engine check how they combine.
+    pub(crate) fn check(self, py: Python<'_>) -> PyResult<Checked> {
+        let mut b = Builder::<PyValue>::default();
+        let dur = |name: &str, v: &Option<Bound<'_, PyAny>>, positive: bool| {
+            v.as_ref()
+                .map(|v| duration(py, name, v, positive))
+                .transpose()
+        };
+        if let Some(d) = dur("ttl", &self.ttl, true)? {
+            b = b.ttl(d);
+        }
+        if let Some(d) = dur("grace", &self.grace, false)? {
+            b = b.grace(d);
+        }
+        if let Some(d) = dur("negative_ttl", &self.negative_ttl, true)? {
+            b = b.negative_ttl(d);
+        }
+        if let Some(d) = dur("wait_timeout", &self.wait_timeout, true)? {
+            b = b.wait_timeout(d);
+        }
+        if let Some(d) = dur("max_stale", &self.max_stale, true)? {
+            b = b.max_stale(d);
+        }
+        if let Some(d) = dur("failsafe_backoff", &self.failsafe_backoff, false)? {
+            b = b.failsafe_backoff(d);
+        }
+        if let Some(d) = dur("soft_timeout", &self.soft_timeout, true)? {
+            b = b.soft_timeout(d);
+        }
+        let hard_timeout = dur("hard_timeout", &self.hard_timeout, true)?;
+        if let Some(d) = hard_timeout {
+            b = b.hard_timeout(d);
+        }
+        if let Some(v) = &self.jitter {
+            b = b.jitter(float(py, "jitter", v)?);
+        }
+        if let Some(v) = &self.beta {
+            b = b.beta(float(py, "beta", v)?);
+        }
+        if let Some(v) = &self.capacity {
+            b = b.capacity(count(py, "capacity", v, 1)?);
+        }
+        let origin_budget = match &self.origin_budget {
+            Some(v) => Some(count(py, "origin_budget", v, 1)? as usize),
+            None => None,
+        };
+        if let Some(n) = origin_budget {
+            b = b.origin_budget(n);
+        }
+        if let Some(v) = &self.max_flights {
+            b = b.max_flights(count(py, "max_flights", v, 1)? as usize);
+        }
+        if let Some(v) = &self.max_key_len {
+            b = b.max_key_len(count(py, "max_key_len", v, 1)? as usize);
+        }
+        let namespace = match &self.namespace {
+            Some(v) => Some(namespace(py, "namespace", v)?),
+            None => None,
+        };
+        let redis = match &self.redis {
+            Some(v) => Some(redis_url(py, v)?),
+            None => None,
+        };
+        // The engine checks ranges and combinations (jitter in [0, 1), max_stale >= grace,
+        // soft < hard, ...): one source of truth for the rules.
+        let cache = b.build().map_err(|e| config_error(py, e.to_string()))?;
+        Ok(Checked {
+            cache,
+            namespace,
+            hard_timeout,
+            origin_budget,
+            redis,
+        })
+    }
+}
+
+/// Checks a Redis URL's shape (the backend checks the rest when it connects).
+fn redis_url(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    let s = v.cast::<PyString>().map_err(|_| {
+        config_type_error(
+            py,
+            "`redis` must be a URL string such as \"redis://127.0.0.1:6379/0\"".into(),
+        )
+    })?;
+    let s = s.to_str()?;
+    let ok = ["redis://", "rediss://", "unix://", "redis+unix://"]
+        .iter()
+        .any(|scheme| s.len() > scheme.len() && s.starts_with(scheme));
+    if !ok {
+        return Err(config_error(
+            py,
+            format!("`redis` must be a redis://, rediss:// or unix:// URL, got {s:?}"),
+        ));
+    }
+    Ok(s.to_owned())
+}
