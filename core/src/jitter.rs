@@ -16,7 +16,8 @@ pub fn jittered(ttl: Duration, j: f64, u: f64) -> Duration {
         return ttl;
     }
     let factor = 1.0 + j * (u - 0.5);
-    Duration::from_secs_f64((ttl.as_secs_f64() * factor).max(0.0))
+    // A TTL near `Duration::MAX` means "forever": stretching it saturates, never panics.
+    Duration::try_from_secs_f64((ttl.as_secs_f64() * factor).max(0.0)).unwrap_or(Duration::MAX)
 }
 
 /// The interval every jittered TTL falls in: `[ttl * (1 - j/2), ttl * (1 + j/2)]`.
@@ -44,5 +45,6 @@ mod tests {
             last = t;
         }
         assert_eq!(jittered(ttl, 0.0, 0.9), ttl);
+        assert_eq!(jittered(Duration::MAX, 0.5, 0.99), Duration::MAX);
     }
 }
