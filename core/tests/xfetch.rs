@@ -40,7 +40,13 @@ fn hot_key(beta: f64, ttl: Duration, run: Duration) -> (Cache<u64>, std::sync::A
             sim.advance(ms(200));
             continue;
         }
-        sim.advance(ms(1));
+        // Nothing to run (no refresh, no timer): just move the clock, which keeps this
+        // 3.6-million-read hour fast in debug builds.
+        if cache.flights_in_progress() == 0 && sim.clock.pending_timers() == 0 {
+            sim.clock.advance(ms(1));
+        } else {
+            sim.advance(ms(1));
+        }
     }
     (cache, origin)
 }
