@@ -1,0 +1,8 @@
+// The package's ES module entry: the same objects as the CommonJS entry.
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const herdless = require('./index.js')
+
+export const { Cache, buildKey, ABSENT } = herdless
+export default herdless

@@ -1,0 +1,352 @@
+//! The `Cache` class: the engine's API in Node's idiom.
+
+use std::rc::Rc;
+
+use napi::bindgen_prelude::{Env, Unknown};
+use napi::{JsValue, Result};
+use napi_derive::napi;
+
+use crate::engine::{Answer, CallOptions, Inner, Loader};
+use crate::error::{self, code, type_error};
+use crate::js::{ErrorKind, Js, StrBuf, Type, Value};
+use crate::metrics::{Metrics, snapshot};
+use crate::options;
+
+/// Keys this long or shorter are read without allocating.
+const KEY_BUF: usize = 256;
+
+/// A stampede-proof cache of JS values under string keys.
+///
+/// Values are kept as they are (no serialisation): a hit returns the very object that was
+/// stored. Concurrent `getOrLoad` calls of one key share one loader call; the others wait
+/// without blocking the event loop.
+#[napi]
+pub struct Cache {
+    inner: Rc<Inner>,
+}
+
+/// Reads a key argument into `buf`, or throws a `TypeError`.
+fn key_arg<'b>(js: Js, key: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
+    match js.get_str(key, buf) {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            let got = js.type_of(key).map_or("an unknown value", Type::name);
+            Err(type_error(js, &format!("the key must be a string, got {got}")))
+        }
+    }
+}
+
+/// Checks that `v` is an options object (or undefined): `None` for undefined.
+fn options_arg(js: Js, v: Option<Unknown>, what: &str) -> Result<Option<Value>> {
+    let Some(v) = v.map(|v| v.raw()) else {
+        return Ok(None);
+    };
+    match js.type_of(v)? {
+        Type::Undefined => Ok(None),
+        Type::Object if !js.is_array(v)? => Ok(Some(v)),
+        t => Err(error::throw_new(
+            js,
+            ErrorKind::Type,
+            code::INVALID_OPTION,
+            &format!("{what} options must be an object, got {}", t.name()),
+        )),
+    }
+}
+
+/// The `{ signal, ttl }` options of one call.
+pub(crate) fn call_options(js: Js, opts: Option<Value>) -> Result<CallOptions> {
+    let Some(obj) = opts else {
+        return Ok(CallOptions::default());
+    };
+    let ttl = options::ttl(js, obj)?;
+    let signal = js.get(obj, "signal")?;
+    let signal = match js.type_of(signal)? {
+        Type::Undefined => None,
+        Type::Object if js.type_of(js.get(signal, "addEventListener")?)? == Type::Function => {
+            Some(signal)
+        }
+        t => {
+            return Err(error::throw_new(
+                js,
+                ErrorKind::Type,
+                code::INVALID_OPTION,
+                &format!("option `signal` must be an AbortSignal, got {}", t.name()),
+            ));
+        }
+    };
+    Ok(CallOptions { ttl, signal })
+}
+
+/// Turns a thrown exception into a rejected promise: promise-returning methods never throw.
+pub(crate) fn rejecting(js: Js, r: Result<Value>) -> Result<Value> {
+    match r {
+        Ok(p) => Ok(p),
+        Err(e) if e.status == napi::Status::PendingException => js.rejected(js.take_exception()?),
+        Err(e) => js.rejected(js.error(ErrorKind::Error, code::ERROR, &e.reason)?),
+    }
+}
+
+impl Cache {
+    fn get_or_load_impl(
+        &self,
+        js: Js,
+        key: Value,
+        loader: Value,
+        opts: Option<Unknown>,
+    ) -> Result<Value> {
+        let mut buf = [0u8; KEY_BUF];
+        let key = key_arg(js, key, &mut buf)?;
+        if js.type_of(loader)? != Type::Function {
+            return Err(type_error(js, "the loader must be a function"));
+        }
+        let options = call_options(js, options_arg(js, opts, "getOrLoad")?)?;
+        let inner = &self.inner;
+        let first = inner.cache.lookup(key.as_str());
+        if options.signal.is_none() {
+            // The hit path: no call record, no loader reference.
+            if let Some(v) = inner.hit_now(js, &first)? {
+                return js.resolved(v);
+            }
+        }
+        let (deferred, promise) = js.promise()?;
+        let loader = Loader::new(js, loader)?;
+        let key = key.as_str().to_owned();
+        inner.start(js, key, loader, options, Answer::Promise(deferred), first)?;
+        Ok(promise)
+    }
+}
+
+#[napi]
+impl Cache {
+    /// A cache with these options (all optional; durations in milliseconds). Throws a
+    /// `TypeError` or `RangeError` (code `HERDLESS_INVALID_OPTION`) naming a bad option.
+    #[napi(constructor, ts_args_type = "options?: CacheOptions")]
+    pub fn new(env: &Env, options: Option<Unknown>) -> Result<Self> {
+        let js = Js(env.raw());
+        let parsed = options::parse(js, options.map(|o| o.raw()))?;
+        if parsed.redis.is_some() {
+            return Err(error::throw_new(
+                js,
+                ErrorKind::Error,
+                code::REDIS_UNAVAILABLE,
+                "this build of herdless has no Redis backend yet: the shared tier is in progress; \
+                 leave `redis` unset to use the in-memory engine",
+            ));
+        }
+        let hard = parsed.hard_timeout;
+        let cache = parsed.builder.build().map_err(|e| {
+            error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string())
+        })?;
+        Ok(Self {
+            inner: Inner::new(js, cache, parsed.namespace, hard)?,
+        })
+    }
+
+    /// The value of `key` if it is fresh (or stale within grace), else `undefined`; never
+    /// loads. A cached absence reads as `undefined` too.
+    #[napi(ts_args_type = "key: string", ts_return_type = "unknown")]
+    pub fn get<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let mut buf = [0u8; KEY_BUF];
+        let key = key_arg(js, key.raw(), &mut buf)?;
+        let v = match self.inner.cache.get(key.as_str()) {
+            Some(v) => self.inner.table.load(js, &v)?,
+            None => js.undefined()?,
+        };
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) })
+    }
+
+    /// Stores `value` under `key` now (`ABSENT` caches an absence for `negativeTtl`).
+    /// `options.ttl` (ms) replaces the cache's TTL for this entry. A load of `key` already
+    /// running will not overwrite it.
+    #[napi(ts_args_type = "key: string, value: unknown, options?: { ttl?: number }")]
+    pub fn set(
+        &self,
+        env: &Env,
+        key: Unknown,
+        value: Unknown,
+        options: Option<Unknown>,
+    ) -> Result<()> {
+        let js = Js(env.raw());
+        let mut buf = [0u8; KEY_BUF];
+        let key = key_arg(js, key.raw(), &mut buf)?;
+        let ttl = match options_arg(js, options, "set")? {
+            Some(o) => options::ttl(js, o)?,
+            None => None,
+        };
+        let inner = &self.inner;
+        let r = if inner.is_absent(js, value.raw())? {
+            inner.cache.set_absent(key.as_str())
+        } else {
+            let v = inner.table.store(js, value.raw())?;
+            match ttl {
+                Some(ttl) => inner.cache.set_with_ttl(key.as_str(), v, ttl),
+                None => inner.cache.set(key.as_str(), v),
+            }
+        };
+        inner.settle(js)?;
+        r.map_err(|e| error::throw(js, &inner.table, &e))
+    }
+
+    /// Removes `key`'s entry; a load of `key` already running will not write back its
+    /// (older) result. Returns whether an entry was removed.
+    #[napi(ts_args_type = "key: string")]
+    pub fn invalidate(&self, env: &Env, key: Unknown) -> Result<bool> {
+        let js = Js(env.raw());
+        let mut buf = [0u8; KEY_BUF];
+        let key = key_arg(js, key.raw(), &mut buf)?;
+        let r = self.inner.cache.invalidate(key.as_str());
+        self.inner.settle(js)?;
+        r.map_err(|e| error::throw(js, &self.inner.table, &e))
+    }
+
+    /// Invalidates every key of `namespace` (default: the cache's `namespace` option) in
+    /// O(1) by moving it to a new epoch, which is returned. Loads that began before are not
+    /// stored.
+    #[napi]
+    pub fn bump(&self, env: &Env, namespace: Option<String>) -> Result<f64> {
+        let js = Js(env.raw());
+        let ns = match namespace.or_else(|| self.inner.namespace.clone()) {
+            Some(ns) => ns,
+            None => {
+                return Err(type_error(
+                    js,
+                    "bump() needs a namespace (or the cache's `namespace` option)",
+                ));
+            }
+        };
+        Ok(self.inner.cache.bump(&ns) as f64)
+    }
+
+    /// The value of `key`, loading it with `loader` if needed. Concurrent callers of one key
+    /// share one loader call; the others wait (at most `waitTimeout`) without blocking the
+    /// event loop.
+    ///
+    /// The loader's value is cached (`undefined` and `null` included); returning `ABSENT`
+    /// caches an absence for `negativeTtl`, which resolves to `undefined`. A rejection is
+    /// never cached: every caller waiting for that load is rejected with the loader's very
+    /// error object. `options.signal` stops this caller waiting (rejecting with the
+    /// signal's reason) without cancelling the shared load; `options.ttl` (ms) replaces the
+    /// cache's TTL for the loaded value. When a stale value is served (grace, XFetch), the
+    /// loader runs once in the background and nobody waits for it.
+    #[napi(
+        ts_generic_types = "T",
+        ts_args_type = "key: string, loader: () => T | PromiseLike<T>, options?: LoadOptions",
+        ts_return_type = "Promise<Exclude<T, typeof ABSENT> | undefined>"
+    )]
+    pub fn get_or_load<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown<'env>,
+        loader: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let r = self.get_or_load_impl(js, key.raw(), loader.raw(), options);
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
+    }
+
+    /// Memoises the async function `fn`: each call becomes a `getOrLoad` under a canonical
+    /// key built from `options.namespace` (default: the cache's), `options.entity` (default:
+    /// `fn.name`), `options.version` and the arguments: no argument -> no id; one plain
+    /// object -> its properties as parameters; one other value -> the id; several -> the
+    /// count as id and each argument as a positional parameter. `options.key(...args)`
+    /// replaces that mapping: it returns an id, or `{ id, params }`. Arrays in keys are sets.
+    #[napi(
+        ts_generic_types = "A extends unknown[], R",
+        ts_args_type = "fn: (...args: A) => R | PromiseLike<R>, options?: WrapOptions",
+        ts_return_type = "(...args: A) => Promise<Exclude<Awaited<R>, typeof ABSENT> | undefined>"
+    )]
+    pub fn wrap<'env>(
+        &self,
+        env: &'env Env,
+        func: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let opts = options_arg(js, options, "wrap")?;
+        let f = crate::wrap::wrap(js, &self.inner, func.raw(), opts)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), f) })
+    }
+
+    /// Pre-warms `keys` (e.g. a hot-key list saved before a restart) with `loader(key)`, at
+    /// most `options.concurrency` (default 8) loads at once. Resolves with how many keys
+    /// ended with a value and which failed; never rejects for a loader's error.
+    #[napi(
+        ts_args_type = "keys: readonly string[], loader: (key: string) => unknown, options?: WarmOptions",
+        ts_return_type = "Promise<WarmReport>"
+    )]
+    pub fn warm<'env>(
+        &self,
+        env: &'env Env,
+        keys: Unknown<'env>,
+        loader: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let r = options_arg(js, options, "warm")
+            .and_then(|o| crate::warm::warm(js, &self.inner, keys.raw(), loader.raw(), o));
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
+    }
+
+    /// Counters, histograms and sizes at this moment, per namespace and in total.
+    #[napi]
+    pub fn metrics(&self) -> Metrics {
+        snapshot(&self.inner.cache.metrics())
+    }
+
+    /// The metrics in Prometheus text exposition format.
+    #[napi]
+    pub fn prometheus(&self) -> String {
+        self.inner.cache.prometheus()
+    }
+
+    /// Internal counts for leak tests (values held, calls pending, loads in flight). Not a
+    /// stable API.
+    #[napi(js_name = "_internals")]
+    pub fn internals(&self, env: &Env) -> Result<Internals> {
+        let js = Js(env.raw());
+        self.inner.settle(js)?;
+        Ok(Internals {
+            live_values: f64::from(self.inner.table.live()),
+            pending_calls: self.inner.calls() as f64,
+            flights: self.inner.cache.flights_in_progress() as f64,
+        })
+    }
+}
+
+/// See `Cache._internals()`.
+#[napi(object)]
+pub struct Internals {
+    /// JS values the engine holds (entries, in-flight results).
+    pub live_values: f64,
+    /// `getOrLoad` calls not answered or still loading.
+    pub pending_calls: f64,
+    /// Keys loading now.
+    pub flights: f64,
+}
+
+/// Per-call options of `getOrLoad`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct LoadOptions {
+    /// Stops this caller waiting (the promise rejects with the signal's reason); the shared
+    /// load goes on for the others.
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<()>,
+    /// TTL in milliseconds for the value this call loads (default: the cache's).
+    pub ttl: Option<f64>,
+}
+
+/// `buildKey({ namespace, entity, version?, id?, params? })`: the canonical key (the
+/// format shared with Rust and Python). Throws a `TypeError` with code
+/// `HERDLESS_INVALID_KEY` for an invalid part.
+#[napi(ts_args_type = "parts: KeyParts")]
+pub fn build_key(env: &Env, parts: Unknown) -> Result<String> {
+    crate::key::build_from_parts(Js(env.raw()), parts.raw())
+}

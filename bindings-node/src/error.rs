@@ -1,0 +1,94 @@
+//! Every error the binding gives JS, mapped in one place: an `Error` (or `TypeError` /
+//! `RangeError` for bad arguments) with a stable `code`, so callers branch on `err.code`
+//! rather than on messages. A loader's own rejection is not mapped: every waiter of that
+//! load is rejected with the loader's original value.
+
+use napi::Result;
+
+use crate::js::{ErrorKind, Js, Value};
+use crate::value::{JsFailure, Table};
+
+/// Error codes, part of the public API (documented in the README).
+pub(crate) mod code {
+    pub(crate) const INVALID_OPTION: &str = "HERDLESS_INVALID_OPTION";
+    pub(crate) const INVALID_ARGUMENT: &str = "HERDLESS_INVALID_ARGUMENT";
+    pub(crate) const INVALID_KEY: &str = "HERDLESS_INVALID_KEY";
+    pub(crate) const EMPTY_KEY: &str = "HERDLESS_EMPTY_KEY";
+    pub(crate) const KEY_TOO_LONG: &str = "HERDLESS_KEY_TOO_LONG";
+    pub(crate) const ZERO_TTL: &str = "HERDLESS_ZERO_TTL";
+    pub(crate) const VALUE_TOO_LARGE: &str = "HERDLESS_VALUE_TOO_LARGE";
+    pub(crate) const WAIT_TIMEOUT: &str = "HERDLESS_WAIT_TIMEOUT";
+    pub(crate) const LOAD_TIMEOUT: &str = "HERDLESS_LOAD_TIMEOUT";
+    pub(crate) const LOAD_FAILED: &str = "HERDLESS_LOAD_FAILED";
+    pub(crate) const LOADER_PANICKED: &str = "HERDLESS_LOADER_PANICKED";
+    pub(crate) const TOO_MANY_FLIGHTS: &str = "HERDLESS_TOO_MANY_FLIGHTS";
+    pub(crate) const BACKEND: &str = "HERDLESS_BACKEND";
+    pub(crate) const REDIS_UNAVAILABLE: &str = "HERDLESS_REDIS_UNAVAILABLE";
+    pub(crate) const ERROR: &str = "HERDLESS_ERROR";
+}
+
+fn millis(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The JS value a failed call rejects (or throws) with.
+pub(crate) fn to_js(js: Js, table: &Table, e: &herdless::Error) -> Result<Value> {
+    use herdless::Error as E;
+    if let E::Load(load) = e {
+        if let Some(f) = load.downcast_ref::<JsFailure>() {
+            return table.load(js, &f.value);
+        }
+    }
+    let (kind, code) = match e {
+        E::EmptyKey => (ErrorKind::Type, code::EMPTY_KEY),
+        E::KeyTooLong { .. } => (ErrorKind::Range, code::KEY_TOO_LONG),
+        E::ZeroTtl => (ErrorKind::Range, code::ZERO_TTL),
+        E::ValueTooLarge { .. } => (ErrorKind::Range, code::VALUE_TOO_LARGE),
+        E::WaitTimeout { .. } => (ErrorKind::Error, code::WAIT_TIMEOUT),
+        E::LoadTimeout { .. } => (ErrorKind::Error, code::LOAD_TIMEOUT),
+        E::Load(_) => (ErrorKind::Error, code::LOAD_FAILED),
+        E::LoaderPanicked { .. } => (ErrorKind::Error, code::LOADER_PANICKED),
+        E::TooManyFlights { .. } => (ErrorKind::Error, code::TOO_MANY_FLIGHTS),
+        E::Backend(_) => (ErrorKind::Error, code::BACKEND),
+        _ => (ErrorKind::Error, code::ERROR),
+    };
+    let err = js.error(kind, code, &e.to_string())?;
+    // Structured details, so nobody parses messages.
+    match e {
+        E::KeyTooLong { len, max } => {
+            js.set(err, "length", js.number(*len as f64)?)?;
+            js.set(err, "max", js.number(*max as f64)?)?;
+        }
+        E::WaitTimeout { waited } => js.set(err, "waitedMs", js.number(millis(*waited))?)?,
+        E::LoadTimeout { after } => js.set(err, "afterMs", js.number(millis(*after))?)?,
+        E::TooManyFlights { max } => js.set(err, "max", js.number(*max as f64)?)?,
+        _ => {}
+    }
+    Ok(err)
+}
+
+/// Throws `e` mapped by [`to_js`]; returns the napi-rs error that says so.
+pub(crate) fn throw(js: Js, table: &Table, e: &herdless::Error) -> napi::Error {
+    match to_js(js, table, e) {
+        Ok(v) => js.throw(v),
+        Err(e) => e,
+    }
+}
+
+/// Throws a new `TypeError`/`RangeError`/`Error` with `code`.
+pub(crate) fn throw_new(js: Js, kind: ErrorKind, code: &str, message: &str) -> napi::Error {
+    match js.error(kind, code, message) {
+        Ok(v) => js.throw(v),
+        Err(e) => e,
+    }
+}
+
+/// A bad argument: `TypeError` with [`code::INVALID_ARGUMENT`].
+pub(crate) fn type_error(js: Js, message: &str) -> napi::Error {
+    throw_new(js, ErrorKind::Type, code::INVALID_ARGUMENT, message)
+}
+
+/// Throws a key builder error: `TypeError` with [`code::INVALID_KEY`].
+pub(crate) fn key_error(js: Js, e: &herdless::KeyError) -> napi::Error {
+    throw_new(js, ErrorKind::Type, code::INVALID_KEY, &e.to_string())
+}

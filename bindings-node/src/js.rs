@@ -1,0 +1,469 @@
+//! Thin, checked wrappers over the raw Node-API calls the binding makes.
+//!
+//! Node-API's own rule applies to everything here: a [`Js`] (an `napi_env`) and the
+//! `napi_value`s made with it may only be used on that environment's JS thread, during the
+//! callback that received them. The binding only builds a `Js` inside napi callbacks (class
+//! methods, closures, the thread-safe wake-up), so every call below runs on that thread.
+
+use std::ffi::c_char;
+use std::ptr;
+
+use napi::{Error, Result, Status, sys};
+
+/// A JS value, valid during the current callback.
+pub(crate) type Value = sys::napi_value;
+
+/// The JS environment of the current callback.
+#[derive(Clone, Copy)]
+pub(crate) struct Js(pub(crate) sys::napi_env);
+
+/// A thrown JS exception was left pending: napi-rs rethrows it as it is.
+pub(crate) fn pending() -> Error {
+    Error::new(Status::PendingException, String::new())
+}
+
+fn check(status: sys::napi_status) -> Result<()> {
+    match status {
+        sys::Status::napi_ok => Ok(()),
+        sys::Status::napi_pending_exception => Err(pending()),
+        s => Err(Error::new(
+            Status::from(s),
+            format!("a Node-API call failed ({:?})", Status::from(s)),
+        )),
+    }
+}
+
+macro_rules! napi_call {
+    ($f:ident($($arg:expr),* $(,)?)) => {
+        // SAFETY: the module rule: `self.0` is the env of the running callback, on its thread.
+        check(unsafe { sys::$f($($arg),*) })
+    };
+}
+
+/// The type of a JS value, as `typeof` (plus `null`) tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Type {
+    Undefined,
+    Null,
+    Boolean,
+    Number,
+    String,
+    Symbol,
+    Object,
+    Function,
+    External,
+    BigInt,
+}
+
+impl Type {
+    /// The name used in error messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Type::Undefined => "undefined",
+            Type::Null => "null",
+            Type::Boolean => "a boolean",
+            Type::Number => "a number",
+            Type::String => "a string",
+            Type::Symbol => "a symbol",
+            Type::Object => "an object",
+            Type::Function => "a function",
+            Type::External => "an external",
+            Type::BigInt => "a bigint",
+        }
+    }
+}
+
+impl Js {
+    pub(crate) fn raw(self) -> sys::napi_env {
+        self.0
+    }
+
+    pub(crate) fn undefined(self) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_undefined(self.0, &mut v))?;
+        Ok(v)
+    }
+
+    pub(crate) fn global(self) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_global(self.0, &mut v))?;
+        Ok(v)
+    }
+
+    pub(crate) fn type_of(self, v: Value) -> Result<Type> {
+        let mut t = 0;
+        napi_call!(napi_typeof(self.0, v, &mut t))?;
+        Ok(match t {
+            sys::ValueType::napi_undefined => Type::Undefined,
+            sys::ValueType::napi_null => Type::Null,
+            sys::ValueType::napi_boolean => Type::Boolean,
+            sys::ValueType::napi_number => Type::Number,
+            sys::ValueType::napi_string => Type::String,
+            sys::ValueType::napi_symbol => Type::Symbol,
+            sys::ValueType::napi_function => Type::Function,
+            sys::ValueType::napi_external => Type::External,
+            sys::ValueType::napi_bigint => Type::BigInt,
+            _ => Type::Object,
+        })
+    }
+
+    pub(crate) fn bool(self, b: bool) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_boolean(self.0, b, &mut v))?;
+        Ok(v)
+    }
+
+    pub(crate) fn number(self, n: f64) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_create_double(self.0, n, &mut v))?;
+        Ok(v)
+    }
+
+    pub(crate) fn string(self, s: &str) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_create_string_utf8(
+            self.0,
+            s.as_ptr().cast::<c_char>(),
+            s.len() as isize,
+            &mut v
+        ))?;
+        Ok(v)
+    }
+
+    pub(crate) fn get_bool(self, v: Value) -> Result<bool> {
+        let mut b = false;
+        napi_call!(napi_get_value_bool(self.0, v, &mut b))?;
+        Ok(b)
+    }
+
+    pub(crate) fn get_number(self, v: Value) -> Result<f64> {
+        let mut n = 0.0;
+        napi_call!(napi_get_value_double(self.0, v, &mut n))?;
+        Ok(n)
+    }
+
+    /// A bigint as an i128 when it fits (`None` when it does not).
+    pub(crate) fn get_bigint(self, v: Value) -> Result<Option<i128>> {
+        let mut sign = 0;
+        let mut words = [0u64; 2];
+        let mut count = words.len();
+        napi_call!(napi_get_value_bigint_words(
+            self.0,
+            v,
+            &mut sign,
+            &mut count,
+            words.as_mut_ptr()
+        ))?;
+        if count > 2 {
+            return Ok(None);
+        }
+        let magnitude = u128::from(words[0]) | (u128::from(words[1]) << 64);
+        Ok(match sign {
+            0 => i128::try_from(magnitude).ok(),
+            _ => 0i128.checked_sub_unsigned(magnitude),
+        })
+    }
+
+    /// The string `v`, read into `buf` when it fits (the hit path allocates nothing).
+    /// Fails with `napi_string_expected` when `v` is not a string.
+    pub(crate) fn get_str<'b>(self, v: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
+        let mut len = 0usize;
+        napi_call!(napi_get_value_string_utf8(
+            self.0,
+            v,
+            buf.as_mut_ptr().cast::<c_char>(),
+            buf.len(),
+            &mut len
+        ))?;
+        // napi writes at most buf.len() - 1 bytes and a NUL: a full buffer may be truncated.
+        if len + 1 < buf.len() {
+            return Ok(StrBuf::Stack(&buf[..len]));
+        }
+        let mut full = 0usize;
+        napi_call!(napi_get_value_string_utf8(
+            self.0,
+            v,
+            ptr::null_mut(),
+            0,
+            &mut full
+        ))?;
+        let mut heap = vec![0u8; full + 1];
+        napi_call!(napi_get_value_string_utf8(
+            self.0,
+            v,
+            heap.as_mut_ptr().cast::<c_char>(),
+            heap.len(),
+            &mut len
+        ))?;
+        heap.truncate(len);
+        Ok(StrBuf::Heap(heap))
+    }
+
+    /// The string `v` as an owned `String`.
+    pub(crate) fn get_string(self, v: Value) -> Result<String> {
+        let mut buf = [0u8; 128];
+        Ok(self.get_str(v, &mut buf)?.as_str().to_owned())
+    }
+
+    pub(crate) fn get(self, obj: Value, name: &str) -> Result<Value> {
+        let key = self.string(name)?;
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_property(self.0, obj, key, &mut v))?;
+        Ok(v)
+    }
+
+    pub(crate) fn set(self, obj: Value, name: &str, value: Value) -> Result<()> {
+        let key = self.string(name)?;
+        napi_call!(napi_set_property(self.0, obj, key, value))
+    }
+
+    pub(crate) fn get_element(self, array: Value, i: u32) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_element(self.0, array, i, &mut v))?;
+        Ok(v)
+    }
+
+    pub(crate) fn set_element(self, array: Value, i: u32, value: Value) -> Result<()> {
+        napi_call!(napi_set_element(self.0, array, i, value))
+    }
+
+    pub(crate) fn object(self) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_create_object(self.0, &mut v))?;
+        Ok(v)
+    }
+
+    pub(crate) fn array(self, len: usize) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_create_array_with_length(self.0, len, &mut v))?;
+        Ok(v)
+    }
+
+    pub(crate) fn is_array(self, v: Value) -> Result<bool> {
+        let mut b = false;
+        napi_call!(napi_is_array(self.0, v, &mut b))?;
+        Ok(b)
+    }
+
+    pub(crate) fn array_len(self, v: Value) -> Result<u32> {
+        let mut n = 0;
+        napi_call!(napi_get_array_length(self.0, v, &mut n))?;
+        Ok(n)
+    }
+
+    pub(crate) fn prototype(self, v: Value) -> Result<Value> {
+        let mut p = ptr::null_mut();
+        napi_call!(napi_get_prototype(self.0, v, &mut p))?;
+        Ok(p)
+    }
+
+    pub(crate) fn is_error(self, v: Value) -> Result<bool> {
+        let mut b = false;
+        napi_call!(napi_is_error(self.0, v, &mut b))?;
+        Ok(b)
+    }
+
+    pub(crate) fn is_promise(self, v: Value) -> Result<bool> {
+        let mut b = false;
+        napi_call!(napi_is_promise(self.0, v, &mut b))?;
+        Ok(b)
+    }
+
+    /// Own enumerable string keys of `obj`, as `Object.keys` gives them.
+    pub(crate) fn keys(self, obj: Value) -> Result<Vec<String>> {
+        let mut names = ptr::null_mut();
+        napi_call!(napi_get_all_property_names(
+            self.0,
+            obj,
+            sys::KeyCollectionMode::own_only,
+            sys::KeyFilter::enumerable | sys::KeyFilter::skip_symbols,
+            sys::KeyConversion::numbers_to_strings,
+            &mut names
+        ))?;
+        let n = self.array_len(names)?;
+        (0..n)
+            .map(|i| self.get_string(self.get_element(names, i)?))
+            .collect()
+    }
+
+    pub(crate) fn strict_equals(self, a: Value, b: Value) -> Result<bool> {
+        let mut eq = false;
+        napi_call!(napi_strict_equals(self.0, a, b, &mut eq))?;
+        Ok(eq)
+    }
+
+    /// Calls `f` with `this` and `args`. `Err(exception)` when it threw (the exception is
+    /// cleared, so the caller decides what becomes of it).
+    pub(crate) fn call(
+        self,
+        f: Value,
+        this: Value,
+        args: &[Value],
+    ) -> Result<std::result::Result<Value, Value>> {
+        let mut v = ptr::null_mut();
+        // SAFETY: the module rule; `args` outlives the call.
+        let status =
+            unsafe { sys::napi_call_function(self.0, this, f, args.len(), args.as_ptr(), &mut v) };
+        match status {
+            sys::Status::napi_ok => Ok(Ok(v)),
+            sys::Status::napi_pending_exception => Ok(Err(self.take_exception()?)),
+            s => check(s).map(|()| Ok(v)),
+        }
+    }
+
+    /// Calls the method `name` of `obj`, rethrowing what it throws.
+    pub(crate) fn call_method(self, obj: Value, name: &str, args: &[Value]) -> Result<Value> {
+        let f = self.get(obj, name)?;
+        match self.call(f, obj, args)? {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.throw(e)),
+        }
+    }
+
+    /// Clears and returns the pending exception.
+    pub(crate) fn take_exception(self) -> Result<Value> {
+        let mut e = ptr::null_mut();
+        napi_call!(napi_get_and_clear_last_exception(self.0, &mut e))?;
+        Ok(e)
+    }
+
+    /// Throws `value`; returns the error that tells napi-rs an exception is pending.
+    pub(crate) fn throw(self, value: Value) -> Error {
+        match napi_call!(napi_throw(self.0, value)) {
+            Ok(()) => pending(),
+            Err(e) => e,
+        }
+    }
+
+    /// A new `Error`, `TypeError` or `RangeError` with `code` and `message`.
+    pub(crate) fn error(self, kind: ErrorKind, code: &str, message: &str) -> Result<Value> {
+        let (code, msg) = (self.string(code)?, self.string(message)?);
+        let mut v = ptr::null_mut();
+        match kind {
+            ErrorKind::Error => napi_call!(napi_create_error(self.0, code, msg, &mut v)),
+            ErrorKind::Type => napi_call!(napi_create_type_error(self.0, code, msg, &mut v)),
+            ErrorKind::Range => napi_call!(napi_create_range_error(self.0, code, msg, &mut v)),
+        }?;
+        Ok(v)
+    }
+
+    /// A new pending promise and the deferred that settles it.
+    pub(crate) fn promise(self) -> Result<(Deferred, Value)> {
+        let (mut d, mut p) = (ptr::null_mut(), ptr::null_mut());
+        napi_call!(napi_create_promise(self.0, &mut d, &mut p))?;
+        Ok((Deferred { env: self.0, raw: d }, p))
+    }
+
+    /// A promise already resolved with `v`.
+    pub(crate) fn resolved(self, v: Value) -> Result<Value> {
+        let (d, p) = self.promise()?;
+        d.settle(self, Ok(v))?;
+        Ok(p)
+    }
+
+    /// A promise already rejected with `e`.
+    pub(crate) fn rejected(self, e: Value) -> Result<Value> {
+        let (d, p) = self.promise()?;
+        d.settle(self, Err(e))?;
+        Ok(p)
+    }
+
+    /// A strong reference keeping `v` alive while the [`Ref`] lives.
+    pub(crate) fn reference(self, v: Value) -> Result<Ref> {
+        let mut r = ptr::null_mut();
+        napi_call!(napi_create_reference(self.0, v, 1, &mut r))?;
+        Ok(Ref {
+            env: self.0,
+            raw: r,
+        })
+    }
+}
+
+/// A raw value returned from a closure made with `create_function_from_closure`.
+pub(crate) struct RawValue(pub(crate) Value);
+
+impl napi::bindgen_prelude::ToNapiValue for RawValue {
+    unsafe fn to_napi_value(_env: sys::napi_env, val: Self) -> Result<sys::napi_value> {
+        Ok(val.0)
+    }
+}
+
+/// Which constructor builds an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ErrorKind {
+    Error,
+    Type,
+    Range,
+}
+
+/// A string read by [`Js::get_str`].
+pub(crate) enum StrBuf<'b> {
+    Stack(&'b [u8]),
+    Heap(Vec<u8>),
+}
+
+impl StrBuf<'_> {
+    pub(crate) fn as_str(&self) -> &str {
+        let bytes = match self {
+            StrBuf::Stack(b) => b,
+            StrBuf::Heap(v) => v.as_slice(),
+        };
+        // Node-API writes valid UTF-8 (lone surrogates become U+FFFD).
+        std::str::from_utf8(bytes).unwrap_or_default()
+    }
+}
+
+/// The resolving half of a promise: settled exactly once, on the JS thread. One dropped
+/// unsettled (a bug, or the engine going away) rejects its promise rather than leaving it
+/// pending forever. Not `Send` (raw pointers), so it never leaves the JS thread.
+pub(crate) struct Deferred {
+    env: sys::napi_env,
+    raw: sys::napi_deferred,
+}
+
+impl Deferred {
+    pub(crate) fn settle(self, js: Js, outcome: std::result::Result<Value, Value>) -> Result<()> {
+        let raw = self.raw;
+        std::mem::forget(self);
+        match outcome {
+            Ok(v) => napi_call!(napi_resolve_deferred(js.0, raw, v)),
+            Err(e) => napi_call!(napi_reject_deferred(js.0, raw, e)),
+        }
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        let js = Js(self.env);
+        let message = "herdless: the call was dropped without an answer";
+        if let Ok(e) = js.error(ErrorKind::Error, "HERDLESS_INTERNAL", message) {
+            // SAFETY: as for `Ref`: a `Deferred` never leaves its JS thread.
+            unsafe { sys::napi_reject_deferred(self.env, self.raw, e) };
+        }
+    }
+}
+
+/// A strong reference to a JS value, owned by Rust.
+///
+/// Neither `Send` nor `Sync` (it holds raw pointers), so the compiler keeps it on the JS
+/// thread that made it, where dropping it deletes the reference.
+pub(crate) struct Ref {
+    env: sys::napi_env,
+    raw: sys::napi_ref,
+}
+
+impl Ref {
+    pub(crate) fn get(&self, js: Js) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_reference_value(js.0, self.raw, &mut v))?;
+        Ok(v)
+    }
+}
+
+impl Drop for Ref {
+    fn drop(&mut self) {
+        // SAFETY: a `Ref` never leaves the JS thread of `env` (it is !Send). A failure
+        // (env torn down) only means the references are going away with it.
+        unsafe { sys::napi_delete_reference(self.env, self.raw) };
+    }
+}

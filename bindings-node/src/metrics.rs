@@ -1,0 +1,144 @@
+//! `cache.metrics()`: the engine's snapshot as a plain object, in camelCase and
+//! milliseconds.
+
+use herdless::metrics::{BUCKETS, CounterSnapshot, HistogramSnapshot};
+use herdless::{MetricsSnapshot, NamespaceMetrics};
+use napi_derive::napi;
+
+/// Counters of one namespace (or of all).
+#[napi(object, object_from_js = false)]
+pub struct Counters {
+    /// Lookups answered by a fresh value.
+    pub hits: f64,
+    /// Lookups answered by a cached absence (negative caching).
+    pub negative_hits: f64,
+    /// Lookups answered by a stale value within grace while one refresh runs.
+    pub stale_served: f64,
+    /// Lookups with nothing servable: the caller led a load or waited for one.
+    pub misses: f64,
+    /// Answers with stale data past grace because a load failed or timed out.
+    pub failsafe_served: f64,
+    /// Loader calls started (origin requests).
+    pub loads: f64,
+    /// Loader calls that failed.
+    pub load_errors: f64,
+    /// Loads abandoned at their hard timeout.
+    pub load_timeouts: f64,
+    /// Loads whose leader went away without an answer; a waiter took over.
+    pub abandoned_loads: f64,
+    /// Callers that waited for another caller's load (stampedes prevented).
+    pub coalesced_waiters: f64,
+    /// Loads led: the caller won the key's flight.
+    pub lock_acquired: f64,
+    /// Lookups that found the key's flight already taken.
+    pub lock_contended: f64,
+    /// Waiters that gave up after `waitTimeout`.
+    pub wait_timeouts: f64,
+    /// XFetch refreshes started before expiry.
+    pub early_refreshes: f64,
+    /// Background refreshes started (stale-while-revalidate and XFetch).
+    pub refreshes: f64,
+    /// Errors of the shared tier.
+    pub backend_errors: f64,
+    /// Entries evicted to stay within capacity.
+    pub evictions: f64,
+}
+
+/// A latency histogram.
+#[napi(object, object_from_js = false, use_nullable = true)]
+pub struct Histogram {
+    /// Number of observations.
+    pub count: f64,
+    /// Sum of all observations, in milliseconds.
+    pub sum_ms: f64,
+    /// Upper bounds of the buckets in milliseconds (a last, unbounded bucket follows).
+    pub bounds_ms: Vec<f64>,
+    /// Observations per bucket (not cumulative), one more than `boundsMs`.
+    pub counts: Vec<f64>,
+    /// Median estimate (a bucket's upper bound) in milliseconds; null when empty.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile estimate in milliseconds; null when empty.
+    pub p99_ms: Option<f64>,
+}
+
+/// Metrics of one namespace.
+#[napi(object, object_from_js = false)]
+pub struct NamespaceStats {
+    /// The namespace (a key's text before its first ':').
+    pub namespace: String,
+    /// Its counters.
+    pub counters: Counters,
+    /// Duration of loader calls.
+    pub load_duration: Histogram,
+    /// Time waiters spent waiting for another caller's load.
+    pub lock_wait: Histogram,
+}
+
+/// What `cache.metrics()` returns.
+#[napi(object, object_from_js = false)]
+pub struct Metrics {
+    /// Counters summed over all namespaces.
+    pub total: Counters,
+    /// Per namespace, sorted by name.
+    pub namespaces: Vec<NamespaceStats>,
+    /// Entries held (values and cached absences).
+    pub entries: f64,
+    /// Their total weight (entries, unless a weigher is set).
+    pub weight: f64,
+    /// Loads running now.
+    pub loads_in_flight: f64,
+}
+
+fn counters(c: &CounterSnapshot) -> Counters {
+    Counters {
+        hits: c.hits as f64,
+        negative_hits: c.negative_hits as f64,
+        stale_served: c.stale_served as f64,
+        misses: c.misses as f64,
+        failsafe_served: c.failsafe_served as f64,
+        loads: c.loads as f64,
+        load_errors: c.load_errors as f64,
+        load_timeouts: c.load_timeouts as f64,
+        abandoned_loads: c.abandoned_loads as f64,
+        coalesced_waiters: c.coalesced_waiters as f64,
+        lock_acquired: c.lock_acquired as f64,
+        lock_contended: c.lock_contended as f64,
+        wait_timeouts: c.wait_timeouts as f64,
+        early_refreshes: c.early_refreshes as f64,
+        refreshes: c.refreshes as f64,
+        backend_errors: c.backend_errors as f64,
+        evictions: c.evictions as f64,
+    }
+}
+
+fn histogram(h: &HistogramSnapshot) -> Histogram {
+    let ms = |q: f64| h.quantile(q).map(|s| s * 1000.0);
+    Histogram {
+        count: h.count() as f64,
+        sum_ms: h.sum.as_secs_f64() * 1000.0,
+        bounds_ms: BUCKETS.iter().map(|b| b * 1000.0).collect(),
+        counts: h.counts.iter().map(|&c| c as f64).collect(),
+        p50_ms: ms(0.5),
+        p99_ms: ms(0.99),
+    }
+}
+
+fn namespace(n: &NamespaceMetrics) -> NamespaceStats {
+    NamespaceStats {
+        namespace: n.namespace.clone(),
+        counters: counters(&n.counters),
+        load_duration: histogram(&n.load_duration),
+        lock_wait: histogram(&n.lock_wait),
+    }
+}
+
+/// The snapshot as JS sees it.
+pub(crate) fn snapshot(m: &MetricsSnapshot) -> Metrics {
+    Metrics {
+        total: counters(&m.total()),
+        namespaces: m.namespaces.iter().map(namespace).collect(),
+        entries: m.entries as f64,
+        weight: m.weight as f64,
+        loads_in_flight: m.loads_in_flight as f64,
+    }
+}

@@ -1,0 +1,317 @@
+//! `new Cache(options)`: the core's options in Node's idiom (durations in milliseconds),
+//! each checked with a message that names it: a wrong type is a `TypeError`, a value out of
+//! range a `RangeError`, both with code `HERDLESS_INVALID_OPTION`.
+
+use std::time::Duration;
+
+use napi::Result;
+use napi_derive::napi;
+
+use crate::error::{code, throw_new};
+use crate::js::{ErrorKind, Js, Type, Value};
+use crate::value::Val;
+
+/// Options of `new Cache(options)`. Every one is optional; durations are in milliseconds.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct CacheOptions {
+    /// How long a loaded value is fresh, before jitter (default 60000).
+    pub ttl: Option<f64>,
+    /// How long after `ttl` a value may still be served stale while one background refresh
+    /// runs (stale-while-revalidate; default 0: off).
+    pub grace: Option<f64>,
+    /// How long a cached absence (`ABSENT`) lasts (default 10000).
+    pub negative_ttl: Option<f64>,
+    /// How long a caller waits for another caller's load before it takes stale data or
+    /// fails with `HERDLESS_WAIT_TIMEOUT` (default 5000).
+    pub wait_timeout: Option<f64>,
+    /// Fail-safe: keep values up to this long past their TTL and serve them when a load
+    /// fails or times out (default: off). At least `grace`.
+    pub max_stale: Option<f64>,
+    /// Fail-safe: after a failed load, serve the stale value this long before trying again
+    /// (default 5000).
+    pub failsafe_backoff: Option<f64>,
+    /// Loader soft timeout: callers holding a fail-safe value take it after this long; the
+    /// load goes on and its result is stored (default: none).
+    pub soft_timeout: Option<f64>,
+    /// Loader hard timeout: the load fails with `HERDLESS_LOAD_TIMEOUT` and its result is
+    /// discarded (default: none). Longer than `softTimeout`.
+    pub hard_timeout: Option<f64>,
+    /// TTL jitter j in [0, 1): every stored TTL becomes `ttl * (1 + j * (u - 0.5))`
+    /// (default 0.2).
+    pub jitter: Option<f64>,
+    /// XFetch early-refresh factor beta >= 0 (default 1; 0 turns early refresh off).
+    pub beta: Option<f64>,
+    /// Most entries held (values and absences; default 10000).
+    pub capacity: Option<f64>,
+    /// At most this many loader calls at once across all keys (default: unlimited).
+    pub origin_budget: Option<f64>,
+    /// At most this many keys loading at once (default 100000).
+    pub max_flights: Option<f64>,
+    /// Longest accepted key, in bytes (default 1024).
+    pub max_key_len: Option<f64>,
+    /// Distinct namespaces tracked for epochs and metrics (default 1024).
+    pub max_namespaces: Option<f64>,
+    /// The cache's default namespace: `wrap()` builds keys in it unless told otherwise, and
+    /// `bump()` without an argument bumps it. Keys given to other methods are used as they
+    /// are.
+    pub namespace: Option<String>,
+    /// `'redis://host:port/db'` selects the shared Redis tier (see the README: not in this
+    /// build yet; the option is checked and refused with `HERDLESS_REDIS_UNAVAILABLE`).
+    pub redis: Option<String>,
+}
+
+/// The options a cache was built with, as the binding needs them.
+pub(crate) struct Parsed {
+    pub(crate) builder: herdless::Builder<Val>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) redis: Option<String>,
+    /// The hard timeout, reported in `HERDLESS_LOAD_TIMEOUT` errors.
+    pub(crate) hard_timeout: Option<Duration>,
+}
+
+const DURATIONS: [&str; 8] = [
+    "ttl",
+    "grace",
+    "negativeTtl",
+    "waitTimeout",
+    "maxStale",
+    "failsafeBackoff",
+    "softTimeout",
+    "hardTimeout",
+];
+const COUNTS: [&str; 5] = [
+    "capacity",
+    "originBudget",
+    "maxFlights",
+    "maxKeyLen",
+    "maxNamespaces",
+];
+const OTHERS: [&str; 4] = ["jitter", "beta", "namespace", "redis"];
+
+fn bad(js: Js, kind: ErrorKind, message: &str) -> napi::Error {
+    throw_new(js, kind, code::INVALID_OPTION, message)
+}
+
+/// Reads option `name` of `obj` as a number; `None` when absent (undefined).
+fn number(js: Js, obj: Value, name: &str) -> Result<Option<f64>> {
+    let v = js.get(obj, name)?;
+    match js.type_of(v)? {
+        Type::Undefined => Ok(None),
+        Type::Number => {
+            let n = js.get_number(v)?;
+            if n.is_finite() {
+                Ok(Some(n))
+            } else {
+                Err(bad(
+                    js,
+                    ErrorKind::Range,
+                    &format!("option `{name}` must be a finite number, got {n}"),
+                ))
+            }
+        }
+        t => Err(bad(
+            js,
+            ErrorKind::Type,
+            &format!("option `{name}` must be a number, got {}", t.name()),
+        )),
+    }
+}
+
+/// A duration in milliseconds; `zero_ok` for the options where 0 means "off".
+fn duration(js: Js, obj: Value, name: &str, zero_ok: bool) -> Result<Option<Duration>> {
+    let Some(ms) = number(js, obj, name)? else {
+        return Ok(None);
+    };
+    if ms < 0.0 || (ms == 0.0 && !zero_ok) {
+        let need = if zero_ok { ">= 0" } else { "> 0" };
+        return Err(bad(
+            js,
+            ErrorKind::Range,
+            &format!("option `{name}` must be a duration in milliseconds {need}, got {ms}"),
+        ));
+    }
+    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+}
+
+fn count(js: Js, obj: Value, name: &str) -> Result<Option<u64>> {
+    let Some(n) = number(js, obj, name)? else {
+        return Ok(None);
+    };
+    if n < 1.0 || n.fract() != 0.0 || n > 2f64.powi(53) {
+        return Err(bad(
+            js,
+            ErrorKind::Range,
+            &format!("option `{name}` must be an integer >= 1, got {n}"),
+        ));
+    }
+    Ok(Some(n as u64))
+}
+
+fn string(js: Js, obj: Value, name: &str) -> Result<Option<String>> {
+    let v = js.get(obj, name)?;
+    match js.type_of(v)? {
+        Type::Undefined => Ok(None),
+        Type::String => Ok(Some(js.get_string(v)?)),
+        t => Err(bad(
+            js,
+            ErrorKind::Type,
+            &format!("option `{name}` must be a string, got {}", t.name()),
+        )),
+    }
+}
+
+/// Checks `options` (an object or undefined) and turns it into a builder.
+pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
+    let mut b = herdless::Cache::<Val>::builder();
+    let Some(obj) = options else {
+        return Ok(Parsed {
+            builder: b,
+            namespace: None,
+            redis: None,
+            hard_timeout: None,
+        });
+    };
+    match js.type_of(obj)? {
+        Type::Undefined => {
+            return Ok(Parsed {
+                builder: b,
+                namespace: None,
+                redis: None,
+                hard_timeout: None,
+            });
+        }
+        Type::Object if !js.is_array(obj)? => {}
+        t => {
+            let got = if t == Type::Object { "an array" } else { t.name() };
+            return Err(bad(
+                js,
+                ErrorKind::Type,
+                &format!("Cache options must be an object, got {got}"),
+            ));
+        }
+    }
+    for key in js.keys(obj)? {
+        let known = DURATIONS.contains(&key.as_str())
+            || COUNTS.contains(&key.as_str())
+            || OTHERS.contains(&key.as_str());
+        if !known {
+            let all = [&DURATIONS[..], &COUNTS[..], &OTHERS[..]].concat().join(", ");
+            return Err(bad(
+                js,
+                ErrorKind::Type,
+                &format!("unknown Cache option `{key}` (known options: {all})"),
+            ));
+        }
+    }
+    let d = |name, zero_ok| duration(js, obj, name, zero_ok);
+    if let Some(v) = d("ttl", false)? {
+        b = b.ttl(v);
+    }
+    let grace = d("grace", true)?;
+    if let Some(v) = grace {
+        b = b.grace(v);
+    }
+    if let Some(v) = d("negativeTtl", false)? {
+        b = b.negative_ttl(v);
+    }
+    if let Some(v) = d("waitTimeout", false)? {
+        b = b.wait_timeout(v);
+    }
+    let max_stale = d("maxStale", false)?;
+    if let Some(v) = max_stale {
+        b = b.max_stale(v);
+    }
+    if let Some(v) = d("failsafeBackoff", true)? {
+        b = b.failsafe_backoff(v);
+    }
+    let soft = d("softTimeout", false)?;
+    if let Some(v) = soft {
+        b = b.soft_timeout(v);
+    }
+    let hard = d("hardTimeout", false)?;
+    if let Some(v) = hard {
+        b = b.hard_timeout(v);
+    }
+    if let (Some(s), Some(h)) = (soft, hard) {
+        if s >= h {
+            return Err(bad(
+                js,
+                ErrorKind::Range,
+                "option `softTimeout` must be shorter than `hardTimeout`",
+            ));
+        }
+    }
+    if let (Some(m), Some(g)) = (max_stale, grace) {
+        if m < g {
+            return Err(bad(
+                js,
+                ErrorKind::Range,
+                "option `maxStale` must be at least `grace`",
+            ));
+        }
+    }
+    if let Some(j) = number(js, obj, "jitter")? {
+        if !(0.0..1.0).contains(&j) {
+            return Err(bad(
+                js,
+                ErrorKind::Range,
+                &format!("option `jitter` must be in [0, 1), got {j}"),
+            ));
+        }
+        b = b.jitter(j);
+    }
+    if let Some(beta) = number(js, obj, "beta")? {
+        if beta < 0.0 {
+            return Err(bad(
+                js,
+                ErrorKind::Range,
+                &format!("option `beta` must be >= 0, got {beta}"),
+            ));
+        }
+        b = b.beta(beta);
+    }
+    if let Some(n) = count(js, obj, "capacity")? {
+        b = b.capacity(n);
+    }
+    let usize_of = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    if let Some(n) = count(js, obj, "originBudget")? {
+        b = b.origin_budget(usize_of(n));
+    }
+    if let Some(n) = count(js, obj, "maxFlights")? {
+        b = b.max_flights(usize_of(n));
+    }
+    if let Some(n) = count(js, obj, "maxKeyLen")? {
+        b = b.max_key_len(usize_of(n));
+    }
+    if let Some(n) = count(js, obj, "maxNamespaces")? {
+        b = b.max_namespaces(usize_of(n));
+    }
+    let namespace = string(js, obj, "namespace")?;
+    if let Some(ns) = &namespace {
+        // The key builder's own rule: non-empty, no reserved character.
+        if let Err(e) = herdless::KeyBuilder::new(ns).entity("x").build() {
+            return Err(bad(js, ErrorKind::Range, &format!("option `namespace`: {e}")));
+        }
+    }
+    let redis = string(js, obj, "redis")?;
+    if let Some(url) = &redis {
+        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+            return Err(bad(
+                js,
+                ErrorKind::Type,
+                &format!("option `redis` must be a redis:// or rediss:// URL, got {url:?}"),
+            ));
+        }
+    }
+    Ok(Parsed {
+        builder: b,
+        namespace,
+        redis,
+        hard_timeout: hard,
+    })
+}
+
+/// A per-call TTL in milliseconds (`set`, `getOrLoad`, `wrap`, `warm` options).
+pub(crate) fn ttl(js: Js, obj: Value) -> Result<Option<Duration>> {
+    duration(js, obj, "ttl", false)
+}

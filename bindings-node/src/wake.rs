@@ -1,0 +1,185 @@
+//! Waking the JS thread when a waiter's future can make progress.
+//!
+//! Waiters ([`herdless::Waiter`]) and leaders queued on the origin budget are futures, polled
+//! only on the JS thread. Their wakers may fire on any thread: the engine's timer thread
+//! (`wait_timeout`, soft and hard deadlines) or the JS thread itself (a load completing).
+//! A wake pushes the call's id onto a ready list and, if no drain is scheduled yet, asks the
+//! JS thread for one through a Node-API thread-safe function. One drain then polls every
+//! ready call: 5,000 waiters woken by one load cost one hop to the event loop, and the event
+//! loop never blocks.
+//!
+//! The thread-safe function keeps the process alive only while some call waits on a wake
+//! ([`Wake::keep_alive`]), so a finished program exits normally.
+
+use std::ffi::c_void;
+use std::ptr;
+use std::rc::Weak;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Wake as WakeTrait, Waker};
+
+use napi::{Result, sys};
+
+use crate::engine::Inner;
+use crate::js::Js;
+
+/// The raw thread-safe function. Node-API documents `napi_call_threadsafe_function` as
+/// callable from any thread; it is only released under the [`Wake::tsfn`] lock.
+struct Tsfn(sys::napi_threadsafe_function);
+
+// SAFETY: see the type's doc: the handle is thread-safe by contract, and is never used
+// after release (the lock and the `Option` guarantee it).
+unsafe impl Send for Tsfn {}
+
+/// The ready list of one cache and its wake-up channel to the JS thread.
+pub(crate) struct Wake {
+    ready: Mutex<Vec<u64>>,
+    scheduled: AtomicBool,
+    tsfn: Mutex<Option<Tsfn>>,
+}
+
+impl Wake {
+    /// A channel not yet connected to the JS thread: wakes are queued and not signalled.
+    pub(crate) fn new() -> Arc<Self> {
+        Arc::new(Self {
+            ready: Mutex::new(Vec::new()),
+            scheduled: AtomicBool::new(false),
+            tsfn: Mutex::new(None),
+        })
+    }
+
+    /// Connects the channel to `inner`, on the JS thread of `js`. It starts unref'd.
+    pub(crate) fn connect(&self, js: Js, inner: Weak<Inner>) -> Result<()> {
+        let name = js.string("herdless.wake")?;
+        let context = Box::into_raw(Box::new(inner)).cast::<c_void>();
+        let mut tsfn = ptr::null_mut();
+        // SAFETY: JS thread (module rule); `context` is freed by `finalize` exactly once.
+        let status = unsafe {
+            sys::napi_create_threadsafe_function(
+                js.raw(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                name,
+                0,
+                1,
+                context,
+                Some(finalize),
+                context,
+                Some(drain_on_js_thread),
+                &mut tsfn,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            // SAFETY: not handed to Node-API, so still ours.
+            drop(unsafe { Box::from_raw(context.cast::<Weak<Inner>>()) });
+            return Err(napi::Error::from_reason(
+                "cannot create the wake-up channel",
+            ));
+        }
+        // SAFETY: JS thread, live handle.
+        unsafe { sys::napi_unref_threadsafe_function(js.raw(), tsfn) };
+        *self.tsfn.lock().unwrap_or_else(|e| e.into_inner()) = Some(Tsfn(tsfn));
+        Ok(())
+    }
+
+    /// A waker for call `id`.
+    pub(crate) fn waker(self: &Arc<Self>, id: u64) -> Waker {
+        Waker::from(Arc::new(CallWaker {
+            id,
+            wake: self.clone(),
+        }))
+    }
+
+    fn wake(&self, id: u64) {
+        self.ready
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(id);
+        if !self.scheduled.swap(true, Ordering::AcqRel) {
+            let tsfn = self.tsfn.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(t) = &*tsfn {
+                // SAFETY: a live handle (released only under this lock). Non-blocking with
+                // an unbounded queue: it cannot fail but by closing, when nothing waits.
+                unsafe {
+                    sys::napi_call_threadsafe_function(
+                        t.0,
+                        ptr::null_mut(),
+                        sys::ThreadsafeFunctionCallMode::nonblocking,
+                    )
+                };
+            }
+        }
+    }
+
+    /// The ids woken since the last call. Clears the "scheduled" mark first, so a wake that
+    /// lands meanwhile schedules another drain rather than being lost.
+    pub(crate) fn take_ready(&self) -> Vec<u64> {
+        self.scheduled.store(false, Ordering::Release);
+        std::mem::take(&mut *self.ready.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Keeps the process alive (or not) for the sake of waiting calls. JS thread only.
+    pub(crate) fn keep_alive(&self, js: Js, on: bool) {
+        let tsfn = self.tsfn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = &*tsfn {
+            // SAFETY: JS thread, live handle.
+            unsafe {
+                if on {
+                    sys::napi_ref_threadsafe_function(js.raw(), t.0);
+                } else {
+                    sys::napi_unref_threadsafe_function(js.raw(), t.0);
+                }
+            }
+        }
+    }
+
+    /// Releases the channel (the cache is going away). Wakes after this are ignored.
+    pub(crate) fn close(&self) {
+        let mut tsfn = self.tsfn.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = tsfn.take() {
+            // SAFETY: the handle is live until this release, and is never used after it.
+            unsafe { sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort) };
+        }
+    }
+}
+
+struct CallWaker {
+    id: u64,
+    wake: Arc<Wake>,
+}
+
+impl WakeTrait for CallWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake.wake(self.id);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wake.wake(self.id);
+    }
+}
+
+unsafe extern "C" fn drain_on_js_thread(
+    env: sys::napi_env,
+    _js_callback: sys::napi_value,
+    context: *mut c_void,
+    _data: *mut c_void,
+) {
+    // A null env: the function is being torn down; there is nothing left to wake.
+    if env.is_null() || context.is_null() {
+        return;
+    }
+    // SAFETY: `context` is the `Weak<Inner>` boxed in `Wake::new`, freed only by `finalize`,
+    // which Node-API runs after the last call of this callback.
+    let inner = unsafe { &*context.cast::<Weak<Inner>>() };
+    if let Some(inner) = inner.upgrade() {
+        let js = Js(env);
+        if let Err(e) = inner.settle(js) {
+            inner.report(js, e);
+        }
+    }
+}
+
+unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: `data` is the box made in `Wake::new`; Node-API finalizes once.
+    drop(unsafe { Box::from_raw(data.cast::<Weak<Inner>>()) });
+}

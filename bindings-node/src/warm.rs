@@ -1,0 +1,190 @@
+//! `cache.warm(keys, loader, { concurrency })`: pre-warming with bounded concurrency.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+use napi::Result;
+use napi_derive::napi;
+
+use crate::engine::{Answer, CallOptions, Inner, Loader};
+use crate::error::{self, code, type_error};
+use crate::js::{Deferred, ErrorKind, Js, Ref, Type, Value};
+use crate::options;
+
+/// Options of `cache.warm(keys, loader, options)`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct WarmOptions {
+    /// Most loads at once (default 8).
+    pub concurrency: Option<f64>,
+    /// TTL in milliseconds of the warmed values (default: the cache's).
+    pub ttl: Option<f64>,
+}
+
+/// What `warm` did.
+#[napi(object, object_from_js = false)]
+pub struct WarmReport {
+    /// Keys that ended with a value (loaded, already cached, or absent).
+    pub ok: u32,
+    /// Keys whose load failed.
+    pub failed: u32,
+    /// The failures, in completion order.
+    #[napi(ts_type = "Array<{ key: string; error: unknown }>")]
+    pub errors: Vec<()>,
+}
+
+/// One run of `warm`.
+struct Warm {
+    inner: Rc<Inner>,
+    keys: Vec<String>,
+    loader: Ref,
+    ttl: Option<Duration>,
+    concurrency: usize,
+    next: Cell<usize>,
+    running: Cell<usize>,
+    /// Set while `pump` runs, so completions met inside it do not recurse into it.
+    pumping: Cell<bool>,
+    ok: Cell<u32>,
+    failed: Cell<u32>,
+    /// `{ key, error }` objects, in a JS array (errors may be primitives, which Node-API
+    /// cannot reference one by one).
+    errors: Ref,
+    done: RefCell<Option<Deferred>>,
+}
+
+impl Warm {
+    /// Starts loads up to the concurrency bound; resolves the report when all ended.
+    fn pump(self: &Rc<Self>, js: Js) -> Result<()> {
+        self.pumping.set(true);
+        let r = self.pump_inner(js);
+        self.pumping.set(false);
+        r?;
+        if self.running.get() == 0 && self.next.get() == self.keys.len() {
+            if let Some(d) = self.done.borrow_mut().take() {
+                d.settle(js, Ok(self.report(js)?))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn pump_inner(self: &Rc<Self>, js: Js) -> Result<()> {
+        while self.running.get() < self.concurrency && self.next.get() < self.keys.len() {
+            let key = self.keys[self.next.get()].clone();
+            self.next.set(self.next.get() + 1);
+            let inner = &self.inner;
+            let first = inner.cache.lookup(&key);
+            if inner.hit_now(js, &first)?.is_some() {
+                self.ok.set(self.ok.get() + 1);
+                continue;
+            }
+            self.running.set(self.running.get() + 1);
+            let undefined = js.undefined()?;
+            let loader = Loader::bound(js, self.loader.get(js)?, undefined, &[js.string(&key)?])?;
+            let me = Rc::clone(self);
+            let k = key.clone();
+            let answer = Answer::Callback(Box::new(move |js, outcome| me.finished(js, k, outcome)));
+            let options = CallOptions {
+                ttl: self.ttl,
+                signal: None,
+            };
+            inner.start(js, key, loader, options, answer, first)?;
+        }
+        Ok(())
+    }
+
+    fn finished(self: Rc<Self>, js: Js, key: String, outcome: std::result::Result<Value, Value>) -> Result<()> {
+        self.running.set(self.running.get() - 1);
+        match outcome {
+            Ok(_) => self.ok.set(self.ok.get() + 1),
+            Err(e) => {
+                let item = js.object()?;
+                js.set(item, "key", js.string(&key)?)?;
+                js.set(item, "error", e)?;
+                js.set_element(self.errors.get(js)?, self.failed.get(), item)?;
+                self.failed.set(self.failed.get() + 1);
+            }
+        }
+        if self.pumping.get() {
+            return Ok(());
+        }
+        self.pump(js)
+    }
+
+    fn report(&self, js: Js) -> Result<Value> {
+        let report = js.object()?;
+        js.set(report, "ok", js.number(f64::from(self.ok.get()))?)?;
+        js.set(report, "failed", js.number(f64::from(self.failed.get()))?)?;
+        js.set(report, "errors", self.errors.get(js)?)?;
+        Ok(report)
+    }
+}
+
+/// `cache.warm(keys, loader, options)`: returns the report's promise.
+pub(crate) fn warm(
+    js: Js,
+    inner: &Rc<Inner>,
+    keys: Value,
+    loader: Value,
+    opts: Option<Value>,
+) -> Result<Value> {
+    if !js.is_array(keys)? {
+        return Err(type_error(js, "warm expects an array of keys"));
+    }
+    let n = js.array_len(keys)?;
+    let mut list = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let k = js.get_element(keys, i)?;
+        if js.type_of(k)? != Type::String {
+            return Err(type_error(js, &format!("warm: key {i} is not a string")));
+        }
+        list.push(js.get_string(k)?);
+    }
+    if js.type_of(loader)? != Type::Function {
+        return Err(type_error(js, "the loader must be a function"));
+    }
+    let (mut concurrency, mut ttl) = (8, None);
+    if let Some(o) = opts {
+        ttl = options::ttl(js, o)?;
+        let c = js.get(o, "concurrency")?;
+        match js.type_of(c)? {
+            Type::Undefined => {}
+            Type::Number => {
+                let c = js.get_number(c)?;
+                if !(c >= 1.0 && c.fract() == 0.0 && c <= 1e9) {
+                    return Err(error::throw_new(
+                        js,
+                        ErrorKind::Range,
+                        code::INVALID_OPTION,
+                        &format!("option `concurrency` must be an integer >= 1, got {c}"),
+                    ));
+                }
+                concurrency = c as usize;
+            }
+            t => {
+                return Err(error::throw_new(
+                    js,
+                    ErrorKind::Type,
+                    code::INVALID_OPTION,
+                    &format!("option `concurrency` must be a number, got {}", t.name()),
+                ));
+            }
+        }
+    }
+    let (deferred, promise) = js.promise()?;
+    let run = Rc::new(Warm {
+        inner: Rc::clone(inner),
+        keys: list,
+        loader: js.reference(loader)?,
+        ttl,
+        concurrency,
+        next: Cell::new(0),
+        running: Cell::new(0),
+        pumping: Cell::new(false),
+        ok: Cell::new(0),
+        failed: Cell::new(0),
+        errors: js.reference(js.array(0)?)?,
+        done: RefCell::new(Some(deferred)),
+    });
+    run.pump(js)?;
+    Ok(promise)
+}
