@@ -109,19 +109,19 @@ impl<V: Clone + Send + Sync + 'static> Builder<V> {
             0 => default_shards(),
             n => n,
         };
-        // Each shard must hold at least one entry of the capacity.
-        let shards = wanted
-            .next_power_of_two()
-            .min((self.cfg.capacity as usize).next_power_of_two())
-            .max(1);
-        let per_shard = self.cfg.capacity.div_ceil(shards as u64);
+        // Each shard holds at least one entry, and the shards' capacities add up to the
+        // capacity exactly (the first `extra` shards take one unit more), never beyond it.
+        let capacity = self.cfg.capacity;
+        let most = 1u64 << (63 - capacity.leading_zeros());
+        let shards = (wanted.min(1 << 16).next_power_of_two() as u64).min(most) as usize;
+        let (per_shard, extra) = (capacity / shards as u64, capacity % shards as u64);
         let cfg = self.cfg;
         Ok(Cache {
             inner: Arc::new(Inner {
-                shards: (0..shards)
-                    .map(|_| {
+                shards: (0..shards as u64)
+                    .map(|i| {
                         RwLock::new(Shard {
-                            store: Store::new(per_shard),
+                            store: Store::new(per_shard + u64::from(i < extra)),
                             flights: HashTable::new(),
                         })
                     })
