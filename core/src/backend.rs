@@ -2,24 +2,36 @@
 //! Redis must offer so that many processes coalesce on one load per key.
 //!
 //! The in-memory engine ([`Cache`](crate::Cache)) is always the first tier and does the
-//! in-process single-flight; a `Backend` is what its one local leader per key talks to. The
-//! protocol a leader follows, on top of these operations:
+//! in-process single-flight; a `Backend` is what its one local leader per key talks to, so a
+//! process makes at most one lock attempt per key at a time. The protocol a leader follows
+//! on top of these operations (the `herdless-redis` crate drives it; PROTOCOL.md at the
+//! repository root specifies the Redis side byte for byte):
 //!
-//! 1. [`read`](Backend::read) the key (one round trip, epoch checked); a servable entry ends
-//!    the load (it becomes the local value, with its remaining TTL).
-//! 2. [`try_lock`](Backend::try_lock) with a lease. Won: re-read (another process may have
-//!    just written), load, keep [`extend`](Backend::extend)ing the lease while the loader
-//!    runs, then [`write`](Backend::write), which checks epoch and version atomically,
-//!    releases the lock and notifies. Lost: [`wait_for`](Backend::wait_for) the key's
-//!    notification (bounded by `wait_timeout`, with a re-read in case a message was lost).
-//! 3. [`bump`](Backend::bump) and [`invalidate`](Backend::invalidate) reach every process,
-//!    which drop their first-tier copies.
+//! 1. [`watch`](Backend::watch) the key first, so no notification can slip between the
+//!    check below and the wait.
+//! 2. [`acquire`](Backend::acquire): in one atomic step, read the key under its namespace's
+//!    current epoch and, when nothing servable is there, take the key's lock with a random
+//!    token and a lease. Because the read and the lock are one step, the winner has
+//!    re-read the cache after winning: nobody can have written in between.
+//!    - [`Acquired::Fresh`]: a servable entry; no load.
+//!    - [`Acquired::Locked`]: this process loads. While the loader runs it keeps
+//!      [`extend`](Backend::extend)ing the lease (a load longer than the lease never lets a
+//!      second leader in), then [`commit`](Backend::commit)s, which stores the entry only
+//!      if the token still owns the lock and the epoch did not move, releases the lock and
+//!      notifies, atomically; or it [`release`](Backend::release)s without a value.
+//!    - [`Acquired::Contended`]: another process loads. Wait for the watch (bounded by
+//!      `wait_timeout`) and acquire again; re-check at least when the other lease would
+//!      run out, in case a notification was lost or the leader died (a dead leader blocks
+//!      the key for at most one lease).
+//! 3. [`commit`](Backend::commit) without a token (a `set`), [`invalidate`](Backend::invalidate)
+//!    and [`bump`](Backend::bump) reach every process: each drops its first-tier copies when
+//!    its [`listen`](Backend::listen)er is told.
 //!
 //! Values cross this seam as bytes; a codec of the binding (JSON, raw bytes, or the user's)
-//! turns them into `V`. The byte layout is specified in PROTOCOL.md so that Rust, Python and
-//! Node processes share keys.
+//! turns them into `V`. Times are wall-clock Unix milliseconds, shared by the fleet.
 
 use alloc::boxed::Box;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::future::Future;
 use core::pin::Pin;
@@ -27,7 +39,8 @@ use core::time::Duration;
 
 use crate::error::LoadError;
 
-/// A future returned by a backend operation.
+/// A future returned by a backend operation. Errors mean "the tier is not available now";
+/// callers count them and keep serving and coalescing from memory.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LoadError>> + Send + 'a>>;
 
 /// An entry as the shared tier stores it.
@@ -35,51 +48,159 @@ pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, LoadError>
 pub struct StoredEntry {
     /// The encoded value; `None` is a cached absence.
     pub value: Option<Vec<u8>>,
-    /// Fresh until this time, in milliseconds since the Unix epoch (wall clock, shared by
-    /// the fleet).
+    /// Fresh until this time, in milliseconds since the Unix epoch.
     pub fresh_until_ms: u64,
-    /// Servable stale (grace) until this time, in Unix milliseconds.
+    /// Servable stale (grace, with one refresh) until this time, in Unix milliseconds.
     pub stale_until_ms: u64,
-    /// Kept for fail-safe until this time, in Unix milliseconds; the store's own expiry.
+    /// Kept (for fail-safe) until this time, in Unix milliseconds: the store's own expiry.
     pub retain_until_ms: u64,
     /// How long the load that produced it took (XFetch's delta).
     pub load_duration: Duration,
-    /// Monotonic version of the key's value; a write never replaces a higher version.
+    /// The key's version, assigned by the tier at commit; strictly increasing per key.
     pub version: u64,
-    /// The namespace epoch it was written under.
+    /// The namespace epoch it was written under, assigned by the tier at commit.
     pub epoch: u64,
 }
 
-/// Proof of holding a key's distributed lock: a random token only its owner knows.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct LockToken(pub [u8; 16]);
+impl StoredEntry {
+    /// Whether it is fresh at `now_ms`.
+    pub fn is_fresh(&self, now_ms: u64) -> bool {
+        now_ms < self.fresh_until_ms
+    }
+
+    /// Whether it may be served at `now_ms`, fresh or within grace.
+    pub fn is_servable(&self, now_ms: u64) -> bool {
+        now_ms < self.stale_until_ms.max(self.fresh_until_ms)
+    }
+}
+
+/// Proof of holding a key's distributed lock: the namespace epoch the lock was taken under
+/// and a random secret only its owner knows (128 bits from the OS).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct LockToken {
+    /// The namespace epoch when the lock was taken; a bump frees the lock for new leaders.
+    pub epoch: u64,
+    /// The unguessable part.
+    pub secret: [u8; 16],
+}
+
+impl core::fmt::Debug for LockToken {
+    // The secret stays out of logs: whoever reads it can release someone else's lock.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LockToken")
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Backend::acquire`] asks for.
+#[derive(Clone, Debug)]
+pub struct AcquireRequest {
+    /// The caller's wall clock, Unix milliseconds.
+    pub now_ms: u64,
+    /// How long the lock is held unless extended.
+    pub lease: Duration,
+    /// The secret to lock with, if the lock is free.
+    pub secret: [u8; 16],
+    /// A refresh of a value this process already holds passes its version: only a fresh
+    /// entry of a *higher* version ends it without a load. A miss passes 0.
+    pub have_version: u64,
+}
+
+/// What [`Backend::acquire`] found and did, atomically.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Acquired {
+    /// A fresh entry (newer than `have_version`): serve it; no lock was taken.
+    Fresh(StoredEntry),
+    /// The lock is this caller's: load, then commit or release.
+    Locked {
+        /// The token to extend, commit and release with.
+        token: LockToken,
+        /// An entry that may still be served meanwhile (within grace), if any.
+        stale: Option<StoredEntry>,
+    },
+    /// Another process holds the lock.
+    Contended {
+        /// An entry that may still be served meanwhile (within grace), if any.
+        stale: Option<StoredEntry>,
+        /// How long the other lease still runs unless extended.
+        remaining: Duration,
+    },
+}
 
 /// What a conditional write did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteOutcome {
-    /// Stored.
-    Written,
-    /// Not stored: the namespace was bumped, or a newer version is already there.
+    /// Stored under this version and epoch.
+    Written {
+        /// The version the tier gave the entry.
+        version: u64,
+        /// The epoch it was stored under.
+        epoch: u64,
+    },
+    /// Not stored: the lock was no longer the caller's (lease lost, the key was written or
+    /// invalidated meanwhile) or the namespace was bumped since the lock was taken.
     Superseded,
 }
 
-/// A shared tier: storage, a lock with token and lease, and notifications.
-///
-/// Every operation is async and fallible; the engine treats an error as "the tier is not
-/// available now", counts it, and keeps serving and coalescing from memory.
-pub trait Backend: Send + Sync + 'static {
-    /// Reads `key` under its namespace's current epoch: `None` when absent, expired, of an
-    /// older epoch, or undecodable (a corrupt entry is a miss, never a failure).
-    fn read<'a>(&'a self, key: &'a str) -> BackendFuture<'a, Option<StoredEntry>>;
-
-    /// Takes `key`'s lock for `lease` if nobody holds it.
-    fn try_lock<'a>(
-        &'a self,
+/// A fleet-wide event, as told to a [`Backend::listen`]er. Events caused by this process
+/// itself are not told (it already applied them to its first tier).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice<'a> {
+    /// `key` was written (a load or a `set`) with `version`.
+    Written {
+        /// The key.
         key: &'a str,
-        lease: Duration,
-    ) -> BackendFuture<'a, Option<LockToken>>;
+        /// Its new version.
+        version: u64,
+        /// This process is waiting for the key's load (a watch is armed) and will read the
+        /// new entry itself: a first tier need not drop its copy.
+        awaited: bool,
+    },
+    /// `key`'s lock was released without a value.
+    Released {
+        /// The key.
+        key: &'a str,
+    },
+    /// `key` was invalidated.
+    Invalidated {
+        /// The key.
+        key: &'a str,
+    },
+    /// `namespace` moved to `epoch`.
+    Bumped {
+        /// The namespace.
+        namespace: &'a str,
+        /// Its new epoch.
+        epoch: u64,
+    },
+    /// Notifications may have been lost (the subscription dropped and came back): every
+    /// first-tier copy may be outdated.
+    Lost,
+}
 
-    /// Extends a held lock; false when `token` no longer owns it.
+/// A listener of fleet-wide events.
+pub type Listener = Arc<dyn Fn(Notice<'_>) + Send + Sync>;
+
+/// An armed subscription to one key's changes: a change after [`Backend::watch`] returned
+/// completes the next [`changed`](Watch::changed), even if it happened before the call.
+pub trait Watch: Send {
+    /// Resolves at the key's next change (written, released, invalidated, or notifications
+    /// lost). May resolve spuriously; callers re-check and bound their wait.
+    fn changed(&mut self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>>;
+}
+
+/// A shared tier: storage, a lock with token and lease, and notifications.
+pub trait Backend: Send + Sync + 'static {
+    /// Reads `key` (one round trip, epoch checked): `None` when absent, past its grace, of
+    /// an older epoch, or undecodable (a corrupt entry is a miss, never a failure).
+    fn read<'a>(&'a self, key: &'a str, now_ms: u64) -> BackendFuture<'a, Option<StoredEntry>>;
+
+    /// Reads `key` and, unless a fresh entry (newer than `req.have_version`) is there, takes
+    /// its lock if free, in one atomic step.
+    fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired>;
+
+    /// Extends a held lock to `lease` from now; false when `token` no longer owns it.
     fn extend<'a>(
         &'a self,
         key: &'a str,
@@ -87,25 +208,31 @@ pub trait Backend: Send + Sync + 'static {
         lease: Duration,
     ) -> BackendFuture<'a, bool>;
 
-    /// Releases a held lock without writing; false when `token` no longer owns it.
-    fn unlock<'a>(&'a self, key: &'a str, token: &'a LockToken) -> BackendFuture<'a, bool>;
+    /// Releases a held lock without writing and wakes the waiters; false when `token` no
+    /// longer owns it.
+    fn release<'a>(&'a self, key: &'a str, token: &'a LockToken) -> BackendFuture<'a, bool>;
 
-    /// Stores `entry` if its epoch is still current and no newer version is stored, releases
-    /// `token`'s lock if given, and notifies the key's waiters, atomically.
-    fn write<'a>(
+    /// Stores `entry` (its `version` and `epoch` are assigned by the tier) and notifies.
+    ///
+    /// With a token: only if the token still owns the lock and the namespace was not bumped
+    /// since it was taken; the lock is released either way. Without (a `set`): always,
+    /// and any lock on the key is broken so a load already running cannot overwrite it.
+    fn commit<'a>(
         &'a self,
         key: &'a str,
         entry: StoredEntry,
         token: Option<&'a LockToken>,
     ) -> BackendFuture<'a, WriteOutcome>;
 
-    /// Deletes `key` in the whole fleet and tells other processes to drop their copies.
-    fn invalidate<'a>(&'a self, key: &'a str) -> BackendFuture<'a, ()>;
+    /// Deletes `key` (and breaks its lock) in the whole fleet; true if an entry was there.
+    fn invalidate<'a>(&'a self, key: &'a str) -> BackendFuture<'a, bool>;
 
     /// Moves `namespace` to a new epoch for the whole fleet (INCR); returns it.
     fn bump<'a>(&'a self, namespace: &'a str) -> BackendFuture<'a, u64>;
 
-    /// Resolves when `key`'s value lands (or its lock is released), as notified by the
-    /// tier. May resolve spuriously; the caller re-reads and bounds its wait.
-    fn wait_for<'a>(&'a self, key: &'a str) -> BackendFuture<'a, ()>;
+    /// Subscribes to `key`'s changes; the returned watch is armed when the future resolves.
+    fn watch<'a>(&'a self, key: &'a str) -> BackendFuture<'a, Box<dyn Watch>>;
+
+    /// Registers a listener of other processes' changes (first-tier coherence).
+    fn listen(&self, listener: Listener);
 }

@@ -192,6 +192,27 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         }
     }
 
+    /// Finishes the load with a value another process loaded, read from a shared tier (the
+    /// Redis L2): stored fresh for `fresh` from now (a zero `fresh` stores it already stale,
+    /// within grace), with `load_duration` (the original load's, kept with the shared
+    /// entry) as XFetch's delta. Not a loader call: neither counted as a load nor timed,
+    /// and no origin budget is needed. Waiters get the value as from a loader.
+    ///
+    /// Jitter applies as for [`set_ttl`](Self::set_ttl), so a two-tier cache builds its
+    /// first tier with `jitter(0.0)` and jitters once, when it writes the shared entry.
+    /// Absences keep `negative_ttl`.
+    pub fn adopt(
+        mut self,
+        value: Option<V>,
+        fresh: Duration,
+        load_duration: Duration,
+    ) -> Result<Option<V>, Error> {
+        // Zero would mean "the cache's TTL": the smallest TTL makes the entry stale at once.
+        self.ttl = Some(fresh.max(Duration::from_nanos(1)));
+        self.end(Outcome::Loaded(value.clone()), load_duration);
+        Ok(value)
+    }
+
     /// Finishes the load with an error (e.g. a timeout the driver enforced). Returns the
     /// fail-safe value if any, else the error; waiters get the same.
     pub fn fail(mut self, error: Error) -> Result<Option<V>, Error> {

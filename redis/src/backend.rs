@@ -1,0 +1,533 @@
+//! [`RedisBackend`]: the core's [`Backend`] on Redis or Redis Cluster.
+
+use std::future::Future;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use herdless::backend::{
+    AcquireRequest, Acquired, Backend, BackendFuture, Listener, LockToken, StoredEntry, Watch,
+    WriteOutcome,
+};
+use herdless::key::namespace_of;
+use tokio::runtime::Handle;
+
+use crate::conn::{Conn, Target, Timings};
+use crate::error::Error;
+use crate::fleet::{Fleet, FleetOptions};
+use crate::keys::{self, KeyNames};
+use crate::metrics::{Metrics, RedisMetrics, inc};
+use crate::notify::Hub;
+use crate::runtime::Runtime;
+use crate::scripts::SCRIPTS;
+use crate::wire;
+
+/// Wall-clock Unix milliseconds: the fleet's shared time line (keep hosts on NTP).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// 128 random bits from the OS.
+pub(crate) fn random_secret() -> Result<[u8; 16], Error> {
+    let mut s = [0; 16];
+    getrandom::fill(&mut s).map_err(|e| Error::Random(e.to_string()))?;
+    Ok(s)
+}
+
+fn hex(b: &[u8]) -> String {
+    use std::fmt::Write;
+    b.iter().fold(String::with_capacity(b.len() * 2), |mut s, x| {
+        let _ = write!(s, "{x:02x}");
+        s
+    })
+}
+
+/// The lock value of a token: `<epoch>:<32 hex digits>`.
+pub fn lock_value(token: &LockToken) -> String {
+    format!("{}:{}", token.epoch, hex(&token.secret))
+}
+
+/// Options of a [`RedisBackend`].
+#[derive(Clone, Debug)]
+pub struct RedisBuilder {
+    target: Target,
+    prefix: String,
+    op_timeout: Duration,
+    connect_timeout: Duration,
+    heartbeat: Duration,
+    threads: usize,
+    handle: Option<Handle>,
+}
+
+impl RedisBuilder {
+    /// Prefix of every Redis key and channel (default `hl`): fleets that must not share
+    /// data use different prefixes.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Bound of every Redis operation, connecting included (default 1 s): a stalled Redis
+    /// never holds a caller longer.
+    pub fn op_timeout(mut self, d: Duration) -> Self {
+        self.op_timeout = d;
+        self
+    }
+
+    /// Bound of one connection attempt (default 500 ms).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+
+    /// How often the subscription connection is checked (PING) so that it reconnects and
+    /// resubscribes after Redis comes back (default 1 s).
+    pub fn heartbeat(mut self, d: Duration) -> Self {
+        self.heartbeat = d;
+        self
+    }
+
+    /// Worker threads of the backend's own runtime (default 1).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
+
+    /// Runs connections and timers on this tokio runtime instead of an own one. Its worker
+    /// threads must keep running; the blocking API must not be called on them.
+    pub fn runtime(mut self, handle: Handle) -> Self {
+        self.handle = Some(handle);
+        self
+    }
+
+    /// Creates the backend. Connections are made lazily: this succeeds while Redis is down,
+    /// and operations fail (quickly) until it is up.
+    pub fn build(self) -> Result<RedisBackend, Error> {
+        for (name, d) in [
+            ("op_timeout", self.op_timeout),
+            ("connect_timeout", self.connect_timeout),
+            ("heartbeat", self.heartbeat),
+        ] {
+            if d.is_zero() {
+                return Err(Error::Config(format!("`{name}` must not be zero")));
+            }
+        }
+        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
+            return Err(Error::Config(
+                "`prefix` must be non-empty, without `{` or `}`".into(),
+            ));
+        }
+        let rt = match self.handle {
+            Some(h) => Runtime::from_handle(h),
+            None => Runtime::new(self.threads).map_err(|e| Error::Config(e.to_string()))?,
+        };
+        let metrics = Arc::new(Metrics::default());
+        let origin = hex(&random_secret()?[..8]);
+        let hub = Arc::new(Hub::new(origin, metrics.clone()));
+        let timings = Timings {
+            connect: self.connect_timeout,
+            response: self.op_timeout,
+        };
+        let (cmd, sub) = {
+            let _entered = rt.handle().enter();
+            let h = hub.clone();
+            (
+                Conn::commands(&self.target, timings)?,
+                Conn::subscriber(&self.target, timings, move |p| h.on_push(p))?,
+            )
+        };
+        let sharded = matches!(self.target, Target::Cluster(_));
+        let inner = Arc::new(Inner {
+            cmd,
+            sub,
+            hub,
+            metrics,
+            prefix: self.prefix,
+            op_timeout: self.op_timeout,
+            sharded,
+            rt,
+        });
+        let weak = Arc::downgrade(&inner);
+        inner
+            .rt
+            .handle()
+            .spawn(heartbeat(weak, self.heartbeat, sharded));
+        Ok(RedisBackend { inner })
+    }
+}
+
+/// Keeps the subscription connection alive: a failed PING makes redis-rs reconnect it (and
+/// resubscribe), however long Redis was away.
+async fn heartbeat(inner: Weak<Inner>, every: Duration, cluster: bool) {
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if cluster {
+            // The cluster connection repairs its nodes itself; nothing to poke.
+            continue;
+        }
+        if let Ok(mut live) = inner.sub.live().await {
+            let cmd = redis::cmd("PING");
+            let ping = cmd.query_async::<Option<String>>(&mut live);
+            let _ = tokio::time::timeout(inner.op_timeout, ping).await;
+        }
+    }
+}
+
+struct Inner {
+    cmd: Conn,
+    sub: Conn,
+    hub: Arc<Hub>,
+    metrics: Arc<Metrics>,
+    prefix: String,
+    op_timeout: Duration,
+    sharded: bool,
+    // Last: connections and tasks go before their runtime.
+    rt: Runtime,
+}
+
+/// Redis (or Redis Cluster) as herdless's shared tier. Cheap to clone.
+///
+/// ```no_run
+/// let backend = herdless_redis::RedisBackend::builder("redis://127.0.0.1:6379").build()?;
+/// # Ok::<(), herdless_redis::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct RedisBackend {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBackend")
+            .field("prefix", &self.inner.prefix)
+            .field("origin", &self.inner.hub.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+fn builder(target: Target) -> RedisBuilder {
+    RedisBuilder {
+        target,
+        prefix: "hl".into(),
+        op_timeout: Duration::from_secs(1),
+        connect_timeout: Duration::from_millis(500),
+        heartbeat: Duration::from_secs(1),
+        threads: 1,
+        handle: None,
+    }
+}
+
+impl RedisBackend {
+    /// A backend on one Redis server, e.g. `redis://127.0.0.1:6379/0`.
+    pub fn builder(url: impl Into<String>) -> RedisBuilder {
+        builder(Target::Single(url.into()))
+    }
+
+    /// A backend on a Redis Cluster, given some of its nodes.
+    pub fn cluster<S: Into<String>>(nodes: impl IntoIterator<Item = S>) -> RedisBuilder {
+        builder(Target::Cluster(nodes.into_iter().map(Into::into).collect()))
+    }
+
+    /// The fleet-level protocol driver over this backend.
+    pub fn fleet(&self, options: FleetOptions) -> Fleet {
+        Fleet::new(
+            Arc::new(self.clone()),
+            self.inner.rt.handle().clone(),
+            self.inner.metrics.clone(),
+            options,
+        )
+    }
+
+    /// The Redis names of `key` under this backend's prefix.
+    pub fn names(&self, key: &str) -> KeyNames {
+        keys::names(&self.inner.prefix, key)
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    /// This process's origin id in notifications.
+    pub fn origin(&self) -> &str {
+        &self.inner.hub.origin
+    }
+
+    /// Counters of the Redis tier.
+    pub fn metrics(&self) -> RedisMetrics {
+        self.inner.metrics.snapshot()
+    }
+
+    pub(crate) fn count_corrupt(&self) {
+        inc(&self.inner.metrics.corrupt_entries);
+    }
+
+    /// The backend's runtime handle (where its timers and tasks run).
+    pub fn handle(&self) -> &Handle {
+        self.inner.rt.handle()
+    }
+
+    /// Runs `f` with the operation timeout, inside the backend's runtime, counting errors.
+    fn run<'a, T: Send + 'a>(
+        &'a self,
+        name: &'static str,
+        f: impl Future<Output = Result<T, Error>> + Send + 'a,
+    ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
+        let after = self.inner.op_timeout;
+        let metrics = &self.inner.metrics;
+        self.inner.rt.enter(async move {
+            let r = match tokio::time::timeout(after, f).await {
+                Ok(r) => r,
+                Err(_) => Err(Error::Timeout { op: name, after }),
+            };
+            if r.is_err() {
+                inc(&metrics.backend_errors);
+            }
+            r
+        })
+    }
+
+    /// [`run`](Self::run), boxed for the [`Backend`] seam.
+    fn op<'a, T: Send + 'a>(
+        &'a self,
+        name: &'static str,
+        f: impl Future<Output = Result<T, Error>> + Send + 'a,
+    ) -> BackendFuture<'a, T> {
+        let fut = self.run(name, f);
+        Box::pin(async move { fut.await.map_err(Into::into) })
+    }
+
+    /// Runs a raw command on the command connection (tests, tools), with the timeout.
+    pub async fn query<T: redis::FromRedisValue + Send>(&self, cmd: redis::Cmd) -> Result<T, Error> {
+        self.run("query", async move {
+            let mut live = self.inner.cmd.live().await?;
+            Ok(cmd.query_async(&mut live).await?)
+        })
+        .await
+    }
+
+    fn classify(&self, raw: &[u8]) -> Option<StoredEntry> {
+        match wire::decode(raw) {
+            Ok(e) => Some(e),
+            Err(_) => {
+                inc(&self.inner.metrics.corrupt_entries);
+                None
+            }
+        }
+    }
+
+    fn count_read(&self, e: Option<&StoredEntry>, now: u64) {
+        let m = &self.inner.metrics;
+        match e {
+            Some(e) if e.is_fresh(now) => inc(&m.l2_hits),
+            Some(_) => inc(&m.l2_stale),
+            None => inc(&m.l2_misses),
+        }
+    }
+}
+
+fn parse_epoch(raw: Option<Vec<u8>>) -> Result<u64, Error> {
+    match raw {
+        None => Ok(0),
+        Some(b) => std::str::from_utf8(&b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or(Error::Protocol("the namespace epoch key does not hold an integer")),
+    }
+}
+
+impl Backend for RedisBackend {
+    fn read<'a>(&'a self, key: &'a str, now: u64) -> BackendFuture<'a, Option<StoredEntry>> {
+        self.op("read", async move {
+            let n = self.names(key);
+            let mut live = self.inner.cmd.live().await?;
+            let (raw, epoch): (Option<Vec<u8>>, Option<Vec<u8>>) = redis::cmd("MGET")
+                .arg(&n.value)
+                .arg(&n.epoch)
+                .query_async(&mut live)
+                .await?;
+            let epoch = parse_epoch(epoch)?;
+            let entry = raw
+                .and_then(|r| self.classify(&r))
+                .filter(|e| e.epoch == epoch && e.is_servable(now));
+            self.count_read(entry.as_ref(), now);
+            Ok(entry)
+        })
+    }
+
+    fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired> {
+        self.op("acquire", async move {
+            let n = self.names(key);
+            let mut live = self.inner.cmd.live().await?;
+            let lease_ms = req.lease.as_millis().max(1) as u64;
+            let (status, raw, epoch, pttl, corrupt): (i64, Vec<u8>, u64, i64, i64) =
+                SCRIPTS
+                    .acquire
+                    .key(&n.value)
+                    .key(&n.epoch)
+                    .key(&n.lock)
+                    .arg(req.now_ms)
+                    .arg(lease_ms)
+                    .arg(hex(&req.secret))
+                    .arg(req.have_version)
+                    .invoke_async(&mut live)
+                    .await?;
+            let m = &self.inner.metrics;
+            if corrupt == 1 {
+                inc(&m.corrupt_entries);
+            }
+            let entry = if raw.is_empty() {
+                None
+            } else {
+                self.classify(&raw)
+            };
+            self.count_read(entry.as_ref(), req.now_ms);
+            Ok(match status {
+                0 => Acquired::Fresh(entry.ok_or(Error::Protocol("acquire: no entry"))?),
+                1 => {
+                    inc(&m.fleet_locks_acquired);
+                    Acquired::Locked {
+                        token: LockToken {
+                            epoch,
+                            secret: req.secret,
+                        },
+                        stale: entry,
+                    }
+                }
+                2 => {
+                    inc(&m.fleet_locks_contended);
+                    Acquired::Contended {
+                        stale: entry,
+                        remaining: Duration::from_millis(pttl.max(0) as u64),
+                    }
+                }
+                _ => return Err(Error::Protocol("acquire: unknown status")),
+            })
+        })
+    }
+
+    fn extend<'a>(
+        &'a self,
+        key: &'a str,
+        token: &'a LockToken,
+        lease: Duration,
+    ) -> BackendFuture<'a, bool> {
+        self.op("extend", async move {
+            let n = self.names(key);
+            let mut live = self.inner.cmd.live().await?;
+            let ok: i64 = SCRIPTS
+                .extend
+                .key(&n.lock)
+                .arg(lock_value(token))
+                .arg(lease.as_millis().max(1) as u64)
+                .invoke_async(&mut live)
+                .await?;
+            Ok(ok == 1)
+        })
+    }
+
+    fn release<'a>(&'a self, key: &'a str, token: &'a LockToken) -> BackendFuture<'a, bool> {
+        self.op("release", async move {
+            let n = self.names(key);
+            let mut live = self.inner.cmd.live().await?;
+            let ok: i64 = SCRIPTS
+                .release
+                .key(&n.lock)
+                .arg(lock_value(token))
+                .arg(&n.channel)
+                .arg(&self.inner.hub.origin)
+                .arg(if self.inner.sharded { "1" } else { "0" })
+                .arg(key)
+                .invoke_async(&mut live)
+                .await?;
+            Ok(ok == 1)
+        })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        key: &'a str,
+        entry: StoredEntry,
+        token: Option<&'a LockToken>,
+    ) -> BackendFuture<'a, WriteOutcome> {
+        self.op("commit", async move {
+            let n = self.names(key);
+            let px = entry.retain_until_ms.saturating_sub(now_ms()).max(1);
+            let bytes = wire::encode(&entry);
+            let mut live = self.inner.cmd.live().await?;
+            let (ok, version, epoch): (i64, u64, u64) = SCRIPTS
+                .commit
+                .key(&n.value)
+                .key(&n.epoch)
+                .key(&n.lock)
+                .arg(token.map(lock_value).unwrap_or_default())
+                .arg(bytes)
+                .arg(px)
+                .arg(&n.channel)
+                .arg(&self.inner.hub.origin)
+                .arg(if self.inner.sharded { "1" } else { "0" })
+                .arg(key)
+                .invoke_async(&mut live)
+                .await?;
+            let m = &self.inner.metrics;
+            Ok(if ok == 1 {
+                inc(&m.commits);
+                WriteOutcome::Written { version, epoch }
+            } else {
+                inc(&m.superseded_commits);
+                WriteOutcome::Superseded
+            })
+        })
+    }
+
+    fn invalidate<'a>(&'a self, key: &'a str) -> BackendFuture<'a, bool> {
+        self.op("invalidate", async move {
+            let n = self.names(key);
+            let mut live = self.inner.cmd.live().await?;
+            let deleted: i64 = SCRIPTS
+                .invalidate
+                .key(&n.value)
+                .key(&n.lock)
+                .arg(&n.channel)
+                .arg(&self.inner.hub.origin)
+                .arg(if self.inner.sharded { "1" } else { "0" })
+                .arg(key)
+                .invoke_async(&mut live)
+                .await?;
+            Ok(deleted == 1)
+        })
+    }
+
+    fn bump<'a>(&'a self, namespace: &'a str) -> BackendFuture<'a, u64> {
+        self.op("bump", async move {
+            let p = &self.inner.prefix;
+            let mut live = self.inner.cmd.live().await?;
+            let epoch: u64 = SCRIPTS
+                .bump
+                .key(keys::epoch_key(p, namespace))
+                .arg(keys::channel(p, namespace))
+                .arg(&self.inner.hub.origin)
+                .arg(if self.inner.sharded { "1" } else { "0" })
+                .arg(namespace)
+                .invoke_async(&mut live)
+                .await?;
+            Ok(epoch)
+        })
+    }
+
+    fn watch<'a>(&'a self, key: &'a str) -> BackendFuture<'a, Box<dyn Watch>> {
+        self.op("watch", async move {
+            let channel = keys::channel(&self.inner.prefix, namespace_of(key));
+            let cell = self.inner.hub.subscription(&channel);
+            cell.get_or_try_init(|| self.inner.sub.subscribe(&channel))
+                .await?;
+            Ok(Box::new(self.inner.hub.watch(key)) as Box<dyn Watch>)
+        })
+    }
+
+    fn listen(&self, listener: Listener) {
+        self.inner.hub.listen(listener);
+    }
+}

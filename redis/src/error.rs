@@ -1,0 +1,73 @@
+//! Errors of the Redis tier. At the [`Backend`](herdless::Backend) seam they travel inside
+//! [`herdless::LoadError`] (downcast to [`Error`] to inspect them); the tiered cache answers
+//! [`herdless::Error`], whose `Backend` variant carries them.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What went wrong talking to Redis.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// Redis answered with an error, or the connection failed.
+    Redis(Arc<redis::RedisError>),
+    /// An operation took longer than the configured operation timeout.
+    Timeout {
+        /// The operation.
+        op: &'static str,
+        /// The timeout.
+        after: Duration,
+    },
+    /// A reply of an unexpected shape (a script of another protocol version?).
+    Protocol(&'static str),
+    /// The blocking API was called on one of the backend's own runtime threads, where it
+    /// would wait for itself. Use the async API there.
+    BlockingInRuntime,
+    /// An invalid option.
+    Config(String),
+    /// The OS random source failed (lock tokens must be unguessable, so there is no fallback).
+    Random(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Redis(e) => write!(f, "redis: {e}"),
+            Self::Timeout { op, after } => write!(f, "redis {op} timed out after {after:?}"),
+            Self::Protocol(what) => write!(f, "unexpected redis reply: {what}"),
+            Self::BlockingInRuntime => f.write_str(
+                "the blocking herdless-redis API was called on the backend's own runtime thread; use the async API",
+            ),
+            Self::Config(why) => write!(f, "invalid herdless-redis option: {why}"),
+            Self::Random(why) => write!(f, "OS random source failed: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Redis(e) => Some(&**e),
+            _ => None,
+        }
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(e: redis::RedisError) -> Self {
+        Self::Redis(Arc::new(e))
+    }
+}
+
+impl From<Error> for herdless::LoadError {
+    fn from(e: Error) -> Self {
+        herdless::LoadError::new(e)
+    }
+}
+
+impl From<Error> for herdless::Error {
+    fn from(e: Error) -> Self {
+        herdless::Error::Backend(e.into())
+    }
+}

@@ -1,0 +1,352 @@
+//! The fleet-level protocol, drivable by any caller: [`Fleet::lead`] answers with a value
+//! to serve, or a [`FleetLease`] — this process loads for the whole fleet, with the loader
+//! run by the caller (a Rust closure, a Python callable or coroutine, a JS async function),
+//! then [`FleetLease::publish`]es the entry or [`FleetLease::release`]s the lock.
+//!
+//! Waiting for another process is a future woken by that process's notification, with a
+//! re-check at least every `recheck` and when the other lease would run out (a lost message
+//! or a dead leader costs at most that), and never past `wait_timeout`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use herdless::backend::{AcquireRequest, Acquired, Backend, LockToken, StoredEntry, WriteOutcome};
+use tokio::runtime::Handle;
+use tokio::task::JoinHandle;
+
+use crate::backend::{now_ms, random_secret};
+use crate::metrics::{Metrics, inc};
+use crate::runtime::{block_on, in_runtime};
+
+/// Options of the fleet protocol.
+#[derive(Clone, Copy, Debug)]
+pub struct FleetOptions {
+    /// How long a lock is held unless extended (default 5 s). A leader that dies blocks
+    /// its key for at most this long; a live one extends it every third of it.
+    pub lease: Duration,
+    /// Longest wait for another process without re-checking Redis (default 250 ms): the
+    /// bound on the cost of a lost notification.
+    pub recheck: Duration,
+    /// Longest wait for another process's load (default 5 s).
+    pub wait_timeout: Duration,
+}
+
+impl Default for FleetOptions {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(5),
+            recheck: Duration::from_millis(250),
+            wait_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What [`Fleet::lead`] decided.
+#[derive(Debug)]
+pub enum FleetOutcome {
+    /// A fresh entry: another process's load, or one already there. Serve it.
+    Fresh(StoredEntry),
+    /// Another process is loading; this entry is within its grace: serve it now.
+    Stale(StoredEntry),
+    /// This process loads for the fleet: run the loader, then publish or release.
+    Lead(FleetLease),
+}
+
+/// The fleet protocol over a backend. Cheap to clone.
+#[derive(Clone)]
+pub struct Fleet {
+    backend: Arc<dyn Backend>,
+    rt: Handle,
+    metrics: Arc<Metrics>,
+    opts: FleetOptions,
+}
+
+impl std::fmt::Debug for Fleet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet")
+            .field("opts", &self.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+fn backend_error(e: herdless::LoadError) -> herdless::Error {
+    herdless::Error::Backend(e)
+}
+
+impl Fleet {
+    pub(crate) fn new(
+        backend: Arc<dyn Backend>,
+        rt: Handle,
+        metrics: Arc<Metrics>,
+        opts: FleetOptions,
+    ) -> Self {
+        Self {
+            backend,
+            rt,
+            metrics,
+            opts,
+        }
+    }
+
+    /// The options.
+    pub fn options(&self) -> &FleetOptions {
+        &self.opts
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
+    /// Decides who loads `key` for the fleet. `have_version` is the version of the value
+    /// this process already serves when this is a refresh (stale-while-revalidate, XFetch),
+    /// else 0: only a fresh entry of a higher version then ends it without a load.
+    ///
+    /// Errors: [`herdless::Error::Backend`] when Redis fails (serve and load locally),
+    /// [`herdless::Error::WaitTimeout`] when another process's load took longer than
+    /// `wait_timeout`.
+    pub async fn lead(&self, key: &str, have_version: u64) -> Result<FleetOutcome, herdless::Error> {
+        in_runtime(&self.rt, self.lead_inner(key, have_version)).await
+    }
+
+    /// [`lead`](Self::lead), blocking the calling thread.
+    pub fn lead_blocking(
+        &self,
+        key: &str,
+        have_version: u64,
+    ) -> Result<FleetOutcome, herdless::Error> {
+        block_on(self.lead(key, have_version))?
+    }
+
+    async fn lead_inner(
+        &self,
+        key: &str,
+        have_version: u64,
+    ) -> Result<FleetOutcome, herdless::Error> {
+        let arrived = Instant::now();
+        let deadline = arrived + self.opts.wait_timeout;
+        // Armed before the first check: a value landing after it wakes us.
+        let mut watch = self.backend.watch(key).await.map_err(backend_error)?;
+        let mut waited = false;
+        loop {
+            let req = AcquireRequest {
+                now_ms: now_ms(),
+                lease: self.opts.lease,
+                secret: random_secret()?,
+                have_version,
+            };
+            match self.backend.acquire(key, req).await.map_err(backend_error)? {
+                Acquired::Fresh(e) => return Ok(FleetOutcome::Fresh(e)),
+                Acquired::Locked { token, stale } => {
+                    return Ok(FleetOutcome::Lead(FleetLease::start(
+                        self.clone(),
+                        key,
+                        token,
+                        stale,
+                    )));
+                }
+                Acquired::Contended {
+                    stale: Some(e), ..
+                } if e.version > have_version => return Ok(FleetOutcome::Stale(e)),
+                Acquired::Contended { remaining, .. } => {
+                    if !waited {
+                        waited = true;
+                        inc(&self.metrics.fleet_waits);
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        inc(&self.metrics.fleet_wait_timeouts);
+                        return Err(herdless::Error::WaitTimeout {
+                            waited: now - arrived,
+                        });
+                    }
+                    // Re-check when the other lease would run out (its leader may be dead),
+                    // and at least every `recheck` (a notification may be lost).
+                    let nap = self
+                        .opts
+                        .recheck
+                        .min(remaining + Duration::from_millis(1))
+                        .min(deadline - now);
+                    if tokio::time::timeout(nap, watch.changed()).await.is_err() {
+                        inc(&self.metrics.fleet_wait_rechecks);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reads `key` (one round trip): a fresh or within-grace entry of the current epoch.
+    pub async fn read(&self, key: &str) -> Result<Option<StoredEntry>, herdless::Error> {
+        self.backend
+            .read(key, now_ms())
+            .await
+            .map_err(backend_error)
+    }
+
+    /// Writes `entry` for the whole fleet (breaking any lock on the key, so a load already
+    /// running cannot overwrite it) and tells the other processes.
+    pub async fn set(&self, key: &str, entry: StoredEntry) -> Result<WriteOutcome, herdless::Error> {
+        self.backend
+            .commit(key, entry, None)
+            .await
+            .map_err(backend_error)
+    }
+
+    /// Deletes `key` for the whole fleet; true if an entry was there.
+    pub async fn invalidate(&self, key: &str) -> Result<bool, herdless::Error> {
+        self.backend.invalidate(key).await.map_err(backend_error)
+    }
+
+    /// Moves `namespace` to a new epoch for the whole fleet; returns it.
+    pub async fn bump(&self, namespace: &str) -> Result<u64, herdless::Error> {
+        self.backend.bump(namespace).await.map_err(backend_error)
+    }
+}
+
+/// The right and duty to load one key for the fleet. While held, the lock's lease is
+/// extended in the background. Finish with [`publish`](Self::publish) or
+/// [`release`](Self::release); dropped unfinished, the lock is released in the background
+/// (waiters in other processes then retry, one of them leads).
+pub struct FleetLease {
+    fleet: Fleet,
+    key: String,
+    token: LockToken,
+    stale: Option<StoredEntry>,
+    lost: Arc<AtomicBool>,
+    extender: Option<JoinHandle<()>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for FleetLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FleetLease")
+            .field("key", &self.key)
+            .field("token", &self.token)
+            .field("lost", &self.is_lost())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Extends the lease every third of it until stopped or the lock is found gone.
+async fn extend(
+    backend: Arc<dyn Backend>,
+    metrics: Arc<Metrics>,
+    key: String,
+    token: LockToken,
+    lease: Duration,
+    lost: Arc<AtomicBool>,
+) {
+    let every = (lease / 3).max(Duration::from_millis(1));
+    loop {
+        tokio::time::sleep(every).await;
+        match backend.extend(&key, &token, lease).await {
+            Ok(true) => inc(&metrics.lease_extensions),
+            Ok(false) => {
+                lost.store(true, Ordering::Release);
+                inc(&metrics.leases_lost);
+                return;
+            }
+            // Redis away: keep trying; the commit tells whether the lock survived.
+            Err(_) => {}
+        }
+    }
+}
+
+impl FleetLease {
+    fn start(fleet: Fleet, key: &str, token: LockToken, stale: Option<StoredEntry>) -> Self {
+        let lost = Arc::new(AtomicBool::new(false));
+        let extender = fleet.rt.spawn(extend(
+            fleet.backend.clone(),
+            fleet.metrics.clone(),
+            key.to_owned(),
+            token.clone(),
+            fleet.opts.lease,
+            lost.clone(),
+        ));
+        Self {
+            fleet,
+            key: key.to_owned(),
+            token,
+            stale,
+            lost,
+            extender: Some(extender),
+            done: false,
+        }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The namespace epoch the lock was taken under (what an entry is written under).
+    pub fn epoch(&self) -> u64 {
+        self.token.epoch
+    }
+
+    /// An entry within its grace found when the lock was taken: servable while loading.
+    pub fn stale(&self) -> Option<&StoredEntry> {
+        self.stale.as_ref()
+    }
+
+    /// Whether an extension found the lock gone (the publish will be refused).
+    pub fn is_lost(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        if let Some(h) = self.extender.take() {
+            h.abort();
+        }
+    }
+
+    /// Stores `entry` for the fleet if this lease still holds the lock and the namespace
+    /// was not bumped, releases the lock, and wakes the waiters. If the commit never
+    /// reaches Redis (an error), the lock runs out by itself within one lease.
+    pub async fn publish(mut self, entry: StoredEntry) -> Result<WriteOutcome, herdless::Error> {
+        self.finish();
+        self.fleet
+            .backend
+            .commit(&self.key, entry, Some(&self.token))
+            .await
+            .map_err(backend_error)
+    }
+
+    /// [`publish`](Self::publish), blocking.
+    pub fn publish_blocking(self, entry: StoredEntry) -> Result<WriteOutcome, herdless::Error> {
+        block_on(self.publish(entry))?
+    }
+
+    /// Releases the lock without a value (the load failed); waiters retry, one leads.
+    pub async fn release(mut self) -> Result<bool, herdless::Error> {
+        self.finish();
+        self.fleet
+            .backend
+            .release(&self.key, &self.token)
+            .await
+            .map_err(backend_error)
+    }
+
+    /// [`release`](Self::release), blocking.
+    pub fn release_blocking(self) -> Result<bool, herdless::Error> {
+        block_on(self.release())?
+    }
+}
+
+impl Drop for FleetLease {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        self.finish();
+        // Cancelled (the loader's future was dropped, or it panicked): hand the key over now
+        // rather than after the lease runs out.
+        let backend = self.fleet.backend.clone();
+        let (key, token) = (std::mem::take(&mut self.key), self.token.clone());
+        self.fleet.rt.spawn(async move {
+            let _ = backend.release(&key, &token).await;
+        });
+    }
+}

@@ -1,0 +1,144 @@
+//! The key layout (PROTOCOL.md, "Keys"). Every Redis key and channel of one herdless
+//! namespace carries the same hash tag, `{<namespace>}`, so a value, its lock, the
+//! namespace's epoch and its notification channel live in one Cluster slot: reading a value
+//! with its epoch, and the lock and commit scripts, are single-slot operations.
+//!
+//! ```text
+//! <prefix>:{<tag>}:v:<key>    the entry
+//! <prefix>:{<tag>}:l:<key>    the lock: "<epoch>:<32 hex digits>"
+//! <prefix>:{<tag>}:e          the namespace epoch (INCR)
+//! <prefix>:{<tag>}:n          the notification channel
+//! ```
+//!
+//! `<tag>` is the namespace (the key's text before its first ':') with `%`, `{` and `}`
+//! percent-escaped, and `%` alone for the empty namespace, so the tag is never empty and
+//! never ends early (Redis hashes only what is between the first `{` and the next `}`).
+
+use herdless::key::namespace_of;
+
+/// The Redis names of one herdless key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyNames {
+    /// The entry.
+    pub value: String,
+    /// The lock.
+    pub lock: String,
+    /// The namespace epoch.
+    pub epoch: String,
+    /// The namespace notification channel.
+    pub channel: String,
+}
+
+/// The hash-tagged stem `<prefix>:{<tag>}` of a namespace.
+pub fn stem(prefix: &str, namespace: &str) -> String {
+    let mut s = String::with_capacity(prefix.len() + namespace.len() + 4);
+    s.push_str(prefix);
+    s.push_str(":{");
+    if namespace.is_empty() {
+        s.push('%');
+    }
+    for c in namespace.chars() {
+        match c {
+            '%' => s.push_str("%25"),
+            '{' => s.push_str("%7B"),
+            '}' => s.push_str("%7D"),
+            c => s.push(c),
+        }
+    }
+    s.push('}');
+    s
+}
+
+/// The epoch key of a namespace.
+pub fn epoch_key(prefix: &str, namespace: &str) -> String {
+    stem(prefix, namespace) + ":e"
+}
+
+/// The notification channel of a namespace.
+pub fn channel(prefix: &str, namespace: &str) -> String {
+    stem(prefix, namespace) + ":n"
+}
+
+/// All Redis names of `key`.
+pub fn names(prefix: &str, key: &str) -> KeyNames {
+    let stem = stem(prefix, namespace_of(key));
+    KeyNames {
+        value: format!("{stem}:v:{key}"),
+        lock: format!("{stem}:l:{key}"),
+        epoch: format!("{stem}:e"),
+        channel: format!("{stem}:n"),
+    }
+}
+
+/// The Redis Cluster hash slot of a key (CRC16/XMODEM of its hash tag, mod 16384), to check
+/// the layout's promise that everything of a namespace shares one slot.
+pub fn slot(key: &str) -> u16 {
+    let b = key.as_bytes();
+    let tagged = b.iter().position(|&c| c == b'{').and_then(|open| {
+        let close = b[open + 1..].iter().position(|&c| c == b'}')?;
+        (close > 0).then(|| &b[open + 1..open + 1 + close])
+    });
+    crc16(tagged.unwrap_or(b)) % 16384
+}
+
+fn crc16(data: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &byte in data {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_the_protocol() {
+        let n = names("hl", "users:v1:profile:42");
+        assert_eq!(n.value, "hl:{users}:v:users:v1:profile:42");
+        assert_eq!(n.lock, "hl:{users}:l:users:v1:profile:42");
+        assert_eq!(n.epoch, "hl:{users}:e");
+        assert_eq!(n.channel, "hl:{users}:n");
+    }
+
+    #[test]
+    fn a_namespace_shares_one_slot_whatever_its_characters() {
+        for key in [
+            "users:42",
+            "nokey",
+            ":empty-namespace",
+            "a}b:x",
+            "{x}:y",
+            "%7B:z",
+            "ünï:1",
+            "a{b}c:{d}",
+        ] {
+            let n = names("pfx", key);
+            let s = slot(&n.value);
+            assert_eq!(slot(&n.lock), s, "{key}");
+            assert_eq!(slot(&n.epoch), s, "{key}");
+            assert_eq!(slot(&n.channel), s, "{key}");
+            assert!(n.value.contains("{") && !n.value.contains("{}"), "{key}");
+        }
+        // Escaping keeps distinct namespaces distinct.
+        assert_ne!(stem("p", "{x}"), stem("p", "%7Bx%7D"));
+        assert_ne!(stem("p", ""), stem("p", "%"));
+    }
+
+    #[test]
+    fn crc16_matches_redis() {
+        // Values from the Redis Cluster specification and CLUSTER KEYSLOT.
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+        assert_eq!(slot("foo"), 12182);
+        assert_eq!(slot("{user1000}.following"), slot("{user1000}.followers"));
+        assert_eq!(slot("foo{}{bar}"), slot("foo{}{bar}"));
+    }
+}

@@ -1,0 +1,71 @@
+//! Counters of the Redis tier, beside the engine's per-namespace metrics (the engine's
+//! `backend_errors` is also counted, per namespace, by the tiered cache).
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+macro_rules! counters {
+    ($($name:ident: $help:literal,)*) => {
+        /// The live counters.
+        #[derive(Default, Debug)]
+        pub(crate) struct Metrics {
+            $(pub(crate) $name: AtomicU64,)*
+        }
+
+        /// Counter values at one moment.
+        #[derive(Clone, Debug, Default, PartialEq, Eq)]
+        #[non_exhaustive]
+        pub struct RedisMetrics {
+            $(#[doc = $help] pub $name: u64,)*
+        }
+
+        impl Metrics {
+            pub(crate) fn snapshot(&self) -> RedisMetrics {
+                RedisMetrics { $($name: self.$name.load(Ordering::Relaxed),)* }
+            }
+        }
+
+        impl RedisMetrics {
+            /// Every counter as (name, help, value), in a stable order.
+            pub fn fields(&self) -> Vec<(&'static str, &'static str, u64)> {
+                vec![$((stringify!($name), $help, self.$name),)*]
+            }
+        }
+    };
+}
+
+counters! {
+    l2_hits: "Reads answered by a fresh entry in Redis.",
+    l2_stale: "Reads that found only an entry within grace in Redis.",
+    l2_misses: "Reads that found nothing servable in Redis.",
+    corrupt_entries: "Unreadable bytes found under a value key (treated as a miss).",
+    backend_errors: "Redis operations that failed or timed out.",
+    fleet_locks_acquired: "Fleet locks won: this process loads for the fleet.",
+    fleet_locks_contended: "Lock attempts that found another process loading.",
+    lease_extensions: "Lease extensions while a loader ran.",
+    leases_lost: "Leases found lost (expired, broken by a write or invalidation, or Redis restarted).",
+    commits: "Entries written to Redis.",
+    superseded_commits: "Commits refused: the lease was lost or the namespace bumped meanwhile.",
+    notices: "Notifications received from other processes.",
+    notices_lost: "Times notifications may have been lost (subscription connection dropped).",
+    fleet_waits: "Waits for another process's load.",
+    fleet_wait_rechecks: "Re-checks of a waited key without a notification (timer).",
+    fleet_wait_timeouts: "Waits for another process's load that ended at wait_timeout.",
+}
+
+pub(crate) fn inc(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl RedisMetrics {
+    /// The counters in Prometheus text exposition format (`herdless_redis_<name>_total`).
+    pub fn to_prometheus(&self) -> String {
+        let mut out = String::new();
+        for (name, help, value) in self.fields() {
+            let _ = writeln!(out, "# HELP herdless_redis_{name}_total {help}");
+            let _ = writeln!(out, "# TYPE herdless_redis_{name}_total counter");
+            let _ = writeln!(out, "herdless_redis_{name}_total {value}");
+        }
+        out
+    }
+}

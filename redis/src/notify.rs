@@ -1,0 +1,262 @@
+//! Notifications (PROTOCOL.md, "Notifications"): one channel per namespace, messages
+//! `<kind>:<origin>:<number>:<key>` published by the scripts in the same atomic step as the
+//! change they announce. The hub turns them into wake-ups of this process's watches (the
+//! waiters of another process's load) and into [`Notice`]s for first-tier coherence.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use herdless::backend::{Listener, Notice, Watch};
+use herdless::key::namespace_of;
+use redis::{PushInfo, PushKind, Value};
+use tokio::sync::{Notify, OnceCell};
+
+use crate::metrics::{Metrics, inc};
+
+/// One parsed message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message<'a> {
+    /// `w` written, `r` released, `d` deleted (invalidated), `e` epoch bumped.
+    pub kind: char,
+    /// The publishing process's origin id.
+    pub origin: &'a str,
+    /// The new version (`w`), the new epoch (`e`), else 0.
+    pub number: u64,
+    /// The key (`w`, `r`, `d`) or the namespace (`e`).
+    pub key: &'a str,
+}
+
+/// Parses a message; `None` for anything else (other publishers on the channel).
+pub fn parse(payload: &[u8]) -> Option<Message<'_>> {
+    let s = std::str::from_utf8(payload).ok()?;
+    let mut it = s.splitn(4, ':');
+    let kind = it.next()?;
+    let origin = it.next()?;
+    let number = it.next()?.parse().ok()?;
+    let key = it.next()?;
+    let kind = match kind {
+        "w" | "r" | "d" | "e" => kind.chars().next()?,
+        _ => return None,
+    };
+    Some(Message {
+        kind,
+        origin,
+        number,
+        key,
+    })
+}
+
+#[derive(Default)]
+struct Slot {
+    seq: AtomicU64,
+    notify: Notify,
+    /// Watches of this key; changed only under the map's lock.
+    watches: AtomicUsize,
+}
+
+impl Slot {
+    fn fire(&self) {
+        self.seq.fetch_add(1, Ordering::AcqRel);
+        self.notify.notify_waiters();
+    }
+}
+
+/// The process side of notifications.
+pub(crate) struct Hub {
+    pub(crate) origin: String,
+    watches: Mutex<HashMap<String, Arc<Slot>>>,
+    listeners: RwLock<Vec<Listener>>,
+    subscriptions: Mutex<HashMap<String, Arc<OnceCell<()>>>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Hub {
+    pub(crate) fn new(origin: String, metrics: Arc<Metrics>) -> Self {
+        Self {
+            origin,
+            watches: Mutex::default(),
+            listeners: RwLock::default(),
+            subscriptions: Mutex::default(),
+            metrics,
+        }
+    }
+
+    pub(crate) fn listen(&self, l: Listener) {
+        self.listeners.write().expect("listeners lock").push(l);
+    }
+
+    /// The subscription cell of `channel` (initialised once subscribed).
+    pub(crate) fn subscription(&self, channel: &str) -> Arc<OnceCell<()>> {
+        self.subscriptions
+            .lock()
+            .expect("subscriptions lock")
+            .entry(channel.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// An armed watch of `key`.
+    pub(crate) fn watch(self: &Arc<Self>, key: &str) -> KeyWatch {
+        let slot = {
+            let mut map = self.watches.lock().expect("watches lock");
+            let slot = map.entry(key.to_owned()).or_default().clone();
+            slot.watches.fetch_add(1, Ordering::Relaxed);
+            slot
+        };
+        let seen = slot.seq.load(Ordering::Acquire);
+        KeyWatch {
+            hub: self.clone(),
+            key: key.to_owned(),
+            slot,
+            seen,
+        }
+    }
+
+    fn watched(&self, key: &str) -> Option<Arc<Slot>> {
+        self.watches.lock().expect("watches lock").get(key).cloned()
+    }
+
+    fn tell(&self, notice: Notice<'_>) {
+        for l in self.listeners.read().expect("listeners lock").iter() {
+            l(notice);
+        }
+    }
+
+    /// Everything may have changed: wake every watch and tell the listeners.
+    pub(crate) fn lost(&self) {
+        inc(&self.metrics.notices_lost);
+        let slots: Vec<_> = self
+            .watches
+            .lock()
+            .expect("watches lock")
+            .values()
+            .cloned()
+            .collect();
+        for s in slots {
+            s.fire();
+        }
+        self.tell(Notice::Lost);
+    }
+
+    /// Handles one push from the subscriber connection.
+    pub(crate) fn on_push(&self, push: PushInfo) {
+        match push.kind {
+            PushKind::Message | PushKind::SMessage => {
+                if let Some(Value::BulkString(payload)) = push.data.get(1) {
+                    self.on_message(payload);
+                }
+            }
+            PushKind::Disconnection => self.lost(),
+            _ => {}
+        }
+    }
+
+    pub(crate) fn on_message(&self, payload: &[u8]) {
+        let Some(m) = parse(payload) else { return };
+        let own = m.origin == self.origin;
+        if !own {
+            inc(&self.metrics.notices);
+        }
+        if m.kind == 'e' {
+            // A bump frees the namespace's locks for new leaders: everyone waiting retries.
+            let slots: Vec<_> = self
+                .watches
+                .lock()
+                .expect("watches lock")
+                .iter()
+                .filter(|(k, _)| namespace_of(k) == m.key)
+                .map(|(_, s)| s.clone())
+                .collect();
+            for s in slots {
+                s.fire();
+            }
+            if !own {
+                self.tell(Notice::Bumped {
+                    namespace: m.key,
+                    epoch: m.number,
+                });
+            }
+            return;
+        }
+        let slot = self.watched(m.key);
+        if let Some(s) = &slot {
+            s.fire();
+        }
+        if own {
+            return;
+        }
+        self.tell(match m.kind {
+            'w' => Notice::Written {
+                key: m.key,
+                version: m.number,
+                awaited: slot.is_some(),
+            },
+            'r' => Notice::Released { key: m.key },
+            _ => Notice::Invalidated { key: m.key },
+        });
+    }
+}
+
+/// An armed watch of one key.
+pub(crate) struct KeyWatch {
+    hub: Arc<Hub>,
+    key: String,
+    slot: Arc<Slot>,
+    seen: u64,
+}
+
+impl KeyWatch {
+    /// Resolves at the next change since the watch was armed or last resolved.
+    pub(crate) async fn changed(&mut self) {
+        loop {
+            let notified = self.slot.notify.notified();
+            let now = self.slot.seq.load(Ordering::Acquire);
+            if now != self.seen {
+                self.seen = now;
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Watch for KeyWatch {
+    fn changed(&mut self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(KeyWatch::changed(self))
+    }
+}
+
+impl Drop for KeyWatch {
+    fn drop(&mut self) {
+        let mut map = self.hub.watches.lock().expect("watches lock");
+        if self.slot.watches.fetch_sub(1, Ordering::Relaxed) == 1 {
+            if let Entry::Occupied(e) = map.entry(std::mem::take(&mut self.key)) {
+                if Arc::ptr_eq(e.get(), &self.slot) {
+                    e.remove();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_parse_and_keys_may_hold_colons() {
+        let m = parse(b"w:0123abcd:1700000000000123:users:v1:profile:42").unwrap();
+        assert_eq!(m.kind, 'w');
+        assert_eq!(m.origin, "0123abcd");
+        assert_eq!(m.number, 1_700_000_000_000_123);
+        assert_eq!(m.key, "users:v1:profile:42");
+        assert_eq!(parse(b"e:o:3:users").unwrap().key, "users");
+        for junk in [&b""[..], b"hello", b"x:o:1:k", b"w:o:notanumber:k", b"w:o:1", b"\xff\xfe"] {
+            assert_eq!(parse(junk), None);
+        }
+    }
+}

@@ -1,0 +1,188 @@
+//! The Lua scripts (PROTOCOL.md, "Scripts"), run with EVALSHA and an EVAL fallback through
+//! `redis::Script`. Each touches only keys of one namespace, hence one Cluster slot.
+//!
+//! Numbers are Lua doubles: times in ms, versions in µs and epochs stay far below 2^53, so
+//! they are exact. Integers are written with `%.0f`, never `tostring` (which would print
+//! `1.7e+15`).
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Helpers prepended to every script.
+const PRELUDE: &str = r#"
+local HEADER = 52
+local function u64(s, i)
+  local n = 0
+  for k = i, i + 7 do n = n * 256 + string.byte(s, k) end
+  return n
+end
+local function be64(n)
+  local t = {}
+  for k = 8, 1, -1 do t[k] = n % 256; n = math.floor(n / 256) end
+  return string.char(t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8])
+end
+local function num(n) return string.format('%.0f', n) end
+local function valid(s)
+  return s and #s >= HEADER and string.sub(s, 1, 3) == 'hl\1'
+end
+local function epoch(k)
+  local e = redis.call('GET', k)
+  if not e then return '0', 0 end
+  local n = tonumber(e)
+  if not n or n < 0 or n ~= math.floor(n) then
+    error({err = 'ERR herdless: epoch key ' .. k .. ' does not hold an integer'})
+  end
+  return e, n
+end
+local function lock_epoch(v)
+  local e = v and string.match(v, '^(%d+):')
+  return e and tonumber(e)
+end
+local function notify(sharded, channel, kind, origin, n, key)
+  local cmd = 'PUBLISH'
+  if sharded == '1' then cmd = 'SPUBLISH' end
+  redis.call(cmd, channel, kind .. ':' .. origin .. ':' .. num(n) .. ':' .. key)
+end
+"#;
+
+/// `acquire`: KEYS value, epoch, lock. ARGV now_ms, lease_ms, secret (32 hex), have_version.
+/// Returns `{status, entry, epoch, pttl, corrupt}`: status 0 = a fresh entry newer than
+/// have_version (no lock), 1 = locked by the caller, 2 = locked by someone else (pttl =
+/// its remaining lease); entry = the fresh entry (0) or an entry still servable within
+/// grace (1, 2), else ""; corrupt = 1 when unreadable bytes were under the value key.
+const ACQUIRE: &str = r#"
+local now = tonumber(ARGV[1])
+local have = tonumber(ARGV[4])
+local ep_s, ep = epoch(KEYS[2])
+local raw = redis.call('GET', KEYS[1])
+local corrupt = 0
+local keep = ''
+if raw then
+  if not valid(raw) then
+    corrupt = 1
+  elseif u64(raw, 45) == ep and now < u64(raw, 13) then
+    if now < u64(raw, 5) and u64(raw, 37) > have then
+      return {0, raw, ep, 0, 0}
+    end
+    keep = raw
+  end
+end
+local cur = redis.call('GET', KEYS[3])
+if cur and lock_epoch(cur) == ep then
+  local pttl = redis.call('PTTL', KEYS[3])
+  -- A lock without expiry was not set by herdless: it would block the key forever.
+  if pttl > 0 then
+    return {2, keep, ep, pttl, corrupt}
+  end
+end
+redis.call('SET', KEYS[3], ep_s .. ':' .. ARGV[3], 'PX', ARGV[2])
+return {1, keep, ep, tonumber(ARGV[2]), corrupt}
+"#;
+
+/// `commit`: KEYS value, epoch, lock. ARGV token ("<epoch>:<secret>", or "" for an
+/// unconditional write), entry, px_ms, channel, origin, sharded ("1"/"0"), key.
+/// Returns `{1, version, epoch}` when stored, `{0, 0, epoch}` when superseded.
+const COMMIT: &str = r#"
+local ep_s, ep = epoch(KEYS[2])
+local e = ARGV[2]
+if not valid(e) then
+  return redis.error_reply('ERR herdless: commit of a malformed entry')
+end
+if ARGV[1] ~= '' then
+  if redis.call('GET', KEYS[3]) ~= ARGV[1] then
+    return {0, 0, ep}
+  end
+  redis.call('DEL', KEYS[3])
+  if lock_epoch(ARGV[1]) ~= ep then
+    notify(ARGV[6], ARGV[4], 'r', ARGV[5], 0, ARGV[7])
+    return {0, 0, ep}
+  end
+else
+  redis.call('DEL', KEYS[3])
+end
+local t = redis.call('TIME')
+local ver = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local old = redis.call('GET', KEYS[1])
+if valid(old) and u64(old, 37) >= ver then ver = u64(old, 37) + 1 end
+local entry = string.sub(e, 1, 36) .. be64(ver) .. be64(ep) .. string.sub(e, HEADER + 1)
+redis.call('SET', KEYS[1], entry, 'PX', ARGV[3])
+notify(ARGV[6], ARGV[4], 'w', ARGV[5], ver, ARGV[7])
+return {1, ver, ep}
+"#;
+
+/// `extend`: KEYS lock. ARGV token, lease_ms. Returns 1 when extended, 0 when not owned.
+const EXTEND: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"#;
+
+/// `release`: KEYS lock. ARGV token, channel, origin, sharded, key. Returns 1 when released.
+const RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  notify(ARGV[4], ARGV[2], 'r', ARGV[3], 0, ARGV[5])
+  return 1
+end
+return 0
+"#;
+
+/// `invalidate`: KEYS value, lock. ARGV channel, origin, sharded, key. Returns 1 when an
+/// entry was deleted.
+const INVALIDATE: &str = r#"
+local n = redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[2])
+notify(ARGV[3], ARGV[1], 'd', ARGV[2], 0, ARGV[4])
+return n
+"#;
+
+/// `bump`: KEYS epoch. ARGV channel, origin, sharded, namespace. Returns the new epoch.
+const BUMP: &str = r#"
+local n = redis.call('INCR', KEYS[1])
+notify(ARGV[3], ARGV[1], 'e', ARGV[2], n, ARGV[4])
+return n
+"#;
+
+fn script(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}{body}"))
+}
+
+/// The compiled scripts (their SHA1 is computed once).
+pub struct Scripts {
+    /// See [`ACQUIRE`].
+    pub acquire: Script,
+    /// See [`COMMIT`].
+    pub commit: Script,
+    /// See [`EXTEND`].
+    pub extend: Script,
+    /// See [`RELEASE`].
+    pub release: Script,
+    /// See [`INVALIDATE`].
+    pub invalidate: Script,
+    /// See [`BUMP`].
+    pub bump: Script,
+}
+
+/// The scripts, shared by every backend of the process.
+pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    acquire: script(ACQUIRE),
+    commit: script(COMMIT),
+    extend: script(EXTEND),
+    release: script(RELEASE),
+    invalidate: script(INVALIDATE),
+    bump: script(BUMP),
+});
+
+/// The full source of every script, by name, for PROTOCOL.md and other implementations.
+pub fn sources() -> [(&'static str, String); 6] {
+    [
+        ("acquire", format!("{PRELUDE}{ACQUIRE}")),
+        ("commit", format!("{PRELUDE}{COMMIT}")),
+        ("extend", format!("{PRELUDE}{EXTEND}")),
+        ("release", format!("{PRELUDE}{RELEASE}")),
+        ("invalidate", format!("{PRELUDE}{INVALIDATE}")),
+        ("bump", format!("{PRELUDE}{BUMP}")),
+    ]
+}

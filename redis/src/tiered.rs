@@ -1,0 +1,646 @@
+//! [`TieredCache`]: the in-memory engine as L1 in front of Redis as L2, for Rust callers.
+//!
+//! The engine's single-flight picks one local leader per key; only that leader talks to the
+//! fleet ([`Fleet::lead`]), so a process makes one lock attempt per key at a time and its
+//! other callers wait in memory. Entries keep the lifetimes of the shared entry (the L1 is
+//! built without jitter; the jitter is drawn once, when the shared entry is written), and
+//! set / invalidate / bump in any process drop the L1 copies of all processes.
+//!
+//! When Redis fails, the cache serves its L1, coalesces loads in the process, counts the
+//! errors, and uses Redis again as soon as it answers.
+
+use std::error::Error as StdError;
+use std::future::Future;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use herdless::backend::{Backend, Notice, StoredEntry, WriteOutcome};
+use herdless::{Builder, Cache, Error, LoadError, LoadGuard, Lookup, MetricsSnapshot, Waited};
+
+use crate::backend::{RedisBackend, now_ms, random_secret};
+use crate::codec::Codec;
+use crate::fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome};
+use crate::metrics::RedisMetrics;
+use crate::runtime::block_on;
+
+/// What the L1 holds: the value and the version of the shared entry it came from (0 when
+/// it never reached Redis).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Local<V> {
+    /// The value.
+    pub value: V,
+    /// The shared entry's version.
+    pub version: u64,
+}
+
+type L1Tweak<V> = Box<dyn FnOnce(Builder<Local<V>>) -> Builder<Local<V>> + Send>;
+
+/// Options of a [`TieredCache`].
+pub struct TieredBuilder<V, C> {
+    backend: RedisBackend,
+    codec: C,
+    ttl: Duration,
+    grace: Duration,
+    negative_ttl: Duration,
+    max_stale: Option<Duration>,
+    jitter: f64,
+    beta: f64,
+    fleet: FleetOptions,
+    l1: Option<L1Tweak<V>>,
+}
+
+impl<V, C> std::fmt::Debug for TieredBuilder<V, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TieredBuilder")
+            .field("ttl", &self.ttl)
+            .field("grace", &self.grace)
+            .field("fleet", &self.fleet)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V, C> TieredBuilder<V, C>
+where
+    V: Clone + Send + Sync + 'static,
+    C: Codec<V>,
+{
+    /// How long a loaded value is fresh, before jitter (default 60 s).
+    pub fn ttl(mut self, d: Duration) -> Self {
+        self.ttl = d;
+        self
+    }
+    /// Stale-while-revalidate window after the TTL (default 0).
+    pub fn grace(mut self, d: Duration) -> Self {
+        self.grace = d;
+        self
+    }
+    /// How long an absence is cached (default 10 s).
+    pub fn negative_ttl(mut self, d: Duration) -> Self {
+        self.negative_ttl = d;
+        self
+    }
+    /// Fail-safe: keep values this long past their TTL, served when a load fails.
+    pub fn max_stale(mut self, d: Duration) -> Self {
+        self.max_stale = Some(d);
+        self
+    }
+    /// TTL jitter (default 0.2), drawn once per shared entry.
+    pub fn jitter(mut self, j: f64) -> Self {
+        self.jitter = j;
+        self
+    }
+    /// XFetch beta (default 1; 0 disables early refresh).
+    pub fn beta(mut self, b: f64) -> Self {
+        self.beta = b;
+        self
+    }
+    /// Longest wait for a load, in this process or another (default 5 s).
+    pub fn wait_timeout(mut self, d: Duration) -> Self {
+        self.fleet.wait_timeout = d;
+        self
+    }
+    /// The fleet lock's lease (default 5 s; extended while the loader runs).
+    pub fn lease(mut self, d: Duration) -> Self {
+        self.fleet.lease = d;
+        self
+    }
+    /// Longest wait for another process without re-checking Redis (default 250 ms).
+    pub fn recheck(mut self, d: Duration) -> Self {
+        self.fleet.recheck = d;
+        self
+    }
+    /// Further L1 options (capacity, weigher, origin budget, clock...). TTLs, grace,
+    /// jitter, beta and wait_timeout are the tiered cache's own and are set after this.
+    pub fn l1(
+        mut self,
+        f: impl FnOnce(Builder<Local<V>>) -> Builder<Local<V>> + Send + 'static,
+    ) -> Self {
+        self.l1 = Some(Box::new(f));
+        self
+    }
+
+    /// Builds the cache and subscribes it to the fleet's changes.
+    pub fn build(self) -> Result<TieredCache<V, C>, herdless::ConfigError> {
+        let mut b = Cache::<Local<V>>::builder();
+        if let Some(f) = self.l1 {
+            b = f(b);
+        }
+        b = b
+            .ttl(self.ttl)
+            .grace(self.grace)
+            .negative_ttl(self.negative_ttl)
+            .jitter(0.0)
+            .beta(self.beta)
+            .wait_timeout(self.fleet.wait_timeout);
+        if let Some(m) = self.max_stale {
+            b = b.max_stale(m);
+        }
+        let l1 = b.build()?;
+        // Same checks as the L1's, for the jitter the L1 does not see.
+        Cache::<()>::builder().jitter(self.jitter).build()?;
+        let seed = random_secret()
+            .map(|s| u64::from_le_bytes(s[..8].try_into().expect("8 bytes")))
+            .unwrap_or(0x9E37_79B9_7F4A_7C15);
+        let inner = Arc::new(Inner {
+            l1,
+            fleet: self.backend.fleet(self.fleet),
+            backend: self.backend,
+            codec: self.codec,
+            ttl: self.ttl,
+            grace: self.grace,
+            negative_ttl: self.negative_ttl,
+            max_stale: self.max_stale,
+            jitter: self.jitter,
+            rng: Mutex::new(seed | 1),
+        });
+        let weak: Weak<Inner<V, C>> = Arc::downgrade(&inner);
+        inner.backend.listen(Arc::new(move |n: Notice<'_>| {
+            if let Some(inner) = weak.upgrade() {
+                inner.on_notice(n);
+            }
+        }));
+        Ok(TieredCache { inner })
+    }
+}
+
+struct Inner<V: Clone + Send + Sync + 'static, C> {
+    l1: Cache<Local<V>>,
+    fleet: Fleet,
+    backend: RedisBackend,
+    codec: C,
+    ttl: Duration,
+    grace: Duration,
+    negative_ttl: Duration,
+    max_stale: Option<Duration>,
+    jitter: f64,
+    rng: Mutex<u64>,
+}
+
+impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
+    fn on_notice(&self, n: Notice<'_>) {
+        match n {
+            // A waiting local leader reads the new entry itself; dropping the flight's
+            // result would only cost another round trip.
+            Notice::Written { awaited: true, .. } | Notice::Released { .. } => {}
+            Notice::Written { key, .. } | Notice::Invalidated { key } => {
+                let _ = self.l1.invalidate(key);
+            }
+            Notice::Bumped { namespace, .. } => {
+                self.l1.bump(namespace);
+            }
+            Notice::Lost => self.clear_l1(),
+        }
+    }
+
+    /// Drops every L1 entry (O(namespaces)): bumping each namespace makes all its entries
+    /// misses, and stops loads that began before from storing.
+    fn clear_l1(&self) {
+        for ns in self.l1.metrics().namespaces {
+            self.l1.bump(&ns.namespace);
+        }
+    }
+
+    fn unit(&self) -> f64 {
+        // xorshift64*: jitter needs spread, not secrecy.
+        let mut s = self.rng.lock().expect("rng lock");
+        *s ^= *s >> 12;
+        *s ^= *s << 25;
+        *s ^= *s >> 27;
+        let x = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The shared entry for a value just loaded (or set), and its fresh TTL.
+    fn entry(
+        &self,
+        value: Option<Vec<u8>>,
+        took: Duration,
+        epoch: u64,
+    ) -> (StoredEntry, Duration) {
+        let now = now_ms();
+        let base = if value.is_some() {
+            self.ttl
+        } else {
+            self.negative_ttl
+        };
+        let fresh = herdless::jitter::jittered(base, self.jitter, self.unit());
+        let (grace, retain) = if value.is_some() {
+            let g = self.grace;
+            (g, self.max_stale.map_or(g, |m| m.max(g)))
+        } else {
+            (Duration::ZERO, Duration::ZERO)
+        };
+        let ms = |d: Duration| d.as_millis().max(1) as u64;
+        let fresh_until_ms = now + ms(fresh);
+        let entry = StoredEntry {
+            value,
+            fresh_until_ms,
+            stale_until_ms: fresh_until_ms + grace.as_millis() as u64,
+            retain_until_ms: fresh_until_ms + retain.as_millis() as u64,
+            load_duration: took,
+            version: 0,
+            epoch,
+        };
+        (entry, fresh)
+    }
+}
+
+/// An in-memory L1 in front of Redis, with fleet-wide single-flight. Cheap to clone.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use herdless_redis::{Json, RedisBackend, TieredCache};
+///
+/// let backend = RedisBackend::builder("redis://127.0.0.1:6379").build()?;
+/// let cache: TieredCache<String, Json> = TieredCache::builder(backend, Json)
+///     .ttl(Duration::from_secs(60))
+///     .build()?;
+/// let v = cache.get_or_load("users:42", || Ok::<_, std::io::Error>(Some("Ada".into())))?;
+/// assert_eq!(v.as_deref(), Some("Ada"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct TieredCache<V: Clone + Send + Sync + 'static, C> {
+    inner: Arc<Inner<V, C>>,
+}
+
+impl<V: Clone + Send + Sync + 'static, C> Clone for TieredCache<V, C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static, C> std::fmt::Debug for TieredCache<V, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TieredCache")
+            .field("backend", &self.inner.backend)
+            .finish_non_exhaustive()
+    }
+}
+
+fn load_error<E: Into<Box<dyn StdError + Send + Sync>>>(e: E) -> LoadError {
+    LoadError::from_boxed(e.into())
+}
+
+/// Where a background refresh runs its loader.
+#[derive(Clone, Copy)]
+enum Runner {
+    /// On the backend's runtime (async loaders).
+    Task,
+    /// On a short-lived thread (blocking loaders must not hold the runtime's workers).
+    Thread,
+}
+
+impl<V, C> TieredCache<V, C>
+where
+    V: Clone + Send + Sync + 'static,
+    C: Codec<V>,
+{
+    /// A builder over `backend` with `codec`.
+    pub fn builder(backend: RedisBackend, codec: C) -> TieredBuilder<V, C> {
+        TieredBuilder {
+            backend,
+            codec,
+            ttl: Duration::from_secs(60),
+            grace: Duration::ZERO,
+            negative_ttl: Duration::from_secs(10),
+            max_stale: None,
+            jitter: 0.2,
+            beta: 1.0,
+            fleet: FleetOptions::default(),
+            l1: None,
+        }
+    }
+
+    /// The L1 engine.
+    pub fn l1(&self) -> &Cache<Local<V>> {
+        &self.inner.l1
+    }
+
+    /// The fleet protocol driver.
+    pub fn fleet(&self) -> &Fleet {
+        &self.inner.fleet
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &RedisBackend {
+        &self.inner.backend
+    }
+
+    /// The L1's metrics (per namespace) and the Redis tier's counters.
+    pub fn metrics(&self) -> (MetricsSnapshot, RedisMetrics) {
+        (self.inner.l1.metrics(), self.inner.backend.metrics())
+    }
+
+    /// Both metric sets in Prometheus text format.
+    pub fn prometheus(&self) -> String {
+        let (l1, l2) = self.metrics();
+        l1.to_prometheus() + &l2.to_prometheus()
+    }
+
+    /// The value of `key`: from L1, else from Redis, else loaded by one caller in the whole
+    /// fleet with `loader` (run on this task); other callers, here and in other processes,
+    /// wait for that load. `Ok(None)`: absent (cached for `negative_ttl`).
+    pub async fn get_or_load_async<F, Fut, E>(
+        &self,
+        key: &str,
+        loader: F,
+    ) -> Result<Option<V>, Error>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        self.drive(key, loader, Runner::Task).await
+    }
+
+    /// [`get_or_load_async`](Self::get_or_load_async), blocking, with a blocking loader run
+    /// on this thread (background refreshes get a thread of their own). Callable from any
+    /// thread, a tokio worker included (it blocks it), except the backend's own threads
+    /// ([`crate::Error::BlockingInRuntime`]).
+    pub fn get_or_load<F, E>(&self, key: &str, loader: F) -> Result<Option<V>, Error>
+    where
+        F: FnOnce() -> Result<Option<V>, E> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let loader = move || {
+            std::future::ready(loader().map_err(Into::<Box<dyn StdError + Send + Sync>>::into))
+        };
+        block_on(self.drive(key, loader, Runner::Thread))?
+    }
+
+    async fn drive<F, Fut, E>(&self, key: &str, loader: F, runner: Runner) -> Result<Option<V>, Error>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let mut loader = Some(loader);
+        loop {
+            match self.inner.l1.lookup(key)? {
+                Lookup::Hit(hit) => {
+                    if let (Some(guard), Some(loader)) = (hit.refresh, loader.take()) {
+                        let have = hit.value.as_ref().map_or(0, |l| l.version);
+                        self.spawn_refresh(guard, have, loader, runner);
+                    }
+                    return Ok(hit.value.map(|l| l.value));
+                }
+                Lookup::Wait(waiter) => match waiter.await? {
+                    Waited::Loaded(v) => return Ok(v.map(|l| l.value)),
+                    Waited::Stale(l) => return Ok(Some(l.value)),
+                    Waited::Retry => continue,
+                },
+                Lookup::Lead(guard) => {
+                    let loader = loader.take().expect("a caller leads at most once");
+                    return self
+                        .lead(guard, 0, loader, false)
+                        .await
+                        .map(|v| v.map(|l| l.value));
+                }
+            }
+        }
+    }
+
+    fn spawn_refresh<F, Fut, E>(&self, guard: LoadGuard<Local<V>>, have: u64, loader: F, runner: Runner)
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let this = self.clone();
+        let job = async move {
+            let _ = this.lead(guard, have, loader, true).await;
+        };
+        match runner {
+            Runner::Task => {
+                self.inner.backend.handle().spawn(job);
+            }
+            Runner::Thread => {
+                // No thread: the job (and its guard) is dropped, which hands the refresh over.
+                let _ = std::thread::Builder::new()
+                    .name("herdless-refresh".into())
+                    .spawn(move || block_on(job));
+            }
+        }
+    }
+
+    /// The local leader's part: ask the fleet, then adopt, load for the fleet, or (Redis
+    /// failing) load for this process only.
+    async fn lead<F, Fut, E>(
+        &self,
+        guard: LoadGuard<Local<V>>,
+        have: u64,
+        loader: F,
+        background: bool,
+    ) -> Result<Option<Local<V>>, Error>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let key = guard.key().to_owned();
+        match self.inner.fleet.lead(&key, have).await {
+            Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => match self.decode(&e) {
+                Ok(value) => {
+                    let fresh = Duration::from_millis(e.fresh_until_ms.saturating_sub(now_ms()));
+                    guard.adopt(value, fresh, e.load_duration)
+                }
+                // Bytes another codec wrote: serve a local load, leave Redis alone.
+                Err(()) => self.load_local(guard, loader, background).await,
+            },
+            Ok(FleetOutcome::Lead(lease)) => {
+                self.load_for_fleet(guard, lease, loader, background).await
+            }
+            Err(e @ Error::WaitTimeout { .. }) => guard.fail(e),
+            Err(_) => self.load_local(guard, loader, background).await,
+        }
+    }
+
+    fn decode(&self, e: &StoredEntry) -> Result<Option<Local<V>>, ()> {
+        match &e.value {
+            None => Ok(None),
+            Some(b) => match self.inner.codec.decode(b) {
+                Ok(value) => Ok(Some(Local {
+                    value,
+                    version: e.version,
+                })),
+                Err(_) => {
+                    self.inner.backend.count_corrupt();
+                    Err(())
+                }
+            },
+        }
+    }
+
+    /// Takes the origin budget. `Ok(false)`: a refresh found it spent and is skipped (a
+    /// refresh never queues for the origin).
+    async fn begin(guard: &mut LoadGuard<Local<V>>, background: bool) -> Result<bool, Error> {
+        if background {
+            Ok(guard.try_begin())
+        } else {
+            guard.begin().await.map(|()| true)
+        }
+    }
+
+    async fn load_local<F, Fut, E>(
+        &self,
+        mut guard: LoadGuard<Local<V>>,
+        loader: F,
+        background: bool,
+    ) -> Result<Option<Local<V>>, Error>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        match Self::begin(&mut guard, background).await {
+            Ok(true) => {}
+            Ok(false) => {
+                guard.abandon();
+                return Ok(None);
+            }
+            Err(e) => return guard.fail(e),
+        }
+        let result = loader().await.map_err(load_error);
+        guard.complete(result.map(|v| v.map(|value| Local { value, version: 0 })))
+    }
+
+    async fn load_for_fleet<F, Fut, E>(
+        &self,
+        mut guard: LoadGuard<Local<V>>,
+        lease: FleetLease,
+        loader: F,
+        background: bool,
+    ) -> Result<Option<Local<V>>, Error>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let key = guard.key().to_owned();
+        match Self::begin(&mut guard, background).await {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = lease.release().await;
+                guard.abandon();
+                return Ok(None);
+            }
+            Err(e) => {
+                let _ = lease.release().await;
+                return guard.fail(e);
+            }
+        }
+        let started = Instant::now();
+        let result = loader().await.map_err(load_error);
+        let took = started.elapsed();
+        let value = match result {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = lease.release().await;
+                return guard.complete(Err(e));
+            }
+        };
+        let bytes = match value.as_ref().map(|v| self.inner.codec.encode(v)).transpose() {
+            Ok(b) => b,
+            Err(_) => {
+                // Unshareable: serve it here, let another process try.
+                let _ = lease.release().await;
+                return guard.complete(Ok(value.map(|value| Local { value, version: 0 })));
+            }
+        };
+        let (entry, fresh) = self.inner.entry(bytes, took, lease.epoch());
+        guard.set_ttl(fresh);
+        let version = match lease.publish(entry).await {
+            Ok(WriteOutcome::Written { version, .. }) => version,
+            Ok(WriteOutcome::Superseded) => {
+                // Newer data is in Redis (a write, an invalidation, a bump or another leader
+                // after our lease ran out): answer our callers, but keep it out of the L1.
+                let _ = self.inner.l1.invalidate(&key);
+                0
+            }
+            Err(_) => 0,
+        };
+        guard.complete(Ok(value.map(|value| Local { value, version })))
+    }
+
+    /// A fresh or within-grace value from L1, else from Redis (one round trip), without
+    /// loading.
+    pub async fn get_async(&self, key: &str) -> Result<Option<V>, Error> {
+        if let Some(l) = self.inner.l1.get(key) {
+            return Ok(Some(l.value));
+        }
+        let Some(e) = self.inner.fleet.read(key).await? else {
+            return Ok(None);
+        };
+        match self.decode(&e) {
+            Ok(Some(l)) => {
+                let now = now_ms();
+                if e.is_fresh(now) {
+                    let fresh = Duration::from_millis(e.fresh_until_ms - now);
+                    let _ = self.inner.l1.set_with_ttl(key, l.clone(), fresh);
+                }
+                Ok(Some(l.value))
+            }
+            Ok(None) | Err(()) => Ok(None),
+        }
+    }
+
+    /// [`get_async`](Self::get_async), blocking.
+    pub fn get(&self, key: &str) -> Result<Option<V>, Error> {
+        block_on(self.get_async(key))?
+    }
+
+    /// Stores `value` for the whole fleet (a load already running anywhere will not
+    /// overwrite it) and drops the other processes' L1 copies. On a Redis error the L1 copy
+    /// is dropped too and the error returned.
+    pub async fn set_async(&self, key: &str, value: V) -> Result<(), Error> {
+        let bytes = self
+            .inner
+            .codec
+            .encode(&value)
+            .map_err(|e| Error::Load(LoadError::new(e)))?;
+        let (entry, fresh) = self.inner.entry(Some(bytes), Duration::ZERO, 0);
+        match self.inner.fleet.set(key, entry).await {
+            Ok(WriteOutcome::Written { version, .. }) => {
+                self.inner
+                    .l1
+                    .set_with_ttl(key, Local { value, version }, fresh)
+            }
+            Ok(WriteOutcome::Superseded) => Ok(()),
+            Err(e) => {
+                let _ = self.inner.l1.invalidate(key);
+                Err(e)
+            }
+        }
+    }
+
+    /// [`set_async`](Self::set_async), blocking.
+    pub fn set(&self, key: &str, value: V) -> Result<(), Error> {
+        block_on(self.set_async(key, value))?
+    }
+
+    /// Deletes `key` in L1 and Redis and drops the other processes' copies; true if Redis
+    /// held an entry.
+    pub async fn invalidate_async(&self, key: &str) -> Result<bool, Error> {
+        let _ = self.inner.l1.invalidate(key)?;
+        self.inner.fleet.invalidate(key).await
+    }
+
+    /// [`invalidate_async`](Self::invalidate_async), blocking.
+    pub fn invalidate(&self, key: &str) -> Result<bool, Error> {
+        block_on(self.invalidate_async(key))?
+    }
+
+    /// Invalidates every key of `namespace` in the whole fleet in O(1); returns the new
+    /// fleet epoch.
+    pub async fn bump_async(&self, namespace: &str) -> Result<u64, Error> {
+        self.inner.l1.bump(namespace);
+        self.inner.fleet.bump(namespace).await
+    }
+
+    /// [`bump_async`](Self::bump_async), blocking.
+    pub fn bump(&self, namespace: &str) -> Result<u64, Error> {
+        block_on(self.bump_async(namespace))?
+    }
+}

@@ -1,0 +1,192 @@
+//! The entry encoding (PROTOCOL.md, "Entry"): a fixed 52-byte big-endian header followed by
+//! the value bytes. Fixed offsets keep the Lua scripts simple (they read the times, version
+//! and epoch without a parser) and make the format easy to implement in any language.
+//!
+//! ```text
+//! offset size field
+//!  0      2   magic "hl"
+//!  2      1   format version (1)
+//!  3      1   flags: bit 0 = a value follows (0 = a cached absence); other bits 0
+//!  4      8   fresh_until   Unix ms
+//! 12      8   stale_until   Unix ms (>= fresh_until; end of grace)
+//! 20      8   retain_until  Unix ms (>= stale_until; the key's own PX expiry)
+//! 28      8   load duration, microseconds
+//! 36      8   version (assigned by the commit script)
+//! 44      8   epoch   (assigned by the commit script)
+//! 52      -   value bytes (empty for an absence)
+//! ```
+
+use std::time::Duration;
+
+use herdless::backend::StoredEntry;
+
+/// Bytes before the value.
+pub const HEADER_LEN: usize = 52;
+/// The current format version.
+pub const FORMAT: u8 = 1;
+const MAGIC: [u8; 2] = *b"hl";
+const HAS_VALUE: u8 = 1;
+
+/// Why bytes under a key are not an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Shorter than the header.
+    Truncated,
+    /// Not written by herdless (wrong magic).
+    Foreign,
+    /// A format version this build does not know.
+    UnknownFormat(u8),
+    /// Unknown flag bits, a value under an absence flag, or times out of order.
+    Malformed,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Truncated => f.write_str("entry shorter than its header"),
+            Self::Foreign => f.write_str("not a herdless entry"),
+            Self::UnknownFormat(v) => write!(f, "unknown entry format {v}"),
+            Self::Malformed => f.write_str("malformed entry header"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Encodes `entry` (version and epoch as given; the commit script overwrites them).
+pub fn encode(entry: &StoredEntry) -> Vec<u8> {
+    let value = entry.value.as_deref().unwrap_or(&[]);
+    let mut out = Vec::with_capacity(HEADER_LEN + value.len());
+    out.extend_from_slice(&MAGIC);
+    out.push(FORMAT);
+    out.push(if entry.value.is_some() { HAS_VALUE } else { 0 });
+    let load_us = u64::try_from(entry.load_duration.as_micros()).unwrap_or(u64::MAX);
+    for n in [
+        entry.fresh_until_ms,
+        entry.stale_until_ms,
+        entry.retain_until_ms,
+        load_us,
+        entry.version,
+        entry.epoch,
+    ] {
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+    out.extend_from_slice(value);
+    out
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut a = [0; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_be_bytes(a)
+}
+
+/// Decodes bytes read from the tier. Never panics, whatever the input.
+pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
+    if b.len() < 2 {
+        return Err(if MAGIC.starts_with(b) {
+            DecodeError::Truncated
+        } else {
+            DecodeError::Foreign
+        });
+    }
+    if b[..2] != MAGIC {
+        return Err(DecodeError::Foreign);
+    }
+    if b.len() < 3 {
+        return Err(DecodeError::Truncated);
+    }
+    if b[2] != FORMAT {
+        return Err(DecodeError::UnknownFormat(b[2]));
+    }
+    if b.len() < HEADER_LEN {
+        return Err(DecodeError::Truncated);
+    }
+    let flags = b[3];
+    if flags & !HAS_VALUE != 0 || (flags & HAS_VALUE == 0 && b.len() > HEADER_LEN) {
+        return Err(DecodeError::Malformed);
+    }
+    let entry = StoredEntry {
+        value: (flags & HAS_VALUE != 0).then(|| b[HEADER_LEN..].to_vec()),
+        fresh_until_ms: u64_at(b, 4),
+        stale_until_ms: u64_at(b, 12),
+        retain_until_ms: u64_at(b, 20),
+        load_duration: Duration::from_micros(u64_at(b, 28)),
+        version: u64_at(b, 36),
+        epoch: u64_at(b, 44),
+    };
+    if entry.stale_until_ms < entry.fresh_until_ms || entry.retain_until_ms < entry.stale_until_ms
+    {
+        return Err(DecodeError::Malformed);
+    }
+    Ok(entry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(value: Option<&[u8]>) -> StoredEntry {
+        StoredEntry {
+            value: value.map(<[u8]>::to_vec),
+            fresh_until_ms: 1_700_000_000_000,
+            stale_until_ms: 1_700_000_030_000,
+            retain_until_ms: 1_700_000_600_000,
+            load_duration: Duration::from_micros(123_456),
+            version: 1_700_000_000_000_123,
+            epoch: 7,
+        }
+    }
+
+    #[test]
+    fn round_trips_values_and_absences() {
+        for v in [Some(&b"{\"a\":1}"[..]), Some(&b""[..]), None] {
+            let e = sample(v);
+            let bytes = encode(&e);
+            assert_eq!(bytes.len(), HEADER_LEN + v.map_or(0, <[u8]>::len));
+            assert_eq!(decode(&bytes), Ok(e));
+        }
+    }
+
+    #[test]
+    fn the_header_is_laid_out_as_documented() {
+        let bytes = encode(&sample(Some(b"x")));
+        assert_eq!(&bytes[..4], b"hl\x01\x01");
+        assert_eq!(u64_at(&bytes, 4), 1_700_000_000_000);
+        assert_eq!(u64_at(&bytes, 28), 123_456);
+        assert_eq!(u64_at(&bytes, 44), 7);
+        assert_eq!(bytes[52], b'x');
+    }
+
+    #[test]
+    fn garbage_is_an_error_never_a_panic() {
+        let good = encode(&sample(Some(b"value")));
+        assert_eq!(decode(b""), Err(DecodeError::Truncated));
+        assert_eq!(decode(b"h"), Err(DecodeError::Truncated));
+        assert_eq!(decode(b"hello world"), Err(DecodeError::Foreign));
+        assert_eq!(decode(b"{\"json\": true}"), Err(DecodeError::Foreign));
+        assert_eq!(decode(&good[..30]), Err(DecodeError::Truncated));
+        let mut v2 = good.clone();
+        v2[2] = 2;
+        assert_eq!(decode(&v2), Err(DecodeError::UnknownFormat(2)));
+        let mut flags = good.clone();
+        flags[3] = 0x80;
+        assert_eq!(decode(&flags), Err(DecodeError::Malformed));
+        let mut absent_with_bytes = good.clone();
+        absent_with_bytes[3] = 0;
+        assert_eq!(decode(&absent_with_bytes), Err(DecodeError::Malformed));
+        let mut order = good;
+        order[12..20].copy_from_slice(&0u64.to_be_bytes());
+        assert_eq!(decode(&order), Err(DecodeError::Malformed));
+        // Every prefix and every single-byte corruption decodes or fails cleanly.
+        let good = encode(&sample(Some(b"value")));
+        for n in 0..good.len() {
+            let _ = decode(&good[..n]);
+            for x in [0u8, 1, 0x7f, 0xff] {
+                let mut c = good.clone();
+                c[n] = x;
+                let _ = decode(&c);
+            }
+        }
+    }
+}
