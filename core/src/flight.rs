@@ -75,8 +75,8 @@ impl<V: Clone> Flight<V> {
             ns,
             epoch,
             created,
-            soft_deadline: soft.map(|s| created + s),
-            hard_deadline: hard.map(|h| created + h),
+            soft_deadline: soft.map(|s| created.saturating_add(s)),
+            hard_deadline: hard.map(|h| created.saturating_add(h)),
             superseded: AtomicBool::new(false),
             state: Mutex::new(State {
                 outcome: None,

@@ -148,7 +148,9 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             (None, Some(b)) => Some(Budget::acquire(b)),
             _ => None,
         };
-        let deadline = self.cache.inner.clock.now() + self.cache.inner.cfg.wait_timeout;
+        // Saturating: a `wait_timeout` of `Duration::MAX` means "as long as it takes".
+        let now = self.cache.inner.clock.now();
+        let deadline = now.saturating_add(self.cache.inner.cfg.wait_timeout);
         Begin {
             guard: self,
             acquire,
@@ -364,7 +366,7 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
         fallback: Option<V>,
         now: Duration,
     ) -> Self {
-        let deadline = now + cache.inner.cfg.wait_timeout;
+        let deadline = now.saturating_add(cache.inner.cfg.wait_timeout);
         Self {
             cache,
             flight,
