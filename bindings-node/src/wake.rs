@@ -31,11 +31,23 @@ struct Tsfn(sys::napi_threadsafe_function);
 // after release (the lock and the `Option` guarantee it).
 unsafe impl Send for Tsfn {}
 
+/// The env cleanup hook that closes the channel when the JS environment exits (the process
+/// or a worker ends): Node tears its thread-safe functions down then, and a channel released
+/// after that (by a cache finalized late in the teardown) would touch freed memory.
+struct ExitHook {
+    env: sys::napi_env,
+    arg: *const Wake,
+}
+
+// SAFETY: only used on the JS thread (connect, close): the fields are plain handles.
+unsafe impl Send for ExitHook {}
+
 /// The ready list of one cache and its wake-up channel to the JS thread.
 pub(crate) struct Wake {
     ready: Mutex<Vec<u64>>,
     scheduled: AtomicBool,
     tsfn: Mutex<Option<Tsfn>>,
+    exit_hook: Mutex<Option<ExitHook>>,
 }
 
 impl Wake {
@@ -45,11 +57,12 @@ impl Wake {
             ready: Mutex::new(Vec::new()),
             scheduled: AtomicBool::new(false),
             tsfn: Mutex::new(None),
+            exit_hook: Mutex::new(None),
         })
     }
 
     /// Connects the channel to `inner`, on the JS thread of `js`. It starts unref'd.
-    pub(crate) fn connect(&self, js: Js, inner: Weak<Inner>) -> Result<()> {
+    pub(crate) fn connect(self: &Arc<Self>, js: Js, inner: Weak<Inner>) -> Result<()> {
         let name = js.string("herdless.wake")?;
         let context = Box::into_raw(Box::new(inner)).cast::<c_void>();
         let mut tsfn = ptr::null_mut();
@@ -79,6 +92,20 @@ impl Wake {
         // SAFETY: JS thread, live handle.
         unsafe { sys::napi_unref_threadsafe_function(js.raw(), tsfn) };
         *self.tsfn.lock().unwrap_or_else(|e| e.into_inner()) = Some(Tsfn(tsfn));
+        // Registered after the thread-safe function's own hook, so it runs before it.
+        let arg = Arc::into_raw(self.clone());
+        // SAFETY: JS thread; `arg` is reclaimed by `on_env_exit` or by `close`.
+        let status =
+            unsafe { sys::napi_add_env_cleanup_hook(js.raw(), Some(on_env_exit), arg.cast_mut().cast()) };
+        if status == sys::Status::napi_ok {
+            *self.exit_hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(ExitHook {
+                env: js.raw(),
+                arg,
+            });
+        } else {
+            // SAFETY: not registered, so still ours.
+            drop(unsafe { Arc::from_raw(arg) });
+        }
         Ok(())
     }
 
@@ -133,12 +160,27 @@ impl Wake {
         }
     }
 
-    /// Releases the channel (the cache is going away). Wakes after this are ignored.
+    /// Releases the channel (the cache is going away). Wakes after this are ignored. JS
+    /// thread only.
     pub(crate) fn close(&self) {
+        if let Some(hook) = self.exit_hook.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // SAFETY: JS thread; the hook was registered with exactly these arguments and
+            // has not run (it takes itself out first), so `arg` is still the leaked `Arc`.
+            unsafe {
+                sys::napi_remove_env_cleanup_hook(hook.env, Some(on_env_exit), hook.arg.cast_mut().cast());
+                drop(Arc::from_raw(hook.arg));
+            }
+        }
+        self.release();
+    }
+
+    fn release(&self) {
         let mut tsfn = self.tsfn.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(t) = tsfn.take() {
             // SAFETY: the handle is live until this release, and is never used after it.
-            unsafe { sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort) };
+            unsafe {
+                sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort)
+            };
         }
     }
 }
@@ -177,6 +219,14 @@ unsafe extern "C" fn drain_on_js_thread(
             inner.report(js, e);
         }
     }
+}
+
+unsafe extern "C" fn on_env_exit(arg: *mut c_void) {
+    // SAFETY: `arg` is the `Arc` leaked in `connect`; `close` removes the hook before it
+    // reclaims the `Arc`, so when this runs the `Arc` is still leaked and ours to take.
+    let wake = unsafe { Arc::from_raw(arg.cast_const().cast::<Wake>()) };
+    wake.exit_hook.lock().unwrap_or_else(|e| e.into_inner()).take();
+    wake.release();
 }
 
 unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {

@@ -1,0 +1,64 @@
+'use strict'
+// AbortSignal: a caller stops waiting; the shared load goes on for the others.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { Cache } = require('herdless')
+const { sleep, slowLoader, within } = require('./helpers.js')
+
+test('an aborted waiter rejects at once and leaves the other callers unharmed', { timeout: 10_000 }, async () => {
+  const cache = new Cache()
+  const loader = slowLoader(200, 'shared')
+  const controller = new AbortController()
+  const leader = cache.getOrLoad('ab:1', loader)
+  const others = Array.from({ length: 50 }, () => cache.getOrLoad('ab:1', loader))
+  const aborted = cache.getOrLoad('ab:1', loader, { signal: controller.signal })
+  await sleep(50)
+  const t0 = Date.now()
+  controller.abort()
+  await assert.rejects(aborted, (e) => e.name === 'AbortError')
+  assert.ok(Date.now() - t0 < 100, 'rejected at the abort, not at the end of the load')
+  assert.deepEqual(await within(5_000, Promise.all([leader, ...others])), Array(51).fill('shared'))
+  assert.equal(loader.calls, 1)
+  assert.equal(cache._internals().pendingCalls, 0)
+})
+
+test('aborting the leader does not cancel the load: waiters get its value, and it is stored', { timeout: 10_000 }, async () => {
+  const cache = new Cache()
+  const loader = slowLoader(150, 'from the leader')
+  const controller = new AbortController()
+  const leader = cache.getOrLoad('ab:2', loader, { signal: controller.signal })
+  const waiter = cache.getOrLoad('ab:2', loader)
+  await sleep(30)
+  controller.abort(new Error('client went away'))
+  await assert.rejects(leader, { message: 'client went away' })
+  assert.equal(await waiter, 'from the leader')
+  assert.equal(cache.get('ab:2'), 'from the leader')
+  assert.equal(loader.calls, 1)
+})
+
+test('an already aborted signal rejects without calling the loader', async () => {
+  const cache = new Cache()
+  const loader = slowLoader(10, 'never')
+  await assert.rejects(cache.getOrLoad('ab:3', loader, { signal: AbortSignal.abort() }), { name: 'AbortError' })
+  assert.equal(loader.calls, 0)
+  assert.equal(cache._internals().pendingCalls, 0)
+})
+
+test('a signal that never aborts is released when the call ends', { timeout: 10_000 }, async () => {
+  const cache = new Cache()
+  const controller = new AbortController()
+  for (let i = 0; i < 20; i++) {
+    assert.equal(await cache.getOrLoad(`ab:4:${i}`, async () => i, { signal: controller.signal }), i)
+  }
+  // Every listener was removed: aborting now touches no call.
+  controller.abort()
+  assert.equal(cache._internals().pendingCalls, 0)
+})
+
+test('signal must be an AbortSignal', async () => {
+  const cache = new Cache()
+  await assert.rejects(cache.getOrLoad('ab:5', async () => 1, { signal: 'nope' }), {
+    name: 'TypeError',
+    code: 'HERDLESS_INVALID_OPTION',
+  })
+})

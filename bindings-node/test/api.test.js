@@ -1,0 +1,277 @@
+'use strict'
+// The rest of the API: get/set/invalidate/bump, absence, TTLs, stale-while-revalidate,
+// the origin budget, wrap, warm, metrics, and that released values are let go.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { Cache, ABSENT, buildKey } = require('herdless')
+const { sleep, slowLoader, within } = require('./helpers.js')
+
+test('get/set/invalidate keep the very object', () => {
+  const cache = new Cache()
+  const obj = { deep: { list: [1, 2] } }
+  cache.set('o:1', obj)
+  assert.equal(cache.get('o:1'), obj)
+  assert.equal(cache.get('o:2'), undefined)
+  assert.equal(cache.invalidate('o:1'), true)
+  assert.equal(cache.invalidate('o:1'), false)
+  assert.equal(cache.get('o:1'), undefined)
+  for (const v of [0, '', false, null, 12.5, 10n, Symbol('s'), () => 1]) {
+    cache.set('p:1', v)
+    assert.equal(cache.get('p:1'), v)
+  }
+})
+
+test('undefined and null are cached values; ABSENT is a cached absence', { timeout: 10_000 }, async () => {
+  const cache = new Cache()
+  const undef = slowLoader(1, undefined)
+  assert.equal(await cache.getOrLoad('u:1', undef), undefined)
+  assert.equal(await cache.getOrLoad('u:1', undef), undefined)
+  assert.equal(undef.calls, 1)
+  const nul = slowLoader(1, null)
+  assert.equal(await cache.getOrLoad('n:1', nul), null)
+  assert.equal(await cache.getOrLoad('n:1', nul), null)
+  assert.equal(nul.calls, 1)
+
+  const absent = slowLoader(1, ABSENT)
+  assert.equal(await cache.getOrLoad('a:1', absent), undefined)
+  assert.equal(await cache.getOrLoad('a:1', absent), undefined)
+  assert.equal(absent.calls, 1)
+  assert.equal(cache.metrics().total.negativeHits, 1)
+  assert.equal(cache.get('a:1'), undefined)
+  assert.equal(ABSENT, Symbol.for('herdless.absent'))
+
+  cache.set('a:2', ABSENT)
+  assert.equal(await cache.getOrLoad('a:2', async () => 'loaded'), undefined)
+})
+
+test('negativeTtl bounds a cached absence; a real write replaces it', { timeout: 10_000 }, async () => {
+  const cache = new Cache({ negativeTtl: 40, jitter: 0 })
+  assert.equal(await cache.getOrLoad('neg:1', async () => ABSENT), undefined)
+  await sleep(60)
+  assert.equal(await cache.getOrLoad('neg:1', async () => 'now here'), 'now here')
+  cache.set('neg:2', ABSENT)
+  cache.set('neg:2', 'written')
+  assert.equal(cache.get('neg:2'), 'written')
+})
+
+test('ttl: per cache, per set and per getOrLoad', { timeout: 10_000 }, async () => {
+  const cache = new Cache({ ttl: 60_000, jitter: 0, beta: 0 })
+  cache.set('t:1', 'short', { ttl: 30 })
+  await cache.getOrLoad('t:2', async () => 'short too', { ttl: 30 })
+  cache.set('t:3', 'long')
+  await sleep(60)
+  assert.equal(cache.get('t:1'), undefined)
+  assert.equal(cache.get('t:2'), undefined)
+  assert.equal(cache.get('t:3'), 'long')
+})
+
+test('bump invalidates a namespace in O(1); a load that began before is not stored', { timeout: 10_000 }, async () => {
+  const cache = new Cache({ namespace: 'users' })
+  cache.set('users:1', 'a')
+  cache.set('orders:1', 'b')
+  const before = cache.bump('users')
+  assert.equal(cache.get('users:1'), undefined)
+  assert.equal(cache.get('orders:1'), 'b')
+  assert.equal(cache.bump(), before + 1) // the cache's namespace
+
+  const loading = cache.getOrLoad('users:2', slowLoader(60, 'old epoch'))
+  await sleep(10)
+  cache.bump('users')
+  assert.equal(await loading, 'old epoch')
+  assert.equal(cache.get('users:2'), undefined)
+})
+
+test('a set during a load wins over the load', { timeout: 10_000 }, async () => {
+  const cache = new Cache()
+  const loading = cache.getOrLoad('w:1', slowLoader(60, 'stale read'))
+  await sleep(10)
+  cache.set('w:1', 'newer write')
+  assert.equal(await loading, 'stale read')
+  assert.equal(cache.get('w:1'), 'newer write')
+})
+
+test('stale-while-revalidate: stale served at once, one background refresh', { timeout: 10_000 }, async () => {
+  const cache = new Cache({ ttl: 40, grace: 5_000, jitter: 0, beta: 0 })
+  await cache.getOrLoad('s:1', async () => 'v1')
+  await sleep(60)
+  const refresh = slowLoader(100, 'v2')
+  const started = Date.now()
+  const served = await Promise.all(Array.from({ length: 100 }, () => cache.getOrLoad('s:1', refresh)))
+  assert.ok(Date.now() - started < 90, 'stale values are served without waiting')
+  assert.deepEqual(served, Array(100).fill('v1'))
+  await sleep(150)
+  assert.equal(refresh.calls, 1)
+  assert.equal(cache.get('s:1'), 'v2')
+  const total = cache.metrics().total
+  assert.equal(total.refreshes, 1)
+  assert.ok(total.staleServed >= 100)
+})
+
+test('originBudget bounds concurrent loader calls across keys', { timeout: 10_000 }, async () => {
+  const cache = new Cache({ originBudget: 2 })
+  let running = 0
+  let peak = 0
+  const loader = async () => {
+    running++
+    peak = Math.max(peak, running)
+    await sleep(30)
+    running--
+    return 'ok'
+  }
+  const keys = Array.from({ length: 8 }, (_, i) => `b:${i}`)
+  const values = await within(5_000, Promise.all(keys.map((k) => cache.getOrLoad(k, loader))))
+  assert.deepEqual(values, Array(8).fill('ok'))
+  assert.equal(peak, 2)
+})
+
+test('buildKey is the canonical key builder', () => {
+  assert.equal(buildKey({ namespace: 'shop', entity: 'products', params: { page: 2 } }), 'shop:v1:products?page=#2')
+  assert.equal(
+    buildKey({ namespace: 'users', version: 2, entity: 'profile', id: 42, params: { lang: 'en', fields: ['name', 'email'], team: null } }),
+    'users:v2:profile:#42?fields=#[email,name]&lang=en&team=#null'
+  )
+  assert.equal(buildKey({ namespace: 'n', entity: 'e', id: 1.5 }), 'n:v1:e:#1.5e0')
+  assert.equal(buildKey({ namespace: 'n', entity: 'e', id: 10n ** 20n }), 'n:v1:e:#100000000000000000000')
+  assert.equal(buildKey({ namespace: 'n', entity: 'a:b c', id: '%' }), 'n:v1:a%3Ab%20c:%25')
+  assert.throws(() => buildKey({ namespace: 'a:b', entity: 'e' }), { name: 'TypeError', code: 'HERDLESS_INVALID_KEY' })
+  assert.throws(() => buildKey({ namespace: 'n', entity: '' }), { code: 'HERDLESS_INVALID_KEY' })
+  assert.throws(() => buildKey({ namespace: 'n', entity: 'e', id: NaN }), { code: 'HERDLESS_INVALID_KEY' })
+  assert.throws(() => buildKey({ namespace: 'n', entity: 'e', id: {} }), { name: 'TypeError' })
+})
+
+test('wrap memoises through canonical keys', { timeout: 10_000 }, async () => {
+  const cache = new Cache({ namespace: 'app' })
+  let calls = 0
+  const user = cache.wrap(async function user(id) {
+    calls++
+    await sleep(20)
+    return { id }
+  })
+  const [a, b] = await Promise.all([user(1), user(1)])
+  assert.equal(a, b)
+  assert.equal(calls, 1)
+  assert.equal(cache.get('app:v1:user:#1'), a)
+
+  const search = cache.wrap(async (q) => `results for ${q.term} p${q.page}`, { entity: 'search', version: 3 })
+  assert.equal(await search({ page: 2, term: 'x' }), 'results for x p2')
+  assert.ok(cache.get(buildKey({ namespace: 'app', version: 3, entity: 'search', params: { term: 'x', page: 2 } })))
+
+  const add = cache.wrap(async (x, y) => x + y, { namespace: 'math', entity: 'add' })
+  assert.equal(await add(1, 2), 3)
+  assert.equal(cache.get('math:v1:add:#2?0=#1&1=#2'), 3)
+
+  const keyed = cache.wrap(async (req) => req.id * 10, { entity: 'byKey', key: (req) => ({ id: req.id, params: { v: 1 } }) })
+  assert.equal(await keyed(new (class Req { constructor() { this.id = 4 } })()), 40)
+  assert.equal(cache.get('app:v1:byKey:#4?v=#1'), 40)
+
+  const none = cache.wrap(async () => ABSENT, { entity: 'none' })
+  assert.equal(await none(), undefined)
+
+  const self = { factor: 3 }
+  const method = cache.wrap(async function scaled(x) { return this.factor * x })
+  assert.equal(await method.call(self, 5), 15)
+
+  await assert.rejects(cache.wrap(async (d) => d, { entity: 'dates' })(new Date()), { name: 'TypeError' })
+  assert.throws(() => cache.wrap(async () => 1), { name: 'TypeError' }) // no name
+  assert.throws(() => new Cache().wrap(async function f() {}), { name: 'TypeError' }) // no namespace
+  assert.throws(() => cache.wrap('nope'), { name: 'TypeError' })
+})
+
+test('warm loads keys with bounded concurrency and reports failures', { timeout: 10_000 }, async () => {
+  const cache = new Cache()
+  cache.set('warm:0', 'already')
+  let running = 0
+  let peak = 0
+  const keys = Array.from({ length: 20 }, (_, i) => `warm:${i}`)
+  const report = await within(
+    5_000,
+    cache.warm(
+      keys,
+      async (key) => {
+        running++
+        peak = Math.max(peak, running)
+        await sleep(10)
+        running--
+        if (key === 'warm:13') throw new Error('no 13')
+        return key.toUpperCase()
+      },
+      { concurrency: 3 }
+    )
+  )
+  assert.equal(report.ok, 19)
+  assert.equal(report.failed, 1)
+  assert.equal(report.errors[0].key, 'warm:13')
+  assert.equal(report.errors[0].error.message, 'no 13')
+  assert.ok(peak <= 3, `peak ${peak}`)
+  assert.equal(cache.get('warm:0'), 'already')
+  assert.equal(cache.get('warm:7'), 'WARM:7')
+
+  const sync = await cache.warm(Array.from({ length: 5000 }, (_, i) => `sync:${i}`), (k) => k, { concurrency: 64 })
+  assert.equal(sync.ok, 5000)
+  await assert.rejects(cache.warm('warm:1', async () => 1), { name: 'TypeError' })
+  await assert.rejects(cache.warm(['a:1'], async () => 1, { concurrency: 0 }), { name: 'RangeError' })
+})
+
+test('metrics mirror the engine snapshot; prometheus exposes them', { timeout: 10_000 }, async () => {
+  const cache = new Cache()
+  await cache.getOrLoad('m:1', async () => 1)
+  await cache.getOrLoad('m:1', async () => 1)
+  await cache.getOrLoad('other:1', async () => 2)
+  const m = cache.metrics()
+  assert.equal(m.entries, 2)
+  assert.equal(m.loadsInFlight, 0)
+  assert.equal(m.total.loads, 2)
+  assert.equal(m.total.hits, 1)
+  assert.equal(m.total.misses, 2)
+  const ns = m.namespaces.find((n) => n.namespace === 'm')
+  assert.equal(ns.counters.loads, 1)
+  assert.equal(ns.loadDuration.count, 1)
+  assert.equal(ns.loadDuration.counts.length, ns.loadDuration.boundsMs.length + 1)
+  assert.equal(typeof ns.loadDuration.p99Ms, 'number')
+  assert.equal(ns.lockWait.p50Ms, null)
+  for (const key of ['hits', 'negativeHits', 'staleServed', 'misses', 'failsafeServed', 'loads', 'loadErrors', 'loadTimeouts', 'abandonedLoads', 'coalescedWaiters', 'lockAcquired', 'lockContended', 'waitTimeouts', 'earlyRefreshes', 'refreshes', 'backendErrors', 'evictions']) {
+    assert.equal(typeof m.total[key], 'number', key)
+  }
+  const text = cache.prometheus()
+  assert.match(text, /herdless_loads_total\{namespace="m"\} 1/)
+  assert.match(text, /# TYPE herdless_hits_total counter/)
+})
+
+test('evicted, replaced and failed values are released (no leak)', { timeout: 20_000 }, async () => {
+  const cache = new Cache({ capacity: 16 })
+  for (let i = 0; i < 2000; i++) {
+    cache.set(`leak:${i % 100}`, { big: new Array(100).fill(i) })
+  }
+  for (let i = 0; i < 500; i++) {
+    await cache.getOrLoad(`load:${i}`, async () => ({ i }))
+    await cache.getOrLoad(`fail:${i}`, async () => { throw new Error('x') }).catch(() => {})
+  }
+  const { liveValues, pendingCalls, flights } = cache._internals()
+  assert.ok(liveValues <= 16 + 4, `${liveValues} values still held for a capacity of 16`)
+  assert.equal(pendingCalls, 0)
+  assert.equal(flights, 0)
+  assert.ok(cache.metrics().total.evictions > 0)
+
+  // The JS values themselves are collectable once released.
+  if (global.gc) {
+    const ref = new WeakRef(cache.get('leak:99') ?? {})
+    for (let i = 0; i < 100; i++) cache.set(`leak:${i}`, i)
+    cache._internals()
+    await sleep(0)
+    global.gc()
+    assert.equal(ref.deref(), undefined)
+  }
+})
+
+test('a finished program exits: nothing keeps the event loop alive', { timeout: 20_000 }, async () => {
+  const { spawnSync } = require('node:child_process')
+  const script = `
+    const { Cache } = require(${JSON.stringify(require.resolve('herdless'))})
+    const cache = new Cache({ waitTimeout: 60000 })
+    const slow = () => new Promise((r) => setTimeout(() => r('v'), 100))
+    Promise.all([cache.getOrLoad('k:1', slow), cache.getOrLoad('k:1', slow)]).then((v) => console.log(v.join(',')))
+  `
+  const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 15_000 })
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout.trim(), 'v,v')
+})

@@ -1,0 +1,36 @@
+'use strict'
+// The README's JavaScript blocks run as written, and every `console.log(...) // text` prints
+// exactly `text`.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { spawnSync } = require('node:child_process')
+const { mkdirSync, readFileSync, rmSync, writeFileSync } = require('node:fs')
+const { join } = require('node:path')
+
+const root = join(__dirname, '..')
+const readme = readFileSync(join(root, 'README.md'), 'utf8')
+const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1])
+
+test('the README has JavaScript blocks', () => {
+  assert.ok(blocks.length >= 2)
+})
+
+blocks.forEach((code, i) => {
+  test(`README block ${i + 1} runs and prints what its comments say`, { timeout: 30_000 }, () => {
+    const esm = /^import /m.test(code)
+    // Inside the package, so that `herdless` resolves to it (self-reference).
+    const dir = join(root, 'test', '.readme')
+    mkdirSync(dir, { recursive: true })
+    const file = join(dir, `block-${i + 1}.${esm ? 'mjs' : 'cjs'}`)
+    writeFileSync(file, code)
+    try {
+      const r = spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 20_000 })
+      assert.equal(r.status, 0, `exit ${r.status}: ${r.stderr}`)
+      const expected = [...code.matchAll(/console\.log\(.*\)\s*\/\/ (.*)$/gm)].map((m) => m[1].trim())
+      const printed = r.stdout.trim().split('\n')
+      assert.deepEqual(printed, expected)
+    } finally {
+      rmSync(file, { force: true })
+    }
+  })
+})
