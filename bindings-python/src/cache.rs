@@ -30,7 +30,10 @@ pub(crate) struct Cache {
 }
 
 /// A per-call TTL in seconds, or None for the cache's.
-pub(crate) fn call_ttl(py: Python<'_>, ttl: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+pub(crate) fn call_ttl(
+    py: Python<'_>,
+    ttl: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Duration>> {
     ttl.filter(|t| !t.is_none())
         .map(|t| duration(py, "ttl", t, true))
         .transpose()
@@ -244,7 +247,11 @@ enum KeyFn {
 }
 
 impl CachedFunction {
-    fn key_of(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    fn key_of(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
         match &self.keyer {
             KeyFn::Native(k) => k.get().key(args, kwargs),
             KeyFn::Python(f) => {
@@ -303,7 +310,11 @@ impl CachedFunction {
 
     /// The cache key of a call with these arguments.
     #[pyo3(signature = (*args, **kwargs))]
-    fn key(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    fn key(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
         self.key_of(args, kwargs)
     }
 
@@ -319,7 +330,7 @@ impl CachedFunction {
         self.cache.invalidate(&key).map_err(|e| map_error(py, e))
     }
 
-    /// Binds as a method: `obj.f(x)` calls `f(obj, x)`.
+    /// Binds as a method: `obj.f(x)` calls `f(obj, x)`, and `obj.f.key(x)` is `f.key(obj, x)`.
     fn __get__<'py>(
         slf: &Bound<'py, Self>,
         obj: Option<Bound<'py, PyAny>>,
@@ -327,17 +338,93 @@ impl CachedFunction {
     ) -> PyResult<Bound<'py, PyAny>> {
         let _ = owner;
         match obj {
-            Some(obj) if !obj.is_none() => slf
-                .py()
-                .import("types")?
-                .getattr("MethodType")?
-                .call1((slf, obj)),
+            Some(obj) if !obj.is_none() => {
+                let bound = BoundCachedFunction {
+                    func: slf.clone().unbind(),
+                    obj: obj.unbind(),
+                };
+                Ok(Bound::new(slf.py(), bound)?.into_any())
+            }
             _ => Ok(slf.clone().into_any()),
         }
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!("<cached {}>", self.func.bind(py).repr()?))
+    }
+}
+
+/// A `CachedFunction` bound to an instance (a cached method accessed through an object).
+#[pyclass(frozen, module = "herdless", name = "BoundCachedFunction")]
+pub(crate) struct BoundCachedFunction {
+    func: Py<CachedFunction>,
+    obj: Py<PyAny>,
+}
+
+impl BoundCachedFunction {
+    /// `(obj, *args)`.
+    fn with_obj<'py>(&self, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = args.py();
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.push(self.obj.bind(py).clone());
+        all.extend(args.iter());
+        PyTuple::new(py, all)
+    }
+}
+
+#[pymethods]
+impl BoundCachedFunction {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.func.get().__call__(py, &self.with_obj(args)?, kwargs)
+    }
+
+    /// The cache key of a call with these arguments.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn key(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
+        self.func.get().key_of(&self.with_obj(args)?, kwargs)
+    }
+
+    /// Invalidates the cached result of a call with these arguments.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn invalidate(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<bool> {
+        self.func
+            .get()
+            .invalidate(py, &self.with_obj(args)?, kwargs)
+    }
+
+    /// The cached function.
+    #[getter]
+    fn __func__(&self, py: Python<'_>) -> Py<CachedFunction> {
+        self.func.clone_ref(py)
+    }
+
+    /// The instance it is bound to.
+    #[getter]
+    fn __self__(&self, py: Python<'_>) -> Py<PyAny> {
+        self.obj.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<bound cached {} of {}>",
+            self.func.get().func.bind(py).repr()?,
+            self.obj.bind(py).repr()?
+        ))
     }
 }
 

@@ -7,9 +7,7 @@ use std::borrow::Cow;
 use herdless::key::{ParsedKey, parse};
 use herdless::{KeyBuilder as CoreKeyBuilder, Param};
 use pyo3::prelude::*;
-use pyo3::types::{
-    PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple,
-};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple};
 
 use crate::errors::{key_error, unsupported_key_value};
 

@@ -34,12 +34,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
     m.add_class::<cache::Cache>()?;
     m.add_class::<cache::CachedFunction>()?;
+    m.add_class::<cache::BoundCachedFunction>()?;
     m.add_class::<keys::KeyBuilder>()?;
     m.add_class::<keys::Keyer>()?;
     m.add_class::<value::Absent>()?;
     m.add_class::<steps::Lead>()?;
     m.add_class::<steps::Wait>()?;
     m.add_class::<load::Refresh>()?;
+    m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;
     m.add("ABSENT", cache::absent_object(m.py())?)?;
     m.add("BUCKETS", metrics::buckets().to_vec())?;
     m.add("COUNTERS", metrics::counter_fields())?;

@@ -35,7 +35,9 @@ impl Loader {
     pub(crate) fn call<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self {
             Loader::Call0(f) => f.bind(py).call0(),
-            Loader::Call(f, args, kwargs) => f.bind(py).call(args.bind(py), kwargs.as_ref().map(|k| k.bind(py))),
+            Loader::Call(f, args, kwargs) => f
+                .bind(py)
+                .call(args.bind(py), kwargs.as_ref().map(|k| k.bind(py))),
         }
     }
 }

@@ -12,7 +12,8 @@ use crate::value::PyValue;
 
 /// Checks that `v` is a number of seconds and returns it as a float.
 fn seconds(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
-    if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
+    if v.is_instance_of::<PyBool>()
+        || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
     {
         let ty = v.get_type().qualname()?;
         return Err(config_type_error(
@@ -33,7 +34,10 @@ pub(crate) fn duration(
 ) -> PyResult<Duration> {
     let s = seconds(py, name, v)?;
     if !s.is_finite() {
-        return Err(config_error(py, format!("`{name}` must be finite, got {s}")));
+        return Err(config_error(
+            py,
+            format!("`{name}` must be finite, got {s}"),
+        ));
     }
     if s < 0.0 || (positive && s == 0.0) {
         let bound = if positive { "positive" } else { "at least 0" };
@@ -81,7 +85,8 @@ fn count(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>, min: u64) -> PyResult
 
 /// A float option (jitter, beta).
 fn float(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
-    if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
+    if v.is_instance_of::<PyBool>()
+        || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
     {
         let ty = v.get_type().qualname()?;
         return Err(config_type_error(
@@ -109,6 +114,23 @@ pub(crate) fn namespace(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyR
         .build()
         .map_err(|e| config_error(py, format!("`{name}`: {e}")))?;
     Ok(s.to_owned())
+}
+
+/// Checks a positive duration option given in seconds (for options checked in Python, e.g.
+/// the decorator's `ttl`); returns it as a float.
+#[pyfunction]
+pub(crate) fn check_seconds(py: Python<'_>, name: &str, value: &Bound<'_, PyAny>) -> PyResult<f64> {
+    duration(py, name, value, true).map(|d| d.as_secs_f64())
+}
+
+/// Checks a namespace option (e.g. the decorator's `namespace`).
+#[pyfunction]
+pub(crate) fn check_namespace(
+    py: Python<'_>,
+    name: &str,
+    value: &Bound<'_, PyAny>,
+) -> PyResult<String> {
+    namespace(py, name, value)
 }
 
 /// The options of `Cache(...)`, as given (each `None` keeps the engine's default).

@@ -75,9 +75,7 @@ impl Wait {
     /// An asyncio awaitable of the same answer. Cancelling it removes only this waiter.
     fn future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let waiter = self.take()?;
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
-            Ok(WaitAnswer(waiter.await))
-        })
+        pyo3_async_runtimes::tokio::future_into_py(py, async move { Ok(WaitAnswer(waiter.await)) })
     }
 }
 

@@ -16,7 +16,7 @@ See the README for the full tour.
 from ._cache import Cache, WarmReport
 from ._decorator import AsyncCachedFunction, Decorator
 from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
-from ._native import ABSENT, Absent, CachedFunction, KeyBuilder
+from ._native import ABSENT, Absent, BoundCachedFunction, CachedFunction, KeyBuilder
 from .errors import (
     BackendError,
     ConfigError,
@@ -40,6 +40,7 @@ __all__ = [
     "Absent",
     "AsyncCachedFunction",
     "BackendError",
+    "BoundCachedFunction",
     "Cache",
     "CachedFunction",
     "ConfigError",

@@ -108,14 +108,15 @@ async def _in_time(lead: _native._Lead, awaitable: Awaitable[Any]) -> Any:
     soft = lead.soft_remaining() if has_fallback else None
     if soft is None and hard is None:
         return await awaitable
-    task: asyncio.Future[Any] | None = asyncio.ensure_future(awaitable)
+    task = asyncio.ensure_future(awaitable)
+    handed_over = False
     try:
         if soft is not None:
             done, _ = await asyncio.wait((task,), timeout=max(soft, 0.0))
             if not done:
                 # Answer with the fail-safe value now; the load goes on and is stored.
                 _spawn(_finish(lead, task))
-                task = None
+                handed_over = True
                 raise _SoftTimeout(stale)
         hard = lead.hard_remaining()
         if hard is not None:
@@ -124,7 +125,7 @@ async def _in_time(lead: _native._Lead, awaitable: Awaitable[Any]) -> Any:
                 raise _HardTimeout
         return await task
     finally:
-        if task is not None and not task.done():
+        if not handed_over and not task.done():
             task.cancel()
 
 

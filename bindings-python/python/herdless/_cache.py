@@ -133,6 +133,10 @@ class Cache(_native.Cache):
             raise ConfigTypeError("`ignore` must be a collection of parameter names, not a str")
         if key is not None and not callable(key):
             raise ConfigTypeError("`key` must be a callable returning the key (a str)")
+        if ttl is not None:
+            _native.check_seconds("ttl", ttl)
+        if namespace is not None:
+            _native.check_namespace("namespace", namespace)
 
         def decorate(fn: Callable[..., Any]) -> Any:
             if not callable(fn):

@@ -26,7 +26,15 @@ R_co = TypeVar("R_co", covariant=True)
 
 
 class AsyncCachedFunction(Protocol[P, R_co]):
-    """An async function wrapped by ``@cache.cached(...)``."""
+    """An async function wrapped by ``@cache.cached(...)`` (a real ``async def``)."""
+
+    __name__: str
+    __qualname__: str
+
+    @property
+    def __wrapped__(self) -> Callable[P, Coroutine[Any, Any, R_co]]:
+        """The wrapped function."""
+        ...
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R_co]: ...
 
@@ -38,12 +46,17 @@ class AsyncCachedFunction(Protocol[P, R_co]):
         """Invalidates the cached result of a call with these arguments."""
         ...
 
+    def __get__(self, instance: object, owner: type | None = None, /) -> Any:
+        """Binds as a method, like the function it wraps."""
+        ...
+
 
 class Decorator(Protocol):
     """What ``cache.cached(...)`` returns: it wraps a sync or an async function."""
 
+    # An async function also matches the second signature; the first one wins.
     @overload
-    def __call__(
+    def __call__(  # type: ignore[overload-overlap]
         self, func: Callable[P, Coroutine[Any, Any, R]], /
     ) -> AsyncCachedFunction[P, R]: ...
     @overload
@@ -93,7 +106,7 @@ def wrap_async(
         return k
 
     def invalidate(*args: P.args, **kwargs: P.kwargs) -> bool:
-        return cache.invalidate(key(*args, **kwargs))
+        return bool(cache.invalidate(key(*args, **kwargs)))
 
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:

@@ -1,0 +1,176 @@
+"""Stubs of the native module (hand-written; checked by ``python -m mypy.stubtest herdless``)."""
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Generic, ParamSpec, TypeVar, final, overload
+
+from typing_extensions import Self, disjoint_base
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+__all__ = [
+    "ABSENT",
+    "BUCKETS",
+    "COUNTERS",
+    "Absent",
+    "BoundCachedFunction",
+    "Cache",
+    "CachedFunction",
+    "KeyBuilder",
+    "Keyer",
+    "_Lead",
+    "_Refresh",
+    "_Wait",
+    "check_namespace",
+    "check_seconds",
+]
+
+def check_seconds(name: str, value: object) -> float:
+    """Checks a positive duration option given in seconds."""
+
+def check_namespace(name: str, value: object) -> str:
+    """Checks a namespace option."""
+
+BUCKETS: Final[list[float]]
+COUNTERS: Final[list[tuple[str, str]]]
+
+@final
+class Absent:
+    """The type of ``ABSENT``: a loader returns it to say the thing does not exist."""
+
+    def __bool__(self) -> bool: ...
+    def __reduce__(self) -> str: ...
+
+ABSENT: Final[Absent]
+
+@disjoint_base
+class Cache:
+    def __new__(
+        cls,
+        *,
+        ttl: float | None = None,
+        grace: float | None = None,
+        jitter: float | None = None,
+        beta: float | None = None,
+        negative_ttl: float | None = None,
+        wait_timeout: float | None = None,
+        max_stale: float | None = None,
+        failsafe_backoff: float | None = None,
+        soft_timeout: float | None = None,
+        hard_timeout: float | None = None,
+        capacity: int | None = None,
+        origin_budget: int | None = None,
+        max_flights: int | None = None,
+        max_key_len: int | None = None,
+        namespace: str | None = None,
+        redis: str | None = None,
+    ) -> Self: ...
+    @property
+    def namespace(self) -> str | None:
+        """The default namespace of keys made by the decorator, if one was given."""
+    @property
+    def origin_budget(self) -> int | None:
+        """The origin budget (most loader calls at once), if one was given."""
+    @overload
+    def get(self, key: str) -> Any: ...
+    @overload
+    def get(self, key: str, default: _T) -> Any | _T: ...
+    def set(self, key: str, value: object, *, ttl: float | None = None) -> None: ...
+    def invalidate(self, key: str) -> bool: ...
+    def bump(self, namespace: str) -> int: ...
+    def get_or_load(
+        self, key: str, loader: Callable[[], _T], *, ttl: float | None = None
+    ) -> _T: ...
+    def prometheus(self) -> str: ...
+    def _lookup(self, key: str, ttl: float | None = None) -> tuple[Any, ...]: ...
+    def _metrics(self) -> dict[str, Any]: ...
+    def _flights_in_progress(self) -> int: ...
+
+@final
+class CachedFunction(Generic[_P, _R]):
+    """A sync function wrapped by ``@cache.cached(...)``."""
+
+    __wrapped__: Callable[_P, _R]
+    def __new__(
+        cls,
+        cache: Cache,
+        func: Callable[_P, _R],
+        keyer: Callable[..., str],
+        ttl: float | None = None,
+    ) -> Self: ...
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+    def key(self, *args: _P.args, **kwargs: _P.kwargs) -> str:
+        """The cache key of a call with these arguments."""
+    def invalidate(self, *args: _P.args, **kwargs: _P.kwargs) -> bool:
+        """Invalidates the cached result of a call with these arguments."""
+    @overload
+    def __get__(self, obj: None, owner: type | None = None, /) -> Self: ...
+    @overload
+    def __get__(
+        self, obj: object, owner: type | None = None, /
+    ) -> BoundCachedFunction[..., _R]: ...
+
+@final
+class BoundCachedFunction(Generic[_P, _R]):
+    """A ``CachedFunction`` bound to an instance: ``obj.method``."""
+
+    @property
+    def __func__(self) -> CachedFunction[..., _R]:
+        """The cached function."""
+    @property
+    def __self__(self) -> object:
+        """The instance it is bound to."""
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
+    def key(self, *args: _P.args, **kwargs: _P.kwargs) -> str:
+        """The cache key of a call with these arguments."""
+    def invalidate(self, *args: _P.args, **kwargs: _P.kwargs) -> bool:
+        """Invalidates the cached result of a call with these arguments."""
+
+@final
+class KeyBuilder:
+    """Builds canonical keys: ``{namespace}:v{version}:{entity}[:{id}][?{name}={value}&...]``."""
+
+    def __new__(cls, namespace: str) -> Self: ...
+    def version(self, version: int) -> KeyBuilder: ...
+    def entity(self, entity: str) -> KeyBuilder: ...
+    def id(self, value: object) -> KeyBuilder: ...
+    def param(self, name: str, value: object) -> KeyBuilder: ...
+    def build(self) -> str: ...
+
+@final
+class Keyer:
+    def __new__(
+        cls,
+        namespace: str,
+        version: int,
+        entity: str,
+        params: list[tuple[str, int, bool, Any, bool]],
+        var_keyword: bool,
+    ) -> Self: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> str: ...
+
+@final
+class _Lead:
+    @property
+    def key(self) -> str: ...
+    @property
+    def fallback(self) -> tuple[bool, Any]: ...
+    def set_ttl(self, ttl: float) -> None: ...
+    def try_begin(self) -> bool: ...
+    def begin(self) -> Awaitable[tuple[bool, Any]]: ...
+    def complete(self, value: object) -> Any: ...
+    def fail(self, exc: BaseException) -> Any: ...
+    def timeout(self) -> Any: ...
+    def abandon(self) -> None: ...
+    def soft_remaining(self) -> float | None: ...
+    def hard_remaining(self) -> float | None: ...
+
+@final
+class _Wait:
+    def wait(self) -> tuple[int, Any]: ...
+    def future(self) -> Awaitable[tuple[int, Any]]: ...
+
+@final
+class _Refresh:
+    def __call__(self, *args: Any, **kwargs: Any) -> None: ...

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the Python binding and runs all of its checks, from a fresh machine:
+#   a venv with the pinned tools (requirements-dev.txt), the abi3 wheel built by maturin and
+#   installed into it, cargo fmt and clippy, mypy --strict on the package, mypy.stubtest on the
+#   hand-written stubs, and pytest (extra arguments are passed to pytest).
+# Idempotent; re-runs reuse the venv (reinstalled only when requirements-dev.txt changes) and
+# cargo's build cache (CARGO_TARGET_DIR, default <repo>/target/python).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$here/.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target/python}"
+venv="${HERDLESS_PY_VENV:-$CARGO_TARGET_DIR/venv}"
+python="${PYTHON:-python3}"
+
+step() { printf '\n== python binding: %s\n' "$*"; }
+
+if [ ! -x "$venv/bin/python" ]; then
+  step "creating venv $venv"
+  "$python" -m venv "$venv"
+fi
+stamp="$venv/.requirements-dev.sha256"
+want="$(sha256sum "$here/requirements-dev.txt" | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+  step "installing pinned dev tools"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$here/requirements-dev.txt"
+  echo "$want" >"$stamp"
+fi
+
+step "cargo fmt --check"
+cargo fmt --manifest-path "$here/Cargo.toml" -- --check
+step "cargo clippy -D warnings"
+cargo clippy --quiet --manifest-path "$here/Cargo.toml" --all-targets --locked -- -D warnings
+
+step "building the wheel (maturin, release)"
+wheels="$CARGO_TARGET_DIR/wheels"
+rm -f "$wheels"/herdless-*.whl
+"$venv/bin/maturin" build --quiet --release --locked -m "$here/Cargo.toml" --out "$wheels" \
+  -i "$venv/bin/python"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall \
+  --no-deps "$wheels"/herdless-*.whl
+
+# Run from the tests' directory so that `import herdless` is the installed wheel, never the
+# source tree.
+cd "$here/tests"
+step "mypy --strict"
+"$venv/bin/python" -m mypy --strict --no-incremental -p herdless
+"$venv/bin/python" -m mypy --strict --no-incremental --python-version 3.11 .
+step "stubtest"
+"$venv/bin/python" -m mypy.stubtest herdless --allowlist "$here/stubtest-allowlist.txt"
+step "pytest"
+"$venv/bin/python" -m pytest -c "$here/pyproject.toml" --rootdir "$here" "$@"
