@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use herdless::backend::{Listener, Notice, Watch};
@@ -71,6 +71,8 @@ pub(crate) struct Hub {
     watches: Mutex<HashMap<String, Arc<Slot>>>,
     listeners: RwLock<Vec<Listener>>,
     subscriptions: Mutex<HashMap<String, Arc<OnceCell<()>>>>,
+    /// The subscription connection dropped and has not confirmed a resubscription yet.
+    disconnected: AtomicBool,
     metrics: Arc<Metrics>,
 }
 
@@ -81,6 +83,7 @@ impl Hub {
             watches: Mutex::default(),
             listeners: RwLock::default(),
             subscriptions: Mutex::default(),
+            disconnected: AtomicBool::new(false),
             metrics,
         }
     }
@@ -126,9 +129,7 @@ impl Hub {
         }
     }
 
-    /// Everything may have changed: wake every watch and tell the listeners.
-    pub(crate) fn lost(&self) {
-        inc(&self.metrics.notices_lost);
+    fn wake_all(&self) {
         let slots: Vec<_> = self
             .watches
             .lock()
@@ -139,10 +140,14 @@ impl Hub {
         for s in slots {
             s.fire();
         }
-        self.tell(Notice::Lost);
     }
 
-    /// Handles one push from the subscriber connection.
+    /// Handles one push from the subscription connection.
+    ///
+    /// A dropped connection wakes the watches (they re-check Redis, and fall back to local
+    /// loads while it is away) but keeps the first tiers: during an outage they are what is
+    /// served. When the subscriptions are confirmed again, messages of the gap may have been
+    /// lost, so the listeners are told [`Notice::Lost`] then.
     pub(crate) fn on_push(&self, push: PushInfo) {
         match push.kind {
             PushKind::Message | PushKind::SMessage => {
@@ -150,7 +155,17 @@ impl Hub {
                     self.on_message(payload);
                 }
             }
-            PushKind::Disconnection => self.lost(),
+            PushKind::Disconnection => {
+                self.disconnected.store(true, Ordering::Release);
+                self.wake_all();
+            }
+            PushKind::Subscribe | PushKind::SSubscribe => {
+                if self.disconnected.swap(false, Ordering::AcqRel) {
+                    inc(&self.metrics.notices_lost);
+                    self.wake_all();
+                    self.tell(Notice::Lost);
+                }
+            }
             _ => {}
         }
     }
