@@ -1,1 +1,191 @@
-fn main() {}
+//! Benchmarks of the Redis tier against a private redis-server on loopback:
+//! L2 hit (our one-round-trip read, the read-or-lock script, and the tiered L1-miss path)
+//! against a raw redis-rs GET in the same run, the L1 hit, lock + unlock, and how long a
+//! waiter in another process takes to get a value after its leader publishes it.
+//!
+//! `cargo bench -p herdless-redis --bench redis` (needs redis-server on PATH).
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use herdless::backend::{AcquireRequest, Acquired, Backend, StoredEntry};
+use herdless_redis::{
+    FleetOptions, FleetOutcome, Json, RedisBackend, TieredCache, block_on, now_ms,
+};
+
+fn entry(value: &[u8]) -> StoredEntry {
+    let now = now_ms();
+    StoredEntry {
+        value: Some(value.to_vec()),
+        fresh_until_ms: now + 3_600_000,
+        stale_until_ms: now + 3_600_000,
+        retain_until_ms: now + 3_600_000,
+        load_duration: Duration::from_millis(5),
+        version: 0,
+        epoch: 0,
+    }
+}
+
+fn benches(c: &mut Criterion, url: &str) {
+    let value = vec![b'x'; 100];
+    let b = RedisBackend::builder(url).prefix("bench").build().unwrap();
+    block_on(b.commit("bench:hit", entry(&value), None))
+        .unwrap()
+        .unwrap();
+    // Raw redis-rs: a multiplexed connection on a one-worker runtime, driven from this thread.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut raw = rt
+        .block_on(
+            redis::Client::open(url)
+                .unwrap()
+                .get_multiplexed_async_connection(),
+        )
+        .unwrap();
+    let _: () = rt
+        .block_on(
+            redis::cmd("SET")
+                .arg("raw:hit")
+                .arg(&value)
+                .query_async(&mut raw),
+        )
+        .unwrap();
+
+    let mut g = c.benchmark_group("l2_hit");
+    g.bench_function("raw redis-rs GET", |bch| {
+        bch.iter(|| {
+            let v: Vec<u8> = rt
+                .block_on(redis::cmd("GET").arg("raw:hit").query_async(&mut raw))
+                .unwrap();
+            black_box(v)
+        })
+    });
+    g.bench_function("herdless read (MGET value+epoch, decode)", |bch| {
+        bch.iter(|| black_box(block_on(b.read("bench:hit", now_ms())).unwrap().unwrap()))
+    });
+    g.bench_function("herdless acquire (EVALSHA read-or-lock) on a hit", |bch| {
+        bch.iter(|| {
+            let r = block_on(b.acquire(
+                "bench:hit",
+                AcquireRequest {
+                    now_ms: now_ms(),
+                    lease: Duration::from_secs(5),
+                    secret: [1; 16],
+                    have_version: 0,
+                },
+            ));
+            black_box(r.unwrap().unwrap())
+        })
+    });
+    let cache: TieredCache<String, Json> = TieredCache::builder(b.clone(), Json).build().unwrap();
+    cache.set("bench:tiered", "x".repeat(100)).unwrap();
+    g.bench_function("tiered get_or_load: L1 miss, L2 hit", |bch| {
+        bch.iter(|| {
+            let _ = cache.l1().invalidate("bench:tiered");
+            let v = cache.get_or_load("bench:tiered", || Ok::<_, std::io::Error>(None));
+            black_box(v.unwrap().unwrap())
+        })
+    });
+    g.finish();
+
+    c.bench_function("l1_hit/tiered get_or_load", |bch| {
+        let _ = cache.get_or_load("bench:tiered", || Ok::<_, std::io::Error>(None));
+        bch.iter(|| {
+            black_box(
+                cache
+                    .get_or_load("bench:tiered", || Ok::<_, std::io::Error>(None))
+                    .unwrap(),
+            )
+        })
+    });
+
+    c.bench_function("lock_unlock/acquire + release", |bch| {
+        bch.iter(|| {
+            let a = block_on(b.acquire(
+                "bench:lock",
+                AcquireRequest {
+                    now_ms: now_ms(),
+                    lease: Duration::from_secs(5),
+                    secret: [2; 16],
+                    have_version: 0,
+                },
+            ))
+            .unwrap()
+            .unwrap();
+            let Acquired::Locked { token, .. } = a else {
+                panic!("lock held: {a:?}")
+            };
+            assert!(block_on(b.release("bench:lock", &token)).unwrap().unwrap());
+        })
+    });
+}
+
+/// A leader publishes while a waiter of another "process" (its own backend, connections and
+/// subscription) waits with re-checks disabled: the waiter's latency from the publish call
+/// to its answer is the wake-up cost beyond the loader's time.
+fn wakeup(url: &str, rounds: usize) -> Vec<Duration> {
+    let mk = || RedisBackend::builder(url).prefix("wake").build().unwrap();
+    let (a, b) = (mk(), mk());
+    let opts = FleetOptions {
+        recheck: Duration::from_secs(30),
+        ..FleetOptions::default()
+    };
+    let (fa, fb) = (a.fleet(opts), b.fleet(opts));
+    let mut out = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        let key = format!("w:{i}");
+        let FleetOutcome::Lead(lease) = fa.lead_blocking(&key, 0).unwrap() else {
+            panic!("lead")
+        };
+        let fb = fb.clone();
+        let k = key.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            tx.send(()).unwrap();
+            let r = fb.lead_blocking(&k, 0);
+            (r, Instant::now())
+        });
+        rx.recv().unwrap();
+        // Let the waiter find the lock taken and go to sleep on its watch.
+        std::thread::sleep(Duration::from_millis(20));
+        let published = Instant::now();
+        lease.publish_blocking(entry(b"\"v\"")).unwrap();
+        let (r, woke) = waiter.join().unwrap();
+        assert!(matches!(r.unwrap(), FleetOutcome::Fresh(_)));
+        out.push(woke - published);
+    }
+    let m = b.metrics();
+    assert_eq!(m.fleet_wait_rechecks, 0, "woken by notifications only");
+    out
+}
+
+fn main() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let url = srv.url();
+    let mut lat = wakeup(&url, 300);
+    lat.sort();
+    let pct = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).saturating_sub(1)];
+    println!(
+        "waiter_wakeup (publish -> other process answered, {} rounds): p50 {:?}, p99 {:?}, max {:?}",
+        lat.len(),
+        pct(0.5),
+        pct(0.99),
+        lat[lat.len() - 1]
+    );
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1));
+    benches(&mut c, &url);
+    c.final_summary();
+}

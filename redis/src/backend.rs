@@ -37,10 +37,11 @@ pub(crate) fn random_secret() -> Result<[u8; 16], Error> {
 
 fn hex(b: &[u8]) -> String {
     use std::fmt::Write;
-    b.iter().fold(String::with_capacity(b.len() * 2), |mut s, x| {
-        let _ = write!(s, "{x:02x}");
-        s
-    })
+    b.iter()
+        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
+            let _ = write!(s, "{x:02x}");
+            s
+        })
 }
 
 /// The lock value of a token: `<epoch>:<32 hex digits>`.
@@ -300,7 +301,10 @@ impl RedisBackend {
     }
 
     /// Runs a raw command on the command connection (tests, tools), with the timeout.
-    pub async fn query<T: redis::FromRedisValue + Send>(&self, cmd: redis::Cmd) -> Result<T, Error> {
+    pub async fn query<T: redis::FromRedisValue + Send>(
+        &self,
+        cmd: redis::Cmd,
+    ) -> Result<T, Error> {
         self.run("query", async move {
             let mut live = self.inner.cmd.live().await?;
             Ok(cmd.query_async(&mut live).await?)
@@ -334,7 +338,9 @@ fn parse_epoch(raw: Option<Vec<u8>>) -> Result<u64, Error> {
         Some(b) => std::str::from_utf8(&b)
             .ok()
             .and_then(|s| s.parse().ok())
-            .ok_or(Error::Protocol("the namespace epoch key does not hold an integer")),
+            .ok_or(Error::Protocol(
+                "the namespace epoch key does not hold an integer",
+            )),
     }
 }
 
@@ -362,18 +368,17 @@ impl Backend for RedisBackend {
             let n = self.names(key);
             let mut live = self.inner.cmd.live().await?;
             let lease_ms = req.lease.as_millis().max(1) as u64;
-            let (status, raw, epoch, pttl, corrupt): (i64, Vec<u8>, u64, i64, i64) =
-                SCRIPTS
-                    .acquire
-                    .key(&n.value)
-                    .key(&n.epoch)
-                    .key(&n.lock)
-                    .arg(req.now_ms)
-                    .arg(lease_ms)
-                    .arg(hex(&req.secret))
-                    .arg(req.have_version)
-                    .invoke_async(&mut live)
-                    .await?;
+            let (status, raw, epoch, pttl, corrupt): (i64, Vec<u8>, u64, i64, i64) = SCRIPTS
+                .acquire
+                .key(&n.value)
+                .key(&n.epoch)
+                .key(&n.lock)
+                .arg(req.now_ms)
+                .arg(lease_ms)
+                .arg(hex(&req.secret))
+                .arg(req.have_version)
+                .invoke_async(&mut live)
+                .await?;
             let m = &self.inner.metrics;
             if corrupt == 1 {
                 inc(&m.corrupt_entries);

@@ -106,7 +106,11 @@ impl Fleet {
     /// Errors: [`herdless::Error::Backend`] when Redis fails (serve and load locally),
     /// [`herdless::Error::WaitTimeout`] when another process's load took longer than
     /// `wait_timeout`.
-    pub async fn lead(&self, key: &str, have_version: u64) -> Result<FleetOutcome, herdless::Error> {
+    pub async fn lead(
+        &self,
+        key: &str,
+        have_version: u64,
+    ) -> Result<FleetOutcome, herdless::Error> {
         in_runtime(&self.rt, self.lead_inner(key, have_version)).await
     }
 
@@ -136,7 +140,12 @@ impl Fleet {
                 secret: random_secret()?,
                 have_version,
             };
-            match self.backend.acquire(key, req).await.map_err(backend_error)? {
+            match self
+                .backend
+                .acquire(key, req)
+                .await
+                .map_err(backend_error)?
+            {
                 Acquired::Fresh(e) => return Ok(FleetOutcome::Fresh(e)),
                 Acquired::Locked { token, stale } => {
                     return Ok(FleetOutcome::Lead(FleetLease::start(
@@ -146,9 +155,9 @@ impl Fleet {
                         stale,
                     )));
                 }
-                Acquired::Contended {
-                    stale: Some(e), ..
-                } if e.version > have_version => return Ok(FleetOutcome::Stale(e)),
+                Acquired::Contended { stale: Some(e), .. } if e.version > have_version => {
+                    return Ok(FleetOutcome::Stale(e));
+                }
                 Acquired::Contended { remaining, .. } => {
                     if !waited {
                         waited = true;
@@ -186,7 +195,11 @@ impl Fleet {
 
     /// Writes `entry` for the whole fleet (breaking any lock on the key, so a load already
     /// running cannot overwrite it) and tells the other processes.
-    pub async fn set(&self, key: &str, entry: StoredEntry) -> Result<WriteOutcome, herdless::Error> {
+    pub async fn set(
+        &self,
+        key: &str,
+        entry: StoredEntry,
+    ) -> Result<WriteOutcome, herdless::Error> {
         self.backend
             .commit(key, entry, None)
             .await

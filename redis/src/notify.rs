@@ -159,12 +159,12 @@ impl Hub {
                 self.disconnected.store(true, Ordering::Release);
                 self.wake_all();
             }
-            PushKind::Subscribe | PushKind::SSubscribe => {
-                if self.disconnected.swap(false, Ordering::AcqRel) {
-                    inc(&self.metrics.notices_lost);
-                    self.wake_all();
-                    self.tell(Notice::Lost);
-                }
+            PushKind::Subscribe | PushKind::SSubscribe
+                if self.disconnected.swap(false, Ordering::AcqRel) =>
+            {
+                inc(&self.metrics.notices_lost);
+                self.wake_all();
+                self.tell(Notice::Lost);
             }
             _ => {}
         }
@@ -248,12 +248,11 @@ impl Watch for KeyWatch {
 impl Drop for KeyWatch {
     fn drop(&mut self) {
         let mut map = self.hub.watches.lock().expect("watches lock");
-        if self.slot.watches.fetch_sub(1, Ordering::Relaxed) == 1 {
-            if let Entry::Occupied(e) = map.entry(std::mem::take(&mut self.key)) {
-                if Arc::ptr_eq(e.get(), &self.slot) {
-                    e.remove();
-                }
-            }
+        if self.slot.watches.fetch_sub(1, Ordering::Relaxed) == 1
+            && let Entry::Occupied(e) = map.entry(std::mem::take(&mut self.key))
+            && Arc::ptr_eq(e.get(), &self.slot)
+        {
+            e.remove();
         }
     }
 }
@@ -270,7 +269,14 @@ mod tests {
         assert_eq!(m.number, 1_700_000_000_000_123);
         assert_eq!(m.key, "users:v1:profile:42");
         assert_eq!(parse(b"e:o:3:users").unwrap().key, "users");
-        for junk in [&b""[..], b"hello", b"x:o:1:k", b"w:o:notanumber:k", b"w:o:1", b"\xff\xfe"] {
+        for junk in [
+            &b""[..],
+            b"hello",
+            b"x:o:1:k",
+            b"w:o:notanumber:k",
+            b"w:o:1",
+            b"\xff\xfe",
+        ] {
             assert_eq!(parse(junk), None);
         }
     }

@@ -211,12 +211,7 @@ impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
     }
 
     /// The shared entry for a value just loaded (or set), and its fresh TTL.
-    fn entry(
-        &self,
-        value: Option<Vec<u8>>,
-        took: Duration,
-        epoch: u64,
-    ) -> (StoredEntry, Duration) {
+    fn entry(&self, value: Option<Vec<u8>>, took: Duration, epoch: u64) -> (StoredEntry, Duration) {
         let now = now_ms();
         let base = if value.is_some() {
             self.ttl
@@ -370,7 +365,12 @@ where
         block_on(self.drive(key, loader, Runner::Thread))?
     }
 
-    async fn drive<F, Fut, E>(&self, key: &str, loader: F, runner: Runner) -> Result<Option<V>, Error>
+    async fn drive<F, Fut, E>(
+        &self,
+        key: &str,
+        loader: F,
+        runner: Runner,
+    ) -> Result<Option<V>, Error>
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
@@ -402,8 +402,13 @@ where
         }
     }
 
-    fn spawn_refresh<F, Fut, E>(&self, guard: LoadGuard<Local<V>>, have: u64, loader: F, runner: Runner)
-    where
+    fn spawn_refresh<F, Fut, E>(
+        &self,
+        guard: LoadGuard<Local<V>>,
+        have: u64,
+        loader: F,
+        runner: Runner,
+    ) where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
@@ -541,7 +546,11 @@ where
                 return guard.complete(Err(e));
             }
         };
-        let bytes = match value.as_ref().map(|v| self.inner.codec.encode(v)).transpose() {
+        let bytes = match value
+            .as_ref()
+            .map(|v| self.inner.codec.encode(v))
+            .transpose()
+        {
             Ok(b) => b,
             Err(_) => {
                 // Unshareable: serve it here, let another process try.

@@ -115,8 +115,7 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
         version: u64_at(b, 36),
         epoch: u64_at(b, 44),
     };
-    if entry.stale_until_ms < entry.fresh_until_ms || entry.retain_until_ms < entry.stale_until_ms
-    {
+    if entry.stale_until_ms < entry.fresh_until_ms || entry.retain_until_ms < entry.stale_until_ms {
         return Err(DecodeError::Malformed);
     }
     Ok(entry)

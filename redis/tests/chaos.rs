@@ -56,12 +56,22 @@ fn redis_down_serves_l1_coalesces_locally_and_recovers_by_itself() {
     let p = common::unique("down");
     let a = cache(&srv.url(), &p);
     let calls = Arc::new(AtomicUsize::new(0));
-    assert_eq!(a.get_or_load("k:cached", loader(&calls, "v", 0)).unwrap().as_deref(), Some("v"));
+    assert_eq!(
+        a.get_or_load("k:cached", loader(&calls, "v", 0))
+            .unwrap()
+            .as_deref(),
+        Some("v")
+    );
     srv.kill();
 
     // L1 hits need no Redis.
     let t = Instant::now();
-    assert_eq!(a.get_or_load("k:cached", loader(&calls, "x", 0)).unwrap().as_deref(), Some("v"));
+    assert_eq!(
+        a.get_or_load("k:cached", loader(&calls, "x", 0))
+            .unwrap()
+            .as_deref(),
+        Some("v")
+    );
     assert!(t.elapsed() < Duration::from_millis(50));
     // A miss loads once for the process, however many callers.
     let t = Instant::now();
@@ -74,24 +84,31 @@ fn redis_down_serves_l1_coalesces_locally_and_recovers_by_itself() {
     for th in threads {
         assert_eq!(th.join().unwrap().unwrap().as_deref(), Some("local"));
     }
-    assert!(t.elapsed() < Duration::from_secs(2), "no hang: {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "no hang: {:?}",
+        t.elapsed()
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert!(a.metrics().1.backend_errors > 0);
     // Writes fail fast and say so.
     let t = Instant::now();
     assert!(a.set("k:cached", "w".into()).is_err());
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
-    assert_eq!(a.l1().get("k:cached"), None, "a failed set drops the now-unknown L1 copy");
+    assert_eq!(
+        a.l1().get("k:cached"),
+        None,
+        "a failed set drops the now-unknown L1 copy"
+    );
 
     srv.restart(); // empty, same port
     // The same process uses Redis again, by itself.
     let recovered = common::eventually(Duration::from_secs(10), || {
         let _ = a.get_or_load("k:after", loader(&calls, "shared", 0));
-        in_redis(&srv, &a, "k:after").as_deref() == Some("shared")
-            || {
-                let _ = a.invalidate("k:after");
-                false
-            }
+        in_redis(&srv, &a, "k:after").as_deref() == Some("shared") || {
+            let _ = a.invalidate("k:after");
+            false
+        }
     });
     assert!(recovered, "writes reach Redis again after it restarted");
     // Notifications recover too: another process's set drops this L1 copy.
@@ -104,7 +121,10 @@ fn redis_down_serves_l1_coalesces_locally_and_recovers_by_itself() {
         }
     });
     assert!(dropped, "the subscription came back after the restart");
-    assert!(a.metrics().1.notices_lost >= 1, "the gap was noticed and the L1 cleared");
+    assert!(
+        a.metrics().1.notices_lost >= 1,
+        "the gap was noticed and the L1 cleared"
+    );
 }
 
 #[test]
@@ -126,11 +146,24 @@ fn a_load_older_than_a_redis_restart_does_not_overwrite_newer_data() {
     std::thread::sleep(Duration::from_millis(300));
     srv.restart(); // the old leader's lock is gone with everything else
     let c = cache(&srv.url(), &p); // a process started after the restart
-    assert_eq!(c.get_or_load("k", loader(&calls, "new", 0)).unwrap().as_deref(), Some("new"));
+    assert_eq!(
+        c.get_or_load("k", loader(&calls, "new", 0))
+            .unwrap()
+            .as_deref(),
+        Some("new")
+    );
     let (old, took) = slow.join().unwrap();
-    assert_eq!(old.unwrap().as_deref(), Some("old"), "the slow caller still gets its load");
+    assert_eq!(
+        old.unwrap().as_deref(),
+        Some("old"),
+        "the slow caller still gets its load"
+    );
     assert!(took < Duration::from_millis(1500 + 1000), "{took:?}");
-    assert_eq!(in_redis(&srv, &c, "k").as_deref(), Some("new"), "not overwritten");
+    assert_eq!(
+        in_redis(&srv, &c, "k").as_deref(),
+        Some("new"),
+        "not overwritten"
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     let m = a.metrics().1;
     assert!(m.superseded_commits + m.backend_errors >= 1, "{m:?}");
@@ -157,20 +190,34 @@ fn a_redis_stalled_mid_load_holds_nobody_and_the_stale_leader_cannot_overwrite()
     srv.stop();
     // While Redis hangs, callers are bounded by the operation timeout and load locally.
     let t = Instant::now();
-    assert_eq!(c.get_or_load("k2", loader(&calls, "local", 0)).unwrap().as_deref(), Some("local"));
-    assert!(t.elapsed() < Duration::from_secs(2), "no hang: {:?}", t.elapsed());
+    assert_eq!(
+        c.get_or_load("k2", loader(&calls, "local", 0))
+            .unwrap()
+            .as_deref(),
+        Some("local")
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "no hang: {:?}",
+        t.elapsed()
+    );
     std::thread::sleep(Duration::from_millis(1500)); // stalled longer than the 1 s lease
     srv.resume();
     // The lock ran out on Redis's clock; another process leads and writes newer data.
     let fresh = common::eventually(Duration::from_secs(5), || {
         let _ = c.invalidate("k").ok();
-        c.get_or_load("k", loader(&calls, "new", 0)).is_ok_and(|v| v.as_deref() == Some("new"))
+        c.get_or_load("k", loader(&calls, "new", 0))
+            .is_ok_and(|v| v.as_deref() == Some("new"))
             && in_redis(&srv, &c, "k").as_deref() == Some("new")
     });
     assert!(fresh);
     let (old, took) = slow.join().unwrap();
     assert_eq!(old.unwrap().as_deref(), Some("old"));
     assert!(took < Duration::from_millis(2500 + 1000), "{took:?}");
-    assert_eq!(in_redis(&srv, &c, "k").as_deref(), Some("new"), "the stalled leader's write was refused");
+    assert_eq!(
+        in_redis(&srv, &c, "k").as_deref(),
+        Some("new"),
+        "the stalled leader's write was refused"
+    );
     assert!(calls.load(Ordering::SeqCst) <= 4, "loader calls bounded");
 }

@@ -29,9 +29,17 @@ fn three_node_cluster() {
     let mut slots = std::collections::HashSet::new();
     for ns in ["users", "orders", "cart", "geo", "feed", "ads"] {
         let n = ba.names(&format!("{ns}:v1:x:1"));
-        let s: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(&n.value).query(&mut c).unwrap();
+        let s: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&n.value)
+            .query(&mut c)
+            .unwrap();
         for k in [&n.lock, &n.epoch, &n.channel] {
-            let s2: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(k).query(&mut c).unwrap();
+            let s2: u16 = redis::cmd("CLUSTER")
+                .arg("KEYSLOT")
+                .arg(k)
+                .query(&mut c)
+                .unwrap();
             assert_eq!(s, s2, "{k}");
         }
         assert_eq!(keys::slot(&n.value), s);
@@ -58,10 +66,16 @@ fn three_node_cluster() {
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     // Sharded notifications: B's L1 copy drops on A's set and bump.
     a.set("users:1", "v-2".into()).unwrap();
-    assert!(common::eventually(Duration::from_secs(5), || b.l1().get("users:1").is_none()));
+    assert!(common::eventually(Duration::from_secs(5), || b
+        .l1()
+        .get("users:1")
+        .is_none()));
     assert_eq!(b.get("users:1").unwrap().as_deref(), Some("v-2"));
     a.bump("orders").unwrap();
-    assert!(common::eventually(Duration::from_secs(5), || b.l1().get("orders:1").is_none()));
+    assert!(common::eventually(Duration::from_secs(5), || b
+        .l1()
+        .get("orders:1")
+        .is_none()));
     assert_eq!(b.get("orders:1").unwrap(), None);
 
     // A waiter in another process is woken by the leader's publish, not by its re-check.
@@ -90,14 +104,29 @@ fn three_node_cluster() {
     };
     lease.publish_blocking(entry).unwrap();
     let (got, took) = waiter.join().unwrap();
-    assert!(matches!(got.unwrap(), FleetOutcome::Fresh(e) if e.value.as_deref() == Some(&b"\"hot\""[..])));
-    assert!(took < Duration::from_secs(2), "woken by the notification: {took:?}");
+    assert!(
+        matches!(got.unwrap(), FleetOutcome::Fresh(e) if e.value.as_deref() == Some(&b"\"hot\""[..]))
+    );
+    assert!(
+        took < Duration::from_secs(2),
+        "woken by the notification: {took:?}"
+    );
     // Garbage is a miss on the cluster too.
     let _: () = redis::cmd("SET")
         .arg(ba.names("ads:1").value)
         .arg("garbage")
-        .query(&mut redis::cluster::ClusterClient::new(cluster.urls()).unwrap().get_connection().unwrap())
+        .query(
+            &mut redis::cluster::ClusterClient::new(cluster.urls())
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+        )
         .unwrap();
-    assert_eq!(block_on(ba.read("ads:1", herdless_redis::now_ms())).unwrap().unwrap(), None);
+    assert_eq!(
+        block_on(ba.read("ads:1", herdless_redis::now_ms()))
+            .unwrap()
+            .unwrap(),
+        None
+    );
     assert!(ba.metrics().corrupt_entries >= 1);
 }

@@ -84,7 +84,9 @@ fn four_processes_of_500_callers_make_one_loader_call() {
     let ok: u64 = lines.iter().map(|l| field(l, "ok")).sum();
     let p99 = lines.iter().map(|l| field(l, "p99_us")).max().unwrap();
     let max = lines.iter().map(|l| field(l, "max_us")).max().unwrap();
-    eprintln!("FLEET 4x500 callers, 200 ms loader: loader calls {total}; ok {ok}/2000; per process: {lines:#?}");
+    eprintln!(
+        "FLEET 4x500 callers, 200 ms loader: loader calls {total}; ok {ok}/2000; per process: {lines:#?}"
+    );
     eprintln!(
         "FLEET waiter latency beyond the loader: p99 {:.1} ms, max {:.1} ms (worst process p99)",
         (p99 as f64 / 1000.0) - 200.0,

@@ -71,7 +71,11 @@ fn lock_commit_read_and_tokens() {
             epoch: token.epoch,
             secret: [9; 16],
         };
-        assert!(!b.extend(key, &foreign, Duration::from_secs(60)).await.unwrap());
+        assert!(
+            !b.extend(key, &foreign, Duration::from_secs(60))
+                .await
+                .unwrap()
+        );
         assert!(!b.release(key, &foreign).await.unwrap());
         assert_eq!(
             b.commit(key, entry(b"x", 60_000), Some(&foreign))
@@ -80,7 +84,11 @@ fn lock_commit_read_and_tokens() {
             WriteOutcome::Superseded
         );
         // The owner can.
-        assert!(b.extend(key, &token, Duration::from_secs(60)).await.unwrap());
+        assert!(
+            b.extend(key, &token, Duration::from_secs(60))
+                .await
+                .unwrap()
+        );
         let WriteOutcome::Written { version, epoch } = b
             .commit(key, entry(b"v1", 60_000), Some(&token))
             .await
@@ -89,7 +97,10 @@ fn lock_commit_read_and_tokens() {
             panic!("commit refused")
         };
         assert_eq!(epoch, 0);
-        assert!(version > 1_600_000_000_000_000, "versions are µs: {version}");
+        assert!(
+            version > 1_600_000_000_000_000,
+            "versions are µs: {version}"
+        );
         // The commit released the lock: a release by the old owner is refused.
         assert!(!b.release(key, &token).await.unwrap());
         let got = b.read(key, now_ms()).await.unwrap().expect("a hit");
@@ -98,7 +109,9 @@ fn lock_commit_read_and_tokens() {
         assert_eq!(got.load_duration, Duration::from_millis(12));
         // A fresh entry answers acquire without a lock; a refresh of that very version
         // takes the lock and sees the entry.
-        assert!(matches!(b.acquire(key, req(0, 3)).await.unwrap(), Acquired::Fresh(e) if e.version == version));
+        assert!(
+            matches!(b.acquire(key, req(0, 3)).await.unwrap(), Acquired::Fresh(e) if e.version == version)
+        );
         match b.acquire(key, req(version, 4)).await.unwrap() {
             Acquired::Locked { stale, token } => {
                 assert_eq!(stale.map(|e| e.version), Some(version));
@@ -204,11 +217,18 @@ fn epochs_invalidate_in_o1_and_stop_older_loads() {
             WriteOutcome::Superseded
         );
         assert!(matches!(
-            b.commit("cat:c", entry(b"new", 60_000), Some(&new)).await.unwrap(),
+            b.commit("cat:c", entry(b"new", 60_000), Some(&new))
+                .await
+                .unwrap(),
             WriteOutcome::Written { epoch: 1, .. }
         ));
         assert_eq!(
-            b.read("cat:c", now_ms()).await.unwrap().unwrap().value.as_deref(),
+            b.read("cat:c", now_ms())
+                .await
+                .unwrap()
+                .unwrap()
+                .value
+                .as_deref(),
             Some(&b"new"[..])
         );
     });
@@ -270,7 +290,11 @@ fn expired_and_stale_entries() {
         e.fresh_until_ms = now - 1000;
         e.stale_until_ms = now + 60_000;
         b.commit("st:1", e, None).await.unwrap();
-        let got = b.read("st:1", now_ms()).await.unwrap().expect("within grace");
+        let got = b
+            .read("st:1", now_ms())
+            .await
+            .unwrap()
+            .expect("within grace");
         assert!(!got.is_fresh(now_ms()));
         // A miss finds the stale entry and takes the lock to refresh it...
         let t = match b.acquire("st:1", req(0, 1)).await.unwrap() {

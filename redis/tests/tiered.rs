@@ -20,7 +20,10 @@ fn cache(url: &str, prefix: &str) -> TieredCache<String, Json> {
         .expect("cache")
 }
 
-fn counting(calls: &Arc<AtomicUsize>, v: &str) -> impl FnOnce() -> Result<Option<String>, std::io::Error> + Send + 'static {
+fn counting(
+    calls: &Arc<AtomicUsize>,
+    v: &str,
+) -> impl FnOnce() -> Result<Option<String>, std::io::Error> + Send + 'static {
     let (calls, v) = (calls.clone(), v.to_owned());
     move || {
         calls.fetch_add(1, Ordering::SeqCst);
@@ -38,15 +41,30 @@ fn a_value_loaded_in_one_process_is_read_by_another_without_loading() {
     let (a, b) = (cache(&srv.url(), &p), cache(&srv.url(), &p));
     let calls = Arc::new(AtomicUsize::new(0));
     let key = "users:1";
-    assert_eq!(a.get_or_load(key, counting(&calls, "ada")).unwrap().as_deref(), Some("ada"));
-    assert_eq!(b.get_or_load(key, counting(&calls, "other")).unwrap().as_deref(), Some("ada"));
+    assert_eq!(
+        a.get_or_load(key, counting(&calls, "ada"))
+            .unwrap()
+            .as_deref(),
+        Some("ada")
+    );
+    assert_eq!(
+        b.get_or_load(key, counting(&calls, "other"))
+            .unwrap()
+            .as_deref(),
+        Some("ada")
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     // B adopted the shared entry: no load counted there, a Redis hit instead.
     let (l1, l2) = b.metrics();
     assert_eq!(l1.total().loads, 0);
     assert_eq!(l2.l2_hits, 1);
     // The next read is an L1 hit: no Redis traffic.
-    assert_eq!(b.get_or_load(key, counting(&calls, "x")).unwrap().as_deref(), Some("ada"));
+    assert_eq!(
+        b.get_or_load(key, counting(&calls, "x"))
+            .unwrap()
+            .as_deref(),
+        Some("ada")
+    );
     assert_eq!(b.metrics().1.l2_hits, 1);
     assert_eq!(b.metrics().0.total().hits, 1);
     // Absences are shared too.
@@ -54,7 +72,10 @@ fn a_value_loaded_in_one_process_is_read_by_another_without_loading() {
         .get_or_load("users:404", || Ok::<_, std::io::Error>(None))
         .unwrap();
     assert_eq!(none, None);
-    assert_eq!(b.get_or_load("users:404", counting(&calls, "y")).unwrap(), None);
+    assert_eq!(
+        b.get_or_load("users:404", counting(&calls, "y")).unwrap(),
+        None
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -67,18 +88,47 @@ fn set_invalidate_and_bump_reach_the_l1_of_other_processes() {
     let p = common::unique("t");
     let (a, b) = (cache(&srv.url(), &p), cache(&srv.url(), &p));
     let calls = Arc::new(AtomicUsize::new(0));
-    assert_eq!(b.get_or_load("cfg:flags", counting(&calls, "v1")).unwrap().as_deref(), Some("v1"));
+    assert_eq!(
+        b.get_or_load("cfg:flags", counting(&calls, "v1"))
+            .unwrap()
+            .as_deref(),
+        Some("v1")
+    );
     assert_eq!(b.l1().get("cfg:flags").map(|l| l.value), Some("v1".into()));
     a.set("cfg:flags", "v2".into()).unwrap();
-    assert!(common::eventually(Duration::from_secs(5), || b.l1().get("cfg:flags").is_none()), "set drops B's copy");
-    assert_eq!(b.get_or_load("cfg:flags", counting(&calls, "no")).unwrap().as_deref(), Some("v2"));
+    assert!(
+        common::eventually(Duration::from_secs(5), || b.l1().get("cfg:flags").is_none()),
+        "set drops B's copy"
+    );
+    assert_eq!(
+        b.get_or_load("cfg:flags", counting(&calls, "no"))
+            .unwrap()
+            .as_deref(),
+        Some("v2")
+    );
     assert!(a.invalidate("cfg:flags").unwrap());
-    assert!(common::eventually(Duration::from_secs(5), || b.l1().get("cfg:flags").is_none()), "invalidate drops B's copy");
-    assert_eq!(b.get_or_load("cfg:flags", counting(&calls, "v3")).unwrap().as_deref(), Some("v3"));
+    assert!(
+        common::eventually(Duration::from_secs(5), || b.l1().get("cfg:flags").is_none()),
+        "invalidate drops B's copy"
+    );
+    assert_eq!(
+        b.get_or_load("cfg:flags", counting(&calls, "v3"))
+            .unwrap()
+            .as_deref(),
+        Some("v3")
+    );
     assert_eq!(a.bump("cfg").unwrap(), 1);
-    assert!(common::eventually(Duration::from_secs(5), || b.l1().get("cfg:flags").is_none()), "bump drops B's copy");
+    assert!(
+        common::eventually(Duration::from_secs(5), || b.l1().get("cfg:flags").is_none()),
+        "bump drops B's copy"
+    );
     assert_eq!(a.get("cfg:flags").unwrap(), None, "bumped in Redis too");
-    assert_eq!(b.get_or_load("cfg:flags", counting(&calls, "v4")).unwrap().as_deref(), Some("v4"));
+    assert_eq!(
+        b.get_or_load("cfg:flags", counting(&calls, "v4"))
+            .unwrap()
+            .as_deref(),
+        Some("v4")
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(a.get("cfg:flags").unwrap().as_deref(), Some("v4"));
 }
@@ -91,7 +141,10 @@ fn bytes_of_another_codec_are_a_miss_and_a_metric() {
     let srv = common::Server::start();
     let p = common::unique("t");
     let raw = TieredCache::builder(
-        RedisBackend::builder(srv.url()).prefix(p.clone()).build().unwrap(),
+        RedisBackend::builder(srv.url())
+            .prefix(p.clone())
+            .build()
+            .unwrap(),
         herdless_redis::RawBytes,
     )
     .build()
@@ -99,7 +152,9 @@ fn bytes_of_another_codec_are_a_miss_and_a_metric() {
     raw.set("blob:1", vec![0x80, 0x04, 0x95]).unwrap(); // not JSON
     let json = cache(&srv.url(), &p);
     let calls = Arc::new(AtomicUsize::new(0));
-    let v = json.get_or_load("blob:1", counting(&calls, "fresh")).unwrap();
+    let v = json
+        .get_or_load("blob:1", counting(&calls, "fresh"))
+        .unwrap();
     assert_eq!(v.as_deref(), Some("fresh"));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(json.metrics().1.corrupt_entries, 1);
@@ -119,13 +174,17 @@ fn blocking_api_works_inside_a_foreign_runtime_and_refuses_the_backend_threads()
     let c2 = c.clone();
     let v = rt.block_on(async move {
         // A blocking call on the only thread of a current-thread runtime: no deadlock.
-        c2.get_or_load("rt:1", || Ok::<_, std::io::Error>(Some("sync-in-async".into())))
+        c2.get_or_load("rt:1", || {
+            Ok::<_, std::io::Error>(Some("sync-in-async".into()))
+        })
     });
     assert_eq!(v.unwrap().as_deref(), Some("sync-in-async"));
     let c3 = c.clone();
     let inside = rt.block_on(async move {
-        c3.get_or_load_async("rt:2", || async { Ok::<_, std::io::Error>(Some("async".into())) })
-            .await
+        c3.get_or_load_async("rt:2", || async {
+            Ok::<_, std::io::Error>(Some("async".into()))
+        })
+        .await
     });
     assert_eq!(inside.unwrap().as_deref(), Some("async"));
     let c4 = c.clone();

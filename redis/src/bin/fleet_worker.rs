@@ -104,7 +104,10 @@ fn stampede(backend: RedisBackend, key: String, lease: Duration, wait: Duration)
                                 backend.query::<i64>(incr).await?;
                             }
                             tokio::time::sleep(Duration::from_millis(loader_ms)).await;
-                            Ok::<_, herdless_redis::Error>(Some(format!("loaded by {}", std::process::id())))
+                            Ok::<_, herdless_redis::Error>(Some(format!(
+                                "loaded by {}",
+                                std::process::id()
+                            )))
                         })
                         .await;
                     (r, now_us().saturating_sub(start_at * 1000))

@@ -160,7 +160,10 @@ fn wait_ready(port: u16) {
         if ok {
             return;
         }
-        assert!(Instant::now() < deadline, "redis-server on {port} did not start");
+        assert!(
+            Instant::now() < deadline,
+            "redis-server on {port} did not start"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
