@@ -59,7 +59,7 @@ const cli = napiCli()
 if (cli) {
   run(process.execPath, [cli, 'build', '--platform', '--release', '--no-js', '--dts', 'index.d.ts'])
 } else {
-  run('cargo', ['build', '--release', '--manifest-path', join(root, 'Cargo.toml')])
+  run('cargo', ['build', '--release', '--locked', '--manifest-path', join(root, 'Cargo.toml')])
   copyFileSync(cargoArtifact(), target)
 }
 if (!existsSync(target)) {

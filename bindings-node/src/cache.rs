@@ -31,7 +31,10 @@ fn key_arg<'b>(js: Js, key: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
         Ok(s) => Ok(s),
         Err(_) => {
             let got = js.type_of(key).map_or("an unknown value", Type::name);
-            Err(type_error(js, &format!("the key must be a string, got {got}")))
+            Err(type_error(
+                js,
+                &format!("the key must be a string, got {got}"),
+            ))
         }
     }
 }

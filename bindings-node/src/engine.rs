@@ -94,12 +94,18 @@ impl Loader {
     }
 }
 
+/// What a call answers: its value, or the value it rejects with.
+pub(crate) type Outcome = std::result::Result<Value, Value>;
+
+/// An internal caller's continuation.
+pub(crate) type Callback = Box<dyn FnOnce(Js, Outcome) -> Result<()>>;
+
 /// What settles when a call is answered.
 pub(crate) enum Answer {
     /// The caller's promise.
     Promise(Deferred),
     /// Internal callers (`warm`).
-    Callback(Box<dyn FnOnce(Js, std::result::Result<Value, Value>) -> Result<()>>),
+    Callback(Callback),
     /// Nobody (a background refresh, or a caller that already had its answer).
     Nobody,
 }
@@ -309,10 +315,14 @@ impl Inner {
     }
 
     /// Answers the caller (once): the value, or the rejection.
-    fn reply(&self, js: Js, call: &mut Call, outcome: std::result::Result<Value, Value>) -> Result<()> {
+    fn reply(&self, js: Js, call: &mut Call, outcome: Outcome) -> Result<()> {
         if let Some(w) = call.abort.take() {
             let event = js.string("abort")?;
-            js.call_method(w.signal.get(js)?, "removeEventListener", &[event, w.listener.get(js)?])?;
+            js.call_method(
+                w.signal.get(js)?,
+                "removeEventListener",
+                &[event, w.listener.get(js)?],
+            )?;
         }
         match std::mem::replace(&mut call.answer, Answer::Nobody) {
             Answer::Promise(d) => d.settle(js, outcome),
@@ -397,7 +407,13 @@ impl Inner {
     }
 
     /// Calls the JS loader for a leading call.
-    fn load(self: &Rc<Self>, js: Js, id: u64, mut call: Call, mut guard: LoadGuard<Val>) -> Result<()> {
+    fn load(
+        self: &Rc<Self>,
+        js: Js,
+        id: u64,
+        mut call: Call,
+        mut guard: LoadGuard<Val>,
+    ) -> Result<()> {
         if let Some(ttl) = call.ttl {
             guard.set_ttl(ttl);
         }
@@ -462,7 +478,7 @@ impl Inner {
     }
 
     /// The loader of call `id` settled: complete its guard, answer, wake the waiters.
-    fn loaded(self: &Rc<Self>, js: Js, id: u64, result: std::result::Result<Value, Value>) -> Result<()> {
+    fn loaded(self: &Rc<Self>, js: Js, id: u64, result: Outcome) -> Result<()> {
         // Gone: the load timed out and was answered already; the value is dropped.
         let Some(mut call) = self.take(id) else {
             return Ok(());
@@ -486,7 +502,13 @@ impl Inner {
     }
 
     /// A leading call's deadline timer fired.
-    fn deadline(self: &Rc<Self>, js: Js, id: u64, mut call: Call, guard: LoadGuard<Val>) -> Result<()> {
+    fn deadline(
+        self: &Rc<Self>,
+        js: Js,
+        id: u64,
+        mut call: Call,
+        guard: LoadGuard<Val>,
+    ) -> Result<()> {
         let now = self.cache.clock().now();
         if guard.hard_deadline().is_some_and(|h| now >= h) {
             let after = self.hard_timeout;

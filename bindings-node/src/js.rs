@@ -351,7 +351,13 @@ impl Js {
     pub(crate) fn promise(self) -> Result<(Deferred, Value)> {
         let (mut d, mut p) = (ptr::null_mut(), ptr::null_mut());
         napi_call!(napi_create_promise(self.0, &mut d, &mut p))?;
-        Ok((Deferred { env: self.0, raw: d }, p))
+        Ok((
+            Deferred {
+                env: self.0,
+                raw: d,
+            },
+            p,
+        ))
     }
 
     /// A promise already resolved with `v`.

@@ -48,7 +48,12 @@ pub(crate) fn param(js: Js, v: Value, what: &str) -> Result<Param<'static>> {
         }
         Type::BigInt => match js.get_bigint(v)? {
             Some(i) => Param::Int(i),
-            None => return Err(type_error(js, &format!("{what}: bigint too large for a key"))),
+            None => {
+                return Err(type_error(
+                    js,
+                    &format!("{what}: bigint too large for a key"),
+                ));
+            }
         },
         Type::Boolean => Param::Bool(js.get_bool(v)?),
         Type::Null | Type::Undefined => Param::Null,

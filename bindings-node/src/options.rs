@@ -182,7 +182,11 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
         }
         Type::Object if !js.is_array(obj)? => {}
         t => {
-            let got = if t == Type::Object { "an array" } else { t.name() };
+            let got = if t == Type::Object {
+                "an array"
+            } else {
+                t.name()
+            };
             return Err(bad(
                 js,
                 ErrorKind::Type,
@@ -195,7 +199,9 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
             || COUNTS.contains(&key.as_str())
             || OTHERS.contains(&key.as_str());
         if !known {
-            let all = [&DURATIONS[..], &COUNTS[..], &OTHERS[..]].concat().join(", ");
+            let all = [&DURATIONS[..], &COUNTS[..], &OTHERS[..]]
+                .concat()
+                .join(", ");
             return Err(bad(
                 js,
                 ErrorKind::Type,
@@ -290,7 +296,11 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     if let Some(ns) = &namespace {
         // The key builder's own rule: non-empty, no reserved character.
         if let Err(e) = herdless::KeyBuilder::new(ns).entity("x").build() {
-            return Err(bad(js, ErrorKind::Range, &format!("option `namespace`: {e}")));
+            return Err(bad(
+                js,
+                ErrorKind::Range,
+                &format!("option `namespace`: {e}"),
+            ));
         }
     }
     let redis = string(js, obj, "redis")?;

@@ -38,10 +38,7 @@ pub(crate) struct Released {
 
 impl Released {
     fn push(&self, id: u32) {
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(id);
+        self.ids.lock().unwrap_or_else(|e| e.into_inner()).push(id);
         self.any.store(true, Ordering::Release);
     }
 

@@ -95,13 +95,12 @@ impl Wake {
         // Registered after the thread-safe function's own hook, so it runs before it.
         let arg = Arc::into_raw(self.clone());
         // SAFETY: JS thread; `arg` is reclaimed by `on_env_exit` or by `close`.
-        let status =
-            unsafe { sys::napi_add_env_cleanup_hook(js.raw(), Some(on_env_exit), arg.cast_mut().cast()) };
+        let status = unsafe {
+            sys::napi_add_env_cleanup_hook(js.raw(), Some(on_env_exit), arg.cast_mut().cast())
+        };
         if status == sys::Status::napi_ok {
-            *self.exit_hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(ExitHook {
-                env: js.raw(),
-                arg,
-            });
+            *self.exit_hook.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(ExitHook { env: js.raw(), arg });
         } else {
             // SAFETY: not registered, so still ours.
             drop(unsafe { Arc::from_raw(arg) });
@@ -163,11 +162,20 @@ impl Wake {
     /// Releases the channel (the cache is going away). Wakes after this are ignored. JS
     /// thread only.
     pub(crate) fn close(&self) {
-        if let Some(hook) = self.exit_hook.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(hook) = self
+            .exit_hook
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             // SAFETY: JS thread; the hook was registered with exactly these arguments and
             // has not run (it takes itself out first), so `arg` is still the leaked `Arc`.
             unsafe {
-                sys::napi_remove_env_cleanup_hook(hook.env, Some(on_env_exit), hook.arg.cast_mut().cast());
+                sys::napi_remove_env_cleanup_hook(
+                    hook.env,
+                    Some(on_env_exit),
+                    hook.arg.cast_mut().cast(),
+                );
                 drop(Arc::from_raw(hook.arg));
             }
         }
@@ -179,7 +187,10 @@ impl Wake {
         if let Some(t) = tsfn.take() {
             // SAFETY: the handle is live until this release, and is never used after it.
             unsafe {
-                sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort)
+                sys::napi_release_threadsafe_function(
+                    t.0,
+                    sys::ThreadsafeFunctionReleaseMode::abort,
+                )
             };
         }
     }
@@ -225,7 +236,10 @@ unsafe extern "C" fn on_env_exit(arg: *mut c_void) {
     // SAFETY: `arg` is the `Arc` leaked in `connect`; `close` removes the hook before it
     // reclaims the `Arc`, so when this runs the `Arc` is still leaked and ours to take.
     let wake = unsafe { Arc::from_raw(arg.cast_const().cast::<Wake>()) };
-    wake.exit_hook.lock().unwrap_or_else(|e| e.into_inner()).take();
+    wake.exit_hook
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
     wake.release();
 }
 

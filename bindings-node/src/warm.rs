@@ -92,7 +92,12 @@ impl Warm {
         Ok(())
     }
 
-    fn finished(self: Rc<Self>, js: Js, key: String, outcome: std::result::Result<Value, Value>) -> Result<()> {
+    fn finished(
+        self: Rc<Self>,
+        js: Js,
+        key: String,
+        outcome: std::result::Result<Value, Value>,
+    ) -> Result<()> {
         self.running.set(self.running.get() - 1);
         match outcome {
             Ok(_) => self.ok.set(self.ok.get() + 1),

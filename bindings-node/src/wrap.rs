@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use herdless::KeyBuilder;
 use herdless::key::Param;
-use napi::{JsValue, Result};
 use napi::bindgen_prelude::{FunctionCallContext, Unknown};
+use napi::{JsValue, Result};
 use napi_derive::napi;
 
 use crate::cache::rejecting;
@@ -28,7 +28,9 @@ pub struct WrapOptions {
     /// TTL in milliseconds of the memoised results (default: the cache's).
     pub ttl: Option<f64>,
     /// Maps the arguments to the key's id (a key value) or to `{ id?, params? }`.
-    #[napi(ts_type = "(...args: any[]) => KeyValue | { id?: KeyValue; params?: Record<string, KeyValue> }")]
+    #[napi(
+        ts_type = "(...args: any[]) => KeyValue | { id?: KeyValue; params?: Record<string, KeyValue> }"
+    )]
     pub key: Option<()>,
 }
 
@@ -76,7 +78,9 @@ impl Wrapped {
                     if name != "id" && name != "params" {
                         return Err(type_error(
                             js,
-                            &format!("wrap `key` returned an object with `{name}`: only `id` and `params` are allowed"),
+                            &format!(
+                                "wrap `key` returned an object with `{name}`: only `id` and `params` are allowed"
+                            ),
                         ));
                     }
                 }
@@ -144,7 +148,8 @@ pub(crate) fn wrap(js: Js, inner: &Rc<Inner>, func: Value, opts: Option<Value>) 
     if js.type_of(func)? != Type::Function {
         return Err(type_error(js, "wrap expects a function"));
     }
-    let namespace = match string_option(js, opts, "namespace")?.or_else(|| inner.namespace.clone()) {
+    let namespace = match string_option(js, opts, "namespace")?.or_else(|| inner.namespace.clone())
+    {
         Some(ns) => ns,
         None => {
             return Err(type_error(

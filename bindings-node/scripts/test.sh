@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Builds the Node binding and runs all of its checks, from a fresh machine:
+#   npm ci (the pinned dev tools of package-lock.json: the napi CLI, TypeScript), the addon
+#   in release with the napi CLI (index.d.ts regenerated from the Rust doc comments and
+#   checked to be the committed one), cargo fmt and clippy on the binding crate,
+#   tsc --noEmit on the typing tests, node --test, and the install paths of a fresh Node
+#   project (scripts/install-test.sh).
+# Idempotent; re-runs skip npm ci while package-lock.json is unchanged and reuse cargo's
+# build cache (CARGO_TARGET_DIR, default <repo>/target/node).
+# HERDLESS_NODE_SKIP_INSTALL_TEST=1 skips the install paths (they rebuild from a clean export).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$here/.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target/node}"
+cd "$here"
+
+step() { printf '\n== node binding: %s\n' "$*"; }
+
+stamp="node_modules/.herdless-lock.sha256"
+want="$(sha256sum package-lock.json | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
+  step "npm ci (dev tools pinned by package-lock.json)"
+  # --ignore-scripts: the addon is built by the next step, once.
+  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+  echo "$want" >"$stamp"
+fi
+
+step "cargo fmt --check"
+cargo fmt --manifest-path Cargo.toml -- --check
+step "cargo clippy -D warnings"
+cargo clippy --quiet --manifest-path Cargo.toml --all-targets --locked -- -D warnings
+
+step "building the addon (napi build --release)"
+mkdir -p "$CARGO_TARGET_DIR"
+cp index.d.ts "$CARGO_TARGET_DIR/index.d.ts.committed"
+npx --no-install napi build --platform --release --no-js --dts index.d.ts
+if ! diff -u "$CARGO_TARGET_DIR/index.d.ts.committed" index.d.ts; then
+  echo "index.d.ts changed when regenerated from the Rust doc comments: commit the new one" >&2
+  exit 1
+fi
+
+step "tsc --noEmit (typing tests against index.d.ts)"
+npx --no-install tsc --noEmit -p test/types
+
+step "node --test"
+node --test test/
+
+if [ "${HERDLESS_NODE_SKIP_INSTALL_TEST:-}" = 1 ]; then
+  step "install paths: SKIPPED (HERDLESS_NODE_SKIP_INSTALL_TEST=1)"
+else
+  step "install paths (a fresh project: packed tarball, source folder)"
+  bash scripts/install-test.sh
+fi

@@ -1,0 +1,56 @@
+// Type checks of the generated index.d.ts (run by `tsc --noEmit -p test/types`; never run).
+// Lines marked @ts-expect-error must fail to type-check, so the types are not just `any`.
+import { ABSENT, Cache, buildKey } from 'herdless'
+import type { CacheOptions, Metrics, WarmReport } from 'herdless'
+
+interface User {
+  id: number
+  name: string
+}
+
+const options: CacheOptions = { ttl: 60_000, grace: 30_000, namespace: 'users', redis: undefined }
+const cache = new Cache(options)
+
+async function usage(signal: AbortSignal): Promise<void> {
+  const user: User | undefined = await cache.getOrLoad('users:1', async (): Promise<User> => ({ id: 1, name: 'Ada' }), {
+    signal,
+    ttl: 1000,
+  })
+  // ABSENT is excluded from the result type.
+  const maybe: User | undefined = await cache.getOrLoad('users:2', async (): Promise<User | typeof ABSENT> => ABSENT)
+  const sync: number | undefined = await cache.getOrLoad('n:1', () => 42)
+
+  const key: string = buildKey({ namespace: 'users', entity: 'profile', id: 42, params: { tags: ['a', 'b'], lang: null } })
+  cache.set(key, user)
+  cache.set(key, ABSENT, { ttl: 10 })
+  const value: unknown = cache.get(key)
+  const removed: boolean = cache.invalidate(key)
+  const epoch: number = cache.bump('users')
+
+  const profile = cache.wrap(async (id: number): Promise<User> => ({ id, name: 'x' }), { entity: 'profile', version: 2 })
+  const p: User | undefined = await profile(3)
+  const byKey = cache.wrap(async (a: string, b: number) => a.repeat(b), { key: (a: string, b: number) => ({ id: a, params: { b } }) })
+  const s: string | undefined = await byKey('x', 2)
+
+  const report: WarmReport = await cache.warm(['a:1'], async (k: string) => k, { concurrency: 4 })
+  const failedKeys: string[] = report.errors.map((e) => e.key)
+  const metrics: Metrics = cache.metrics()
+  const hits: number = metrics.total.hits + metrics.namespaces[0].counters.coalescedWaiters
+  const p99: number | null = metrics.namespaces[0].loadDuration.p99Ms
+  const text: string = cache.prometheus()
+  void [maybe, sync, value, removed, epoch, p, s, failedKeys, hits, p99, text]
+
+  // @ts-expect-error: keys are strings
+  await cache.getOrLoad(1, async () => 1)
+  // @ts-expect-error: durations are numbers of milliseconds
+  new Cache({ ttl: '60s' })
+  // @ts-expect-error: unknown option
+  new Cache({ ttlMs: 5 })
+  // @ts-expect-error: the result may be undefined (absence)
+  const notUndefined: User = await cache.getOrLoad('users:1', async (): Promise<User> => ({ id: 1, name: 'Ada' }))
+  // @ts-expect-error: wrapped functions keep their parameter types
+  await profile('not a number')
+  void notUndefined
+}
+
+void usage
