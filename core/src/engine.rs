@@ -458,20 +458,12 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         Ok(LoadGuard::new(self.clone(), flight, fallback))
     }
 
-    /// Gives up a load past its hard timeout: its waiters get the timeout (or fail-safe).
+    /// Gives up a load past its hard timeout: its waiters get the timeout (or fail-safe),
+    /// and the key backs off as after any failed load, whoever noticed the timeout.
     pub(crate) fn time_out(&self, flight: &Arc<Flight<V>>) {
-        if self.shard(flight.hash).write().remove_flight(flight) {
-            self.inner.flights.fetch_sub(1, Ordering::Relaxed);
-        }
         let after = self.inner.cfg.hard_timeout.unwrap_or_default();
-        if flight.finish(Outcome::Failed(Error::LoadTimeout { after })) {
-            flight
-                .ns
-                .metrics
-                .c
-                .load_timeouts
-                .fetch_add(1, Ordering::Relaxed);
-        }
+        let outcome = Outcome::Failed(Error::LoadTimeout { after });
+        self.finish(flight, outcome, Duration::ZERO, None);
     }
 
     /// Ends a flight: stores a loaded result when nothing newer happened meanwhile (no
@@ -529,8 +521,17 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 _ => {}
             }
         }
+        // Counted once per load, by whichever of the leader and the waiters ended it.
+        let timed_out = matches!(outcome, Outcome::Failed(Error::LoadTimeout { .. }));
         drop(dropped);
-        flight.finish(outcome);
+        if flight.finish(outcome) && timed_out {
+            flight
+                .ns
+                .metrics
+                .c
+                .load_timeouts
+                .fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn count_evictions(&self, evicted: &[Entry<V>]) {
