@@ -17,7 +17,7 @@ use crate::entry::Entry;
 use crate::epoch::{Namespace, Namespaces};
 use crate::error::{ConfigError, Error};
 use crate::expiry::{Phase, Timing, nanos};
-use crate::flight::{Flight, Outcome};
+use crate::flight::{self, Flight, Outcome};
 use crate::key::namespace_of;
 use crate::lookup::{Hit, HitState, LoadGuard, Lookup, Waiter};
 use crate::metrics::MetricsSnapshot;
@@ -479,24 +479,42 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let now = self.inner.clock.now();
         let n = nanos(now);
         let mut dropped = Vec::new();
-        {
+        let wakers = {
             let mut shard = self.shard(flight.hash).write();
             let current = shard.remove_flight(flight);
             if current {
                 self.inner.flights.fetch_sub(1, Ordering::Relaxed);
             }
             let storable = current && !flight.is_superseded() && flight.ns.epoch() == flight.epoch;
-            match &outcome {
-                Outcome::Loaded(v) if storable => {
-                    let entry = self.make_entry(
-                        v.clone(),
-                        flight.ns.clone(),
-                        flight.epoch,
-                        nanos(took),
-                        n,
-                        ttl,
-                    );
-                    if let Ok(weight) = self.weigh(&flight.key, &entry) {
+            let entry = match &outcome {
+                Outcome::Loaded(v) if storable => Some(self.make_entry(
+                    v.clone(),
+                    flight.ns.clone(),
+                    flight.epoch,
+                    nanos(took),
+                    n,
+                    ttl,
+                )),
+                _ => None,
+            };
+            let failed = matches!(outcome, Outcome::Failed(_));
+            let timed_out = matches!(outcome, Outcome::Failed(Error::LoadTimeout { .. }));
+            // The outcome is settled under the shard lock, before anything is stored: a
+            // hard timeout that ended the flight first wins, and then nothing is stored, so
+            // no waiter is told "timed out" about a value that was cached.
+            let wakers = flight.settle(outcome);
+            // Counted once per load, by whichever of the leader and the waiters ended it.
+            if wakers.is_some() && timed_out {
+                flight
+                    .ns
+                    .metrics
+                    .c
+                    .load_timeouts
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some(entry) = entry {
+                match self.weigh(&flight.key, &entry) {
+                    Ok(weight) if wakers.is_some() => {
                         dropped.extend(shard.store.remove(flight.hash, &flight.key));
                         let before = dropped.len();
                         shard.store.insert(
@@ -509,28 +527,22 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                         );
                         self.count_evictions(&dropped[before..]);
                     }
+                    // Not stored: dropped with the rest, outside the lock.
+                    _ => dropped.push(entry),
                 }
-                Outcome::Failed(_) if storable => {
-                    // Back off: the stale value keeps being served without hammering a
-                    // failing origin with one refresh per read.
-                    if let Some(node) = shard.store.get_mut(flight.hash, &flight.key) {
-                        node.entry.backoff_until =
-                            n.saturating_add(nanos(self.inner.cfg.failsafe_backoff));
-                    }
+            } else if wakers.is_some() && failed && storable {
+                // Back off: the stale value keeps being served without hammering a
+                // failing origin with one refresh per read.
+                if let Some(node) = shard.store.get_mut(flight.hash, &flight.key) {
+                    node.entry.backoff_until =
+                        n.saturating_add(nanos(self.inner.cfg.failsafe_backoff));
                 }
-                _ => {}
             }
-        }
-        // Counted once per load, by whichever of the leader and the waiters ended it.
-        let timed_out = matches!(outcome, Outcome::Failed(Error::LoadTimeout { .. }));
+            wakers
+        };
         drop(dropped);
-        if flight.finish(outcome) && timed_out {
-            flight
-                .ns
-                .metrics
-                .c
-                .load_timeouts
-                .fetch_add(1, Ordering::Relaxed);
+        if let Some(wakers) = wakers {
+            flight::wake_all(wakers);
         }
     }
 

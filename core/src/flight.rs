@@ -85,21 +85,15 @@ impl<V: Clone> Flight<V> {
         }
     }
 
-    /// Records the outcome (the first one wins) and wakes every waiter. Returns false when
-    /// the flight had already finished.
-    pub(crate) fn finish(&self, outcome: Outcome<V>) -> bool {
-        let wakers = {
-            let mut st = self.state.lock();
-            if st.outcome.is_some() {
-                return false;
-            }
-            st.outcome = Some(outcome);
-            core::mem::take(&mut st.wakers)
-        };
-        for w in wakers.into_iter().flatten() {
-            w.wake();
+    /// Records the outcome if the flight has none yet and returns the wakers for the caller
+    /// to [`wake_all`] (outside its locks); `None` when another outcome won.
+    pub(crate) fn settle(&self, outcome: Outcome<V>) -> Option<Vec<Option<Waker>>> {
+        let mut st = self.state.lock();
+        if st.outcome.is_some() {
+            return None;
         }
-        true
+        st.outcome = Some(outcome);
+        Some(core::mem::take(&mut st.wakers))
     }
 
     pub(crate) fn is_superseded(&self) -> bool {
@@ -139,5 +133,12 @@ impl<V: Clone> Flight<V> {
         if let Some(w) = st.wakers.get_mut(slot) {
             *w = None;
         }
+    }
+}
+
+/// Wakes the waiters a [`Flight::settle`] returned.
+pub(crate) fn wake_all(wakers: Vec<Option<Waker>>) {
+    for w in wakers.into_iter().flatten() {
+        w.wake();
     }
 }

@@ -134,6 +134,8 @@ fn spawn_waiter<T: 'static>(
 
 /// Yields until `n` waiters have registered, so the leader finishes only after they looked up
 /// (the race left is then between their polls and the finish: the lost wake-up window).
+/// Only one thread of a model may spin at a time: two spinning threads let loom explore
+/// schedules that starve the thread they wait for, without end.
 fn until(ready: &AtomicUsize, n: usize) {
     while ready.load(Ordering::Acquire) < n {
         thread::yield_now();
@@ -463,14 +465,11 @@ fn completion_racing_the_hard_timeout_is_consistent() {
         let guard = lead(&cache);
         let ready = Arc::new(AtomicUsize::new(0));
         let waiter = spawn_waiter(&cache, &ready, |_, w| w.wait());
-        let ticker = {
-            let (clock, ready) = (clock.clone(), ready.clone());
-            thread::spawn(move || {
-                until(&ready, 1);
-                clock.advance(2 * HARD);
-            })
-        };
         until(&ready, 1);
+        let ticker = {
+            let clock = clock.clone();
+            thread::spawn(move || clock.advance(2 * HARD))
+        };
         assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
         let waited = waiter.join().unwrap();
         ticker.join().unwrap();
