@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use napi::bindgen_prelude::{Env, Unknown};
+use napi::bindgen_prelude::{Env, This, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
@@ -40,8 +40,8 @@ fn key_arg<'b>(js: Js, key: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
 }
 
 /// Checks that `v` is an options object (or undefined): `None` for undefined.
-fn options_arg(js: Js, v: Option<Unknown>, what: &str) -> Result<Option<Value>> {
-    let Some(v) = v.map(|v| v.raw()) else {
+fn options_arg(js: Js, v: Option<Value>, what: &str) -> Result<Option<Value>> {
+    let Some(v) = v else {
         return Ok(None);
     };
     match js.type_of(v)? {
@@ -89,34 +89,54 @@ pub(crate) fn rejecting(js: Js, r: Result<Value>) -> Result<Value> {
     }
 }
 
-impl Cache {
-    fn get_or_load_impl(
-        &self,
-        js: Js,
-        key: Value,
-        loader: Value,
-        opts: Option<Unknown>,
-    ) -> Result<Value> {
-        let mut buf = [0u8; KEY_BUF];
-        let key = key_arg(js, key, &mut buf)?;
-        if js.type_of(loader)? != Type::Function {
-            return Err(type_error(js, "the loader must be a function"));
-        }
-        let options = call_options(js, options_arg(js, opts, "getOrLoad")?)?;
-        let inner = &self.inner;
-        let first = inner.cache.lookup(key.as_str());
-        if options.signal.is_none() {
-            // The hit path: no call record, no loader reference.
-            if let Some(v) = inner.hit_now(js, &first)? {
-                return js.resolved(v);
-            }
-        }
-        let (deferred, promise) = js.promise()?;
-        let loader = Loader::new(js, loader)?;
-        let key = key.as_str().to_owned();
-        inner.start(js, key, loader, options, Answer::Promise(deferred), first)?;
-        Ok(promise)
+/// `cache.get(key)`: shared by the method and the fast path (`crate::fast`).
+pub(crate) fn get_value(js: Js, inner: &Inner, key: Value) -> Result<Value> {
+    let mut buf = [0u8; KEY_BUF];
+    let key = key_arg(js, key, &mut buf)?;
+    match inner.cache.get(key.as_str()) {
+        Some(v) => inner.table.load(js, &v),
+        None => js.undefined(),
     }
+}
+
+/// `cache.getOrLoad(key, loader, options)`: shared by the method and the fast path. Never
+/// throws: errors reject the returned promise.
+pub(crate) fn get_or_load_value(
+    js: Js,
+    inner: &Rc<Inner>,
+    key: Value,
+    loader: Value,
+    opts: Option<Value>,
+) -> Result<Value> {
+    let r = get_or_load_impl(js, inner, key, loader, opts);
+    rejecting(js, r)
+}
+
+fn get_or_load_impl(
+    js: Js,
+    inner: &Rc<Inner>,
+    key: Value,
+    loader: Value,
+    opts: Option<Value>,
+) -> Result<Value> {
+    let mut buf = [0u8; KEY_BUF];
+    let key = key_arg(js, key, &mut buf)?;
+    if js.type_of(loader)? != Type::Function {
+        return Err(type_error(js, "the loader must be a function"));
+    }
+    let options = call_options(js, options_arg(js, opts, "getOrLoad")?)?;
+    let first = inner.cache.lookup(key.as_str());
+    if options.signal.is_none() {
+        // The hit path: no call record, no loader reference.
+        if let Some(v) = inner.hit_now(js, &first)? {
+            return js.resolved(v);
+        }
+    }
+    let (deferred, promise) = js.promise()?;
+    let loader = Loader::new(js, loader)?;
+    let key = key.as_str().to_owned();
+    inner.start(js, key, loader, options, Answer::Promise(deferred), first)?;
+    Ok(promise)
 }
 
 #[napi]
@@ -124,7 +144,7 @@ impl Cache {
     /// A cache with these options (all optional; durations in milliseconds). Throws a
     /// `TypeError` or `RangeError` (code `HERDLESS_INVALID_OPTION`) naming a bad option.
     #[napi(constructor, ts_args_type = "options?: CacheOptions")]
-    pub fn new(env: &Env, options: Option<Unknown>) -> Result<Self> {
+    pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
         let js = Js(env.raw());
         let parsed = options::parse(js, options.map(|o| o.raw()))?;
         if parsed.redis.is_some() {
@@ -140,9 +160,9 @@ impl Cache {
         let cache = parsed.builder.build().map_err(|e| {
             error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string())
         })?;
-        Ok(Self {
-            inner: Inner::new(js, cache, parsed.namespace, hard)?,
-        })
+        let inner = Inner::new(js, cache, parsed.namespace, hard)?;
+        crate::fast::install(js, this.object.raw(), &inner)?;
+        Ok(Self { inner })
     }
 
     /// The value of `key` if it is fresh (or stale within grace), else `undefined`; never
@@ -150,12 +170,7 @@ impl Cache {
     #[napi(ts_args_type = "key: string", ts_return_type = "unknown")]
     pub fn get<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let mut buf = [0u8; KEY_BUF];
-        let key = key_arg(js, key.raw(), &mut buf)?;
-        let v = match self.inner.cache.get(key.as_str()) {
-            Some(v) => self.inner.table.load(js, &v)?,
-            None => js.undefined()?,
-        };
+        let v = get_value(js, &self.inner, key.raw())?;
         // SAFETY: a value of this env, returned to it at once.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) })
     }
@@ -174,7 +189,7 @@ impl Cache {
         let js = Js(env.raw());
         let mut buf = [0u8; KEY_BUF];
         let key = key_arg(js, key.raw(), &mut buf)?;
-        let ttl = match options_arg(js, options, "set")? {
+        let ttl = match options_arg(js, options.map(|o| o.raw()), "set")? {
             Some(o) => options::ttl(js, o)?,
             None => None,
         };
@@ -246,8 +261,8 @@ impl Cache {
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let r = self.get_or_load_impl(js, key.raw(), loader.raw(), options);
-        let p = rejecting(js, r)?;
+        let opts = options.map(|o| o.raw());
+        let p = get_or_load_value(js, &self.inner, key.raw(), loader.raw(), opts)?;
         // SAFETY: a value of this env, returned to it at once.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
     }
@@ -270,7 +285,7 @@ impl Cache {
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let opts = options_arg(js, options, "wrap")?;
+        let opts = options_arg(js, options.map(|o| o.raw()), "wrap")?;
         let f = crate::wrap::wrap(js, &self.inner, func.raw(), opts)?;
         // SAFETY: a value of this env, returned to it at once.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), f) })
@@ -291,7 +306,7 @@ impl Cache {
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let r = options_arg(js, options, "warm")
+        let r = options_arg(js, options.map(|o| o.raw()), "warm")
             .and_then(|o| crate::warm::warm(js, &self.inner, keys.raw(), loader.raw(), o));
         let p = rejecting(js, r)?;
         // SAFETY: a value of this env, returned to it at once.
@@ -317,7 +332,7 @@ impl Cache {
         let js = Js(env.raw());
         self.inner.settle(js)?;
         Ok(Internals {
-            live_values: f64::from(self.inner.table.live()),
+            live_values: self.inner.table.live() as f64,
             pending_calls: self.inner.calls() as f64,
             flights: self.inner.cache.flights_in_progress() as f64,
         })

@@ -154,6 +154,9 @@ struct Call {
 }
 
 /// The JS-thread state of one `Cache` object.
+///
+/// Field order matters when it is dropped: the calls go first (in `Drop`), then the engine
+/// (its entries release their values), then the table (which lets those values go).
 pub(crate) struct Inner {
     pub(crate) cache: herdless::Cache<Val>,
     pub(crate) table: Table,
@@ -604,6 +607,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.calls.borrow_mut().clear();
         self.wake.close();
     }
 }

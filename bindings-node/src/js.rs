@@ -166,8 +166,27 @@ impl Js {
 
     /// The string `v`, read into `buf` when it fits (the hit path allocates nothing).
     /// Fails with `napi_string_expected` when `v` is not a string.
+    ///
+    /// Read as UTF-16 and narrowed when it is all ASCII (most keys): V8 copies a string's
+    /// code units much faster than it encodes UTF-8. Other strings are read as UTF-8 (lone
+    /// surrogates become U+FFFD either way).
     pub(crate) fn get_str<'b>(self, v: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
+        let mut units = [0u16; 128];
         let mut len = 0usize;
+        napi_call!(napi_get_value_string_utf16(
+            self.0,
+            v,
+            units.as_mut_ptr(),
+            units.len(),
+            &mut len
+        ))?;
+        // A full buffer may be truncated; a non-ASCII unit needs UTF-8 encoding.
+        if len + 1 < units.len() && len <= buf.len() && units[..len].iter().all(|&u| u < 0x80) {
+            for (b, &u) in buf.iter_mut().zip(&units[..len]) {
+                *b = u as u8;
+            }
+            return Ok(StrBuf::Stack(&buf[..len]));
+        }
         napi_call!(napi_get_value_string_utf8(
             self.0,
             v,
@@ -372,6 +391,28 @@ impl Js {
         let (d, p) = self.promise()?;
         d.settle(self, Err(e))?;
         Ok(p)
+    }
+
+    /// A raw strong reference to an object or function, for the value table (which deletes
+    /// it with [`Js::delete_reference`]).
+    pub(crate) fn raw_reference(self, v: Value) -> Result<sys::napi_ref> {
+        let mut r = ptr::null_mut();
+        napi_call!(napi_create_reference(self.0, v, 1, &mut r))?;
+        Ok(r)
+    }
+
+    /// The value of a raw reference.
+    #[inline]
+    pub(crate) fn reference_value(self, r: sys::napi_ref) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_reference_value(self.0, r, &mut v))?;
+        Ok(v)
+    }
+
+    /// Deletes a raw reference.
+    pub(crate) fn delete_reference(self, r: sys::napi_ref) {
+        // A failure (env torn down) only means the references are going away with it.
+        let _ = napi_call!(napi_delete_reference(self.0, r));
     }
 
     /// A strong reference keeping `v` alive while the [`Ref`] lives.

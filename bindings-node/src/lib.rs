@@ -17,6 +17,7 @@
 pub mod cache;
 mod engine;
 mod error;
+mod fast;
 mod js;
 pub mod key;
 pub mod metrics;

@@ -3,108 +3,148 @@
 //! The engine needs `V: Clone + Send + Sync`, and it may drop a `V` on any thread; a JS value
 //! may only be touched on its JS thread. So the engine never holds a JS value: it holds a
 //! [`Val`], an `Arc` of a [`Slot`] that is nothing but a number and a handle to a
-//! thread-safe release list. The JS values themselves sit in one JS array per cache (the
-//! [`Table`], held by a napi reference), at the slot's index:
+//! thread-safe release list. The JS values themselves are kept by the cache's [`Table`]:
+//! objects and functions by a napi reference each, other values (which Node-API before
+//! version 10 cannot reference) in a cell of one JS array:
 //!
-//! - storing a value (a loader's answer, `set`) takes a free index on the JS thread and
-//!   writes the value there; the engine gets the `Val`;
-//! - serving a hit reads the array at that index: one Node-API call, no copy, no
-//!   serialisation, the very same object every time;
+//! - storing a value (a loader's answer, `set`) makes the reference or takes a free cell,
+//!   on the JS thread; the engine gets the `Val`;
+//! - serving a hit reads the reference (or the cell): no copy, no serialisation, the very
+//!   same object every time;
 //! - when the engine drops the last clone of a `Val` (eviction, replacement, expiry, a
-//!   waiter's copy), on whatever thread, [`Slot`]'s `Drop` pushes its index onto the release
+//!   waiter's copy), on whatever thread, [`Slot`]'s `Drop` pushes its cell onto the release
 //!   list. Only the JS thread empties it ([`Table::collect`], after every call that can
-//!   release values): it clears the array cell, so the JS value can be garbage collected,
-//!   and only then reuses the index. An index is therefore never reused while any `Val`
-//!   still names it.
+//!   release values): it deletes the reference or clears the cell, so the JS value can be
+//!   garbage collected, and only then reuses the cell. A cell is therefore never reused
+//!   while any `Val` still names it.
 //!
 //! The same mechanism carries a loader's rejection: the error object is stored like a value
 //! and travels inside a [`JsFailure`], so every waiter is rejected with that very object.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell as StdCell, RefCell};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use napi::Result;
+use napi::{Result, sys};
 
-use crate::js::{Js, Ref, Value};
+use crate::js::{Js, Ref, Type, Value};
 
-/// Indices whose last `Val` was dropped, waiting for the JS thread to clear them.
+/// Where a value lives: a cell of the table's array (any value), or a napi reference of its
+/// own (objects and functions: one Node-API call to read instead of two).
+#[derive(Clone, Copy)]
+enum Cell {
+    Index(u32),
+    Ref(sys::napi_ref),
+}
+
+// SAFETY: a `Cell` is plain data; the napi reference it may name is only passed to Node-API
+// by the `Table` (JS thread only). Other threads only move it onto the release list.
+unsafe impl Send for Cell {}
+// SAFETY: as above: shared `Cell`s are never dereferenced off the JS thread.
+unsafe impl Sync for Cell {}
+
+/// Cells whose last `Val` was dropped, waiting for the JS thread to clear them.
 #[derive(Default)]
 pub(crate) struct Released {
     any: AtomicBool,
-    ids: Mutex<Vec<u32>>,
+    cells: Mutex<Vec<Cell>>,
 }
 
 impl Released {
-    fn push(&self, id: u32) {
-        self.ids.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+    fn push(&self, cell: Cell) {
+        self.cells
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(cell);
         self.any.store(true, Ordering::Release);
     }
 
-    fn take(&self) -> Vec<u32> {
+    fn take(&self) -> Vec<Cell> {
         if !self.any.swap(false, Ordering::AcqRel) {
             return Vec::new();
         }
-        std::mem::take(&mut *self.ids.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *self.cells.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn len(&self) -> usize {
+        self.cells.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 }
 
-/// One cell of a cache's value table.
+/// One value held by the engine.
 pub(crate) struct Slot {
-    id: u32,
+    cell: Cell,
     released: Arc<Released>,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.released.push(self.id);
+        self.released.push(self.cell);
     }
 }
 
 impl fmt::Debug for Slot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Slot({})", self.id)
+        match self.cell {
+            Cell::Index(i) => write!(f, "Slot(#{i})"),
+            Cell::Ref(_) => f.write_str("Slot(ref)"),
+        }
     }
 }
 
-/// What the engine stores: a shared handle to one cell of the value table.
+/// What the engine stores: a shared handle to one value.
 pub(crate) type Val = Arc<Slot>;
 
-/// The JS array holding a cache's values, and its free list. JS thread only (it lives in
-/// the cache's `Rc` state and holds a napi reference, so it is neither `Send` nor `Sync`).
+/// The values of one cache: a JS array for primitives, napi references for objects, and
+/// the array's free list. JS thread only (it lives in the cache's `Rc` state and holds raw
+/// pointers, so it is neither `Send` nor `Sync`).
 pub(crate) struct Table {
+    env: sys::napi_env,
     array: Ref,
     /// Indices free for reuse (cleared cells).
     free: RefCell<Vec<u32>>,
     /// The array's length: the next index never used yet.
-    len: Cell<u32>,
+    len: StdCell<u32>,
+    /// Values stored and values cleared so far (for leak tests).
+    stored: StdCell<u64>,
+    cleared: StdCell<u64>,
     released: Arc<Released>,
 }
 
 impl Table {
     pub(crate) fn new(js: Js) -> Result<Self> {
         Ok(Self {
+            env: js.raw(),
             array: js.reference(js.array(0)?)?,
             free: RefCell::new(Vec::new()),
-            len: Cell::new(0),
+            len: StdCell::new(0),
+            stored: StdCell::new(0),
+            cleared: StdCell::new(0),
             released: Arc::new(Released::default()),
         })
     }
 
-    /// Puts `v` in a free cell; the engine holds the returned handle.
+    /// Keeps `v`; the engine holds the returned handle.
     pub(crate) fn store(&self, js: Js, v: Value) -> Result<Val> {
-        let id = match self.free.borrow_mut().pop() {
-            Some(id) => id,
-            None => {
-                let id = self.len.get();
-                self.len.set(id + 1);
-                id
+        let cell = match js.type_of(v)? {
+            Type::Object | Type::Function => Cell::Ref(js.raw_reference(v)?),
+            _ => {
+                let id = match self.free.borrow_mut().pop() {
+                    Some(id) => id,
+                    None => {
+                        let id = self.len.get();
+                        self.len.set(id + 1);
+                        id
+                    }
+                };
+                js.set_element(self.array.get(js)?, id, v)?;
+                Cell::Index(id)
             }
         };
-        js.set_element(self.array.get(js)?, id, v)?;
+        self.stored.set(self.stored.get() + 1);
         Ok(Arc::new(Slot {
-            id,
+            cell,
             released: self.released.clone(),
         }))
     }
@@ -112,32 +152,43 @@ impl Table {
     /// The JS value a handle names.
     #[inline]
     pub(crate) fn load(&self, js: Js, v: &Val) -> Result<Value> {
-        js.get_element(self.array.get(js)?, v.id)
+        match v.cell {
+            Cell::Ref(r) => js.reference_value(r),
+            Cell::Index(i) => js.get_element(self.array.get(js)?, i),
+        }
     }
 
-    /// Clears the cells whose handles were all dropped, so their JS values can be collected.
+    /// Lets go of the values whose handles were all dropped, so they can be collected.
     pub(crate) fn collect(&self, js: Js) -> Result<()> {
-        let ids = self.released.take();
-        if ids.is_empty() {
+        let cells = self.released.take();
+        if cells.is_empty() {
             return Ok(());
         }
         let (array, undefined) = (self.array.get(js)?, js.undefined()?);
-        for &id in &ids {
-            js.set_element(array, id, undefined)?;
+        self.cleared.set(self.cleared.get() + cells.len() as u64);
+        let mut free = self.free.borrow_mut();
+        for cell in cells {
+            match cell {
+                Cell::Ref(r) => js.delete_reference(r),
+                Cell::Index(i) => {
+                    js.set_element(array, i, undefined)?;
+                    free.push(i);
+                }
+            }
         }
-        self.free.borrow_mut().extend(ids);
         Ok(())
     }
 
-    /// Cells holding a value now (for leak tests).
-    pub(crate) fn live(&self) -> u32 {
-        let pending = self
-            .released
-            .ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .len();
-        self.len.get() - self.free.borrow().len() as u32 - pending as u32
+    /// Values held now (for leak tests).
+    pub(crate) fn live(&self) -> u64 {
+        self.stored.get() - self.cleared.get() - self.released.len() as u64
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        // The cache's entries were dropped first (see `Inner`): let their values go.
+        let _ = self.collect(Js(self.env));
     }
 }
 

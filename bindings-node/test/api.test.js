@@ -275,3 +275,25 @@ test('a finished program exits: nothing keeps the event loop alive', { timeout: 
   assert.equal(r.status, 0, r.stderr)
   assert.equal(r.stdout.trim(), 'v,v')
 })
+
+test('keys: non-ASCII, lone surrogates and long keys are read exactly', { timeout: 10_000 }, async () => {
+  const cache = new Cache({ maxKeyLen: 4096 })
+  const keys = ['ключ:1', 'emoji:🔥', 'mixed:a\u00e9b', 'lone:\ud800', `long:${'x'.repeat(200)}`, `longer:${'y'.repeat(3000)}`, `wide:${'я'.repeat(300)}`]
+  keys.forEach((k, i) => cache.set(k, i))
+  keys.forEach((k, i) => assert.equal(cache.get(k), i, k.slice(0, 20)))
+  assert.equal(cache.get(`long:${'x'.repeat(199)}`), undefined)
+  assert.equal(await cache.getOrLoad(keys[5], async () => 'unused'), 5)
+  // A lone surrogate reads as U+FFFD, as Node-API gives it.
+  assert.equal(cache.get('lone:\ufffd'), 3)
+})
+
+test('the instance fast paths and the prototype methods agree', async () => {
+  const cache = new Cache()
+  cache.set('f:1', 'one')
+  assert.ok(Object.hasOwn(cache, 'get') && Object.hasOwn(cache, 'getOrLoad'))
+  assert.deepEqual(Object.keys(cache), [], 'the fast paths are not enumerable')
+  assert.equal(Cache.prototype.get.call(cache, 'f:1'), cache.get('f:1'))
+  assert.equal(await Cache.prototype.getOrLoad.call(cache, 'f:1', async () => 'x'), await cache.getOrLoad('f:1', async () => 'y'))
+  assert.throws(() => cache.get(), { code: 'HERDLESS_INVALID_ARGUMENT' })
+  await assert.rejects(cache.getOrLoad('f:2'), { code: 'HERDLESS_INVALID_ARGUMENT' })
+})

@@ -1,0 +1,136 @@
+// Hit-path latency, side by side in one process:
+//   sync get hit:  herdless cache.get  vs  lru-cache get (with TTL, and without), Map.get
+//   async hit:     await herdless cache.getOrLoad  vs  await bentocache (memory) getOrSet
+//                  vs  await async-cache-dedupe (memory)
+// Every cache holds the same KEYS keys (all warmed, so every measured call is a hit), each
+// case runs the same number of calls in its own loop (so no call site is shared between
+// libraries), rounds are interleaved across cases to spread machine noise, and the figure
+// is the median over rounds of the mean ns per call.
+//
+//   cd bindings-node/benchmarks && npm ci && node --expose-gc hits.mjs [--rounds N] [--calls N]
+import { createRequire } from 'node:module'
+import { LRUCache } from 'lru-cache'
+import { BentoCache, bentostore } from 'bentocache'
+import { memoryDriver } from 'bentocache/drivers/memory'
+import { createCache } from 'async-cache-dedupe'
+
+const require = createRequire(import.meta.url)
+const { Cache } = require('..')
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name)
+  return i > 0 ? Number(process.argv[i + 1]) : fallback
+}
+const ROUNDS = arg('--rounds', 15)
+const SYNC_CALLS = arg('--calls', 1_000_000)
+const ASYNC_CALLS = Math.max(1, Math.floor(SYNC_CALLS / 5))
+const KEYS = 1000
+const keys = Array.from({ length: KEYS }, (_, i) => `bench:v1:item:#${i}`)
+const values = keys.map((k, i) => ({ id: i, name: k }))
+const MASK = KEYS - 1 // KEYS is not a power of two: use modulo below
+
+// ---- the caches ------------------------------------------------------------------------
+
+const herdless = new Cache({ ttl: 3_600_000, capacity: 10_000 })
+const lruTtl = new LRUCache({ max: 10_000, ttl: 3_600_000 })
+const lruPlain = new LRUCache({ max: 10_000 })
+const map = new Map()
+const bento = new BentoCache({
+  default: 'memory',
+  stores: { memory: bentostore().useL1Layer(memoryDriver({ maxItems: 10_000 })) },
+})
+const dedupe = createCache({ ttl: 3600, storage: { type: 'memory', options: { size: 10_000 } } })
+dedupe.define('item', async (i) => values[i])
+
+for (let i = 0; i < KEYS; i++) {
+  herdless.set(keys[i], values[i])
+  lruTtl.set(keys[i], values[i])
+  lruPlain.set(keys[i], values[i])
+  map.set(keys[i], values[i])
+  await bento.getOrSet({ key: keys[i], factory: () => values[i], ttl: '1h' })
+  await dedupe.item(i)
+}
+const loaders = keys.map((_, i) => async () => values[i])
+
+// Sanity: every case answers the stored object (a hit).
+const check = (name, got, i) => {
+  if (got !== values[i] && !(got && got.id === values[i].id)) throw new Error(`${name}: not a hit for key ${i}`)
+}
+for (const i of [0, 1, KEYS - 1]) {
+  check('herdless get', herdless.get(keys[i]), i)
+  check('herdless getOrLoad', await herdless.getOrLoad(keys[i], loaders[i]), i)
+  check('lru ttl', lruTtl.get(keys[i]), i)
+  check('bentocache', await bento.getOrSet({ key: keys[i], factory: () => values[i], ttl: '1h' }), i)
+  check('async-cache-dedupe', await dedupe.item(i), i)
+}
+void MASK
+
+// ---- the cases: one loop each ------------------------------------------------------------
+
+let sink
+const cases = {
+  'herdless get': (n) => {
+    for (let i = 0; i < n; i++) sink = herdless.get(keys[i % KEYS])
+  },
+  'lru-cache get (ttl)': (n) => {
+    for (let i = 0; i < n; i++) sink = lruTtl.get(keys[i % KEYS])
+  },
+  'lru-cache get (no ttl)': (n) => {
+    for (let i = 0; i < n; i++) sink = lruPlain.get(keys[i % KEYS])
+  },
+  'Map get': (n) => {
+    for (let i = 0; i < n; i++) sink = map.get(keys[i % KEYS])
+  },
+  'herdless await getOrLoad': async (n) => {
+    for (let i = 0; i < n; i++) sink = await herdless.getOrLoad(keys[i % KEYS], loaders[i % KEYS])
+  },
+  'bentocache await getOrSet': async (n) => {
+    for (let i = 0; i < n; i++) {
+      const j = i % KEYS
+      sink = await bento.getOrSet({ key: keys[j], factory: loaders[j], ttl: '1h' })
+    }
+  },
+  'async-cache-dedupe await': async (n) => {
+    for (let i = 0; i < n; i++) sink = await dedupe.item(i % KEYS)
+  },
+}
+const asyncCases = new Set(['herdless await getOrLoad', 'bentocache await getOrSet', 'async-cache-dedupe await'])
+
+async function round(name) {
+  const n = asyncCases.has(name) ? ASYNC_CALLS : SYNC_CALLS
+  if (global.gc) global.gc()
+  const t0 = process.hrtime.bigint()
+  await cases[name](n)
+  return Number(process.hrtime.bigint() - t0) / n
+}
+
+// Warm-up: every case, enough calls for the JIT to settle.
+for (const name of Object.keys(cases)) await round(name)
+const samples = Object.fromEntries(Object.keys(cases).map((n) => [n, []]))
+for (let r = 0; r < ROUNDS; r++) {
+  for (const name of Object.keys(cases)) samples[name].push(await round(name))
+}
+void sink
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+const result = Object.fromEntries(Object.entries(samples).map(([n, xs]) => [n, median(xs)]))
+
+const fmt = (ns) => (ns >= 1000 ? `${(ns / 1000).toFixed(2)} µs` : `${ns.toFixed(1)} ns`)
+console.log(`node ${process.version}, ${ROUNDS} rounds, ${SYNC_CALLS} sync / ${ASYNC_CALLS} async calls per round, ${KEYS} keys, all hits`)
+console.log('')
+console.log('| case | median per call | calls/s |')
+console.log('|------|----------------:|--------:|')
+for (const [name, ns] of Object.entries(result)) {
+  console.log(`| ${name} | ${fmt(ns)} | ${Math.round(1e9 / ns).toLocaleString('en-US')} |`)
+}
+const getRatio = result['herdless get'] / result['lru-cache get (ttl)']
+const bentoRatio = result['bentocache await getOrSet'] / result['herdless await getOrLoad']
+const dedupeRatio = result['async-cache-dedupe await'] / result['herdless await getOrLoad']
+console.log('')
+console.log(`goal: herdless get <= 2x lru-cache get (ttl): ${getRatio.toFixed(2)}x -> ${getRatio <= 2 ? 'met' : 'MISSED'}`)
+console.log(`goal: herdless getOrLoad >= 3x faster than bentocache getOrSet: ${bentoRatio.toFixed(2)}x -> ${bentoRatio >= 3 ? 'met' : 'MISSED'}`)
+console.log(`herdless getOrLoad vs async-cache-dedupe: ${dedupeRatio.toFixed(2)}x faster`)
+await bento.disconnectAll?.()
