@@ -169,7 +169,7 @@ impl Cache {
         ttl: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let ttl = call_ttl(py, ttl.as_ref())?;
-        get_or_load(&self.inner, py, key, Loader::Call0(loader), ttl)
+        get_or_load(&self.inner, py, key, || Loader::Call0(loader), ttl)
     }
 
     /// One step of the state machine, for the asyncio driver: `(0, value)` a hit,
@@ -241,6 +241,13 @@ pub(crate) struct CachedFunction {
     ttl: Option<Duration>,
 }
 
+thread_local! {
+    static KEY_BUFFER: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
+/// Keys longer than this are not kept in the per-thread buffer (no memory held for outliers).
+const MAX_KEY_BUFFER: usize = 4096;
+
 enum KeyFn {
     Native(Py<crate::keys::Keyer>),
     Python(Py<PyAny>),
@@ -299,13 +306,30 @@ impl CachedFunction {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let key = self.key_of(args, kwargs)?;
-        let loader = Loader::Call(
-            self.func.clone_ref(py),
-            args.clone().unbind(),
-            kwargs.map(|k| k.clone().unbind()),
-        );
-        get_or_load(&self.cache, py, &key, loader, self.ttl)
+        let loader = || {
+            Loader::Call(
+                self.func.clone_ref(py),
+                args.clone().unbind(),
+                kwargs.map(|k| k.clone().unbind()),
+            )
+        };
+        let KeyFn::Native(keyer) = &self.keyer else {
+            let key = self.key_of(args, kwargs)?;
+            return get_or_load(&self.cache, py, &key, loader, self.ttl);
+        };
+        // The key is written into this thread's reusable buffer: a hit allocates nothing
+        // for it. Taken out while in use, so a loader calling a cached function (on this
+        // thread) gets a buffer of its own.
+        let mut key = KEY_BUFFER.with(|b| b.take());
+        key.clear();
+        let result = keyer
+            .get()
+            .write_key(args, kwargs, &mut key)
+            .and_then(|()| get_or_load(&self.cache, py, &key, loader, self.ttl));
+        if key.capacity() <= MAX_KEY_BUFFER {
+            KEY_BUFFER.with(|b| b.set(key));
+        }
+        result
     }
 
     /// The cache key of a call with these arguments.

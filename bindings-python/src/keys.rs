@@ -185,6 +185,10 @@ pub(crate) struct Keyer {
     specs: Vec<Spec>,
     /// Indices of the non-ignored parameters, in the key's parameter order.
     order: Vec<usize>,
+    /// `{namespace}:v{version}:{entity}`, as the builder writes it.
+    prefix: String,
+    /// Per entry of `order`: `?{name}=` or `&{name}=`, the name escaped as the builder does.
+    heads: Vec<String>,
     positional: usize,
     var_keyword: bool,
 }
@@ -252,6 +256,28 @@ impl Keyer {
                     .position(|s| !s.ignored && &s.name == name)
                     .expect("every probed name is a parameter")
             })
+            .collect::<Vec<usize>>();
+        // The constant parts of every key, written once by the engine's own writer (so the
+        // escaping is the builder's), leaving only the values to write per call.
+        let written = |params: Vec<(String, String)>| {
+            ParsedKey {
+                namespace: namespace.to_owned(),
+                version,
+                entity: entity.to_owned(),
+                id: None,
+                params,
+            }
+            .to_key()
+        };
+        let prefix = written(Vec::new());
+        let heads = order
+            .iter()
+            .enumerate()
+            .map(|(pos, &i)| {
+                let key = written(vec![(specs[i].name.clone(), String::new())]);
+                let head = &key[prefix.len() + 1..];
+                format!("{}{head}", if pos == 0 { '?' } else { '&' })
+            })
             .collect();
         Ok(Self {
             namespace: namespace.to_owned(),
@@ -259,6 +285,8 @@ impl Keyer {
             entity: entity.to_owned(),
             specs,
             order,
+            prefix,
+            heads,
             positional,
             var_keyword,
         })
@@ -278,6 +306,67 @@ impl Keyer {
 impl Keyer {
     /// The key of a call with these arguments.
     pub(crate) fn key(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
+        let mut out = String::new();
+        self.write_key(args, kwargs, &mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the key of a call into `out` (which the caller may reuse between calls).
+    pub(crate) fn write_key(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+        out: &mut String,
+    ) -> PyResult<()> {
+        match kwargs {
+            Some(k) if !k.is_empty() => out.push_str(&self.key_bound(args, Some(k))?),
+            _ if args.len() > self.positional => out.push_str(&self.key_bound(args, None)?),
+            _ => self.write_positional(args, out)?,
+        }
+        Ok(())
+    }
+
+    /// The hit path: positional arguments only, written straight into `out`.
+    fn write_positional(&self, args: &Bound<'_, PyTuple>, out: &mut String) -> PyResult<()> {
+        let py = args.py();
+        out.reserve(self.prefix.len() + 24 * self.order.len());
+        out.push_str(&self.prefix);
+        for (&i, head) in self.order.iter().zip(&self.heads) {
+            out.push_str(head);
+            let spec = &self.specs[i];
+            if i < args.len() {
+                let v = args.get_item(i)?;
+                // An exact int that fits 64 bits (the common id): its canonical text is `#`
+                // and its decimal digits (`Param::to_canonical`), written in place without an
+                // allocation. The equivalence with the builder is tested on random calls.
+                if v.is_exact_instance_of::<PyInt>() {
+                    if let Ok(n) = v.extract::<i64>() {
+                        out.push('#');
+                        out.push_str(itoa::Buffer::new().format(n));
+                        continue;
+                    }
+                }
+                let what = || format!("argument {:?}", spec.name);
+                let p = to_param(&v, &what, false)?;
+                out.push_str(&p.to_canonical().map_err(|e| key_error(py, e))?);
+            } else if let Some(d) = &spec.default {
+                out.push_str(d);
+            } else {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "{}() missing required argument {:?}",
+                    self.entity, spec.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Any call: arguments bound to parameters as `inspect.Signature.bind` does.
+    fn key_bound(
         &self,
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
@@ -345,22 +434,16 @@ impl Keyer {
             });
         }
         if extra.is_empty() {
-            let params = self
-                .order
-                .iter()
-                .map(|&i| {
-                    let text = texts[i].take().expect("every keyed parameter has a text");
-                    (self.specs[i].name.clone(), text)
-                })
-                .collect();
-            return Ok(ParsedKey {
-                namespace: self.namespace.clone(),
-                version: self.version,
-                entity: self.entity.clone(),
-                id: None,
-                params,
+            let mut out = self.prefix.clone();
+            for (&i, head) in self.order.iter().zip(&self.heads) {
+                out.push_str(head);
+                out.push_str(
+                    texts[i]
+                        .as_deref()
+                        .expect("every keyed parameter has a text"),
+                );
             }
-            .to_key());
+            return Ok(out);
         }
         // Extra keyword arguments: names known only now, so let the builder sort them all.
         let mut b = CoreKeyBuilder::new(&self.namespace)

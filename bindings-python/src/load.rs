@@ -51,11 +51,14 @@ pub(crate) fn settle(py: Python<'_>, r: Result<Option<PyValue>, Error>) -> PyRes
 }
 
 /// The value of `key`, loading it with `loader` when needed; see the module docs.
+///
+/// `loader` makes the loader only when one is needed (a lead or a refresh), so a hit
+/// allocates nothing for it.
 pub(crate) fn get_or_load(
     cache: &herdless::Cache<PyValue>,
     py: Python<'_>,
     key: &str,
-    loader: Loader,
+    loader: impl FnOnce() -> Loader,
     ttl: Option<Duration>,
 ) -> PyResult<Py<PyAny>> {
     let mut loader = Some(loader);
@@ -63,7 +66,7 @@ pub(crate) fn get_or_load(
         match cache.lookup(key).map_err(|e| map_error(py, e))? {
             Lookup::Hit(hit) => {
                 if let (Some(guard), Some(loader)) = (hit.refresh, loader.take()) {
-                    spawn_refresh(py, guard, loader, ttl);
+                    spawn_refresh(py, guard, loader(), ttl);
                 }
                 return to_caller(py, hit.value);
             }
@@ -74,7 +77,7 @@ pub(crate) fn get_or_load(
                 Err(e) => return Err(map_error(py, e)),
             },
             Lookup::Lead(mut guard) => {
-                let loader = loader.take().expect("a caller leads at most once");
+                let loader = loader.take().expect("a caller leads at most once")();
                 if let Some(ttl) = ttl {
                     guard.set_ttl(ttl);
                 }
