@@ -689,4 +689,16 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     pub fn budget_in_use(&self) -> usize {
         self.inner.budget.as_ref().map_or(0, |b| b.in_use())
     }
+
+    /// Counts an error of the shared tier (e.g. Redis) against `key`'s namespace, in the
+    /// `backend_errors` metric. For two-tier drivers, which talk to the tier themselves.
+    pub fn record_backend_error(&self, key: &str) {
+        self.inner
+            .namespaces
+            .get(namespace_of(key))
+            .metrics
+            .c
+            .backend_errors
+            .fetch_add(1, Ordering::Relaxed);
+    }
 }

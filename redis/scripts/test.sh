@@ -27,5 +27,5 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 cd "$root"
 # Processes of the fleet tests, private servers and clusters are many: keep test binaries
 # from running their servers all at once on a small machine.
-cargo test -p herdless-redis --all-targets -- --test-threads=2
+cargo test -p herdless-redis --lib --bins --tests -- --test-threads=2
 cargo test -p herdless-redis --doc

@@ -54,7 +54,7 @@ end
 const ACQUIRE: &str = r#"
 local now = tonumber(ARGV[1])
 local have = tonumber(ARGV[4])
-local ep_s, ep = epoch(KEYS[2])
+local _, ep = epoch(KEYS[2])
 local raw = redis.call('GET', KEYS[1])
 local corrupt = 0
 local keep = ''
@@ -76,7 +76,7 @@ if cur and lock_epoch(cur) == ep then
     return {2, keep, ep, pttl, corrupt}
   end
 end
-redis.call('SET', KEYS[3], ep_s .. ':' .. ARGV[3], 'PX', ARGV[2])
+redis.call('SET', KEYS[3], num(ep) .. ':' .. ARGV[3], 'PX', ARGV[2])
 return {1, keep, ep, tonumber(ARGV[2]), corrupt}
 "#;
 
@@ -84,7 +84,7 @@ return {1, keep, ep, tonumber(ARGV[2]), corrupt}
 /// unconditional write), entry, px_ms, channel, origin, sharded ("1"/"0"), key.
 /// Returns `{1, version, epoch}` when stored, `{0, 0, epoch}` when superseded.
 const COMMIT: &str = r#"
-local ep_s, ep = epoch(KEYS[2])
+local _, ep = epoch(KEYS[2])
 local e = ARGV[2]
 if not valid(e) then
   return redis.error_reply('ERR herdless: commit of a malformed entry')
@@ -175,7 +175,23 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     bump: script(BUMP),
 });
 
-/// The full source of every script, by name, for PROTOCOL.md and other implementations.
+/// The prelude shared by all scripts and each script's own body, by name, as PROTOCOL.md
+/// quotes them (a test checks that it does, verbatim).
+pub fn parts() -> (&'static str, [(&'static str, &'static str); 6]) {
+    (
+        PRELUDE,
+        [
+            ("acquire", ACQUIRE),
+            ("commit", COMMIT),
+            ("extend", EXTEND),
+            ("release", RELEASE),
+            ("invalidate", INVALIDATE),
+            ("bump", BUMP),
+        ],
+    )
+}
+
+/// The full source of every script, by name: the prelude followed by the body.
 pub fn sources() -> [(&'static str, String); 6] {
     [
         ("acquire", format!("{PRELUDE}{ACQUIRE}")),

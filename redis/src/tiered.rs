@@ -458,7 +458,10 @@ where
                 self.load_for_fleet(guard, lease, loader, background).await
             }
             Err(e @ Error::WaitTimeout { .. }) => guard.fail(e),
-            Err(_) => self.load_local(guard, loader, background).await,
+            Err(_) => {
+                self.inner.l1.record_backend_error(&key);
+                self.load_local(guard, loader, background).await
+            }
         }
     }
 
@@ -568,7 +571,10 @@ where
                 let _ = self.inner.l1.invalidate(&key);
                 0
             }
-            Err(_) => 0,
+            Err(_) => {
+                self.inner.l1.record_backend_error(&key);
+                0
+            }
         };
         guard.complete(Ok(value.map(|value| Local { value, version })))
     }
@@ -618,6 +624,7 @@ where
             }
             Ok(WriteOutcome::Superseded) => Ok(()),
             Err(e) => {
+                self.inner.l1.record_backend_error(key);
                 let _ = self.inner.l1.invalidate(key);
                 Err(e)
             }
@@ -633,7 +640,11 @@ where
     /// held an entry.
     pub async fn invalidate_async(&self, key: &str) -> Result<bool, Error> {
         let _ = self.inner.l1.invalidate(key)?;
-        self.inner.fleet.invalidate(key).await
+        let r = self.inner.fleet.invalidate(key).await;
+        if r.is_err() {
+            self.inner.l1.record_backend_error(key);
+        }
+        r
     }
 
     /// [`invalidate_async`](Self::invalidate_async), blocking.
@@ -645,7 +656,11 @@ where
     /// fleet epoch.
     pub async fn bump_async(&self, namespace: &str) -> Result<u64, Error> {
         self.inner.l1.bump(namespace);
-        self.inner.fleet.bump(namespace).await
+        let r = self.inner.fleet.bump(namespace).await;
+        if r.is_err() {
+            self.inner.l1.record_backend_error(namespace);
+        }
+        r
     }
 
     /// [`bump_async`](Self::bump_async), blocking.

@@ -91,6 +91,10 @@ fn redis_down_serves_l1_coalesces_locally_and_recovers_by_itself() {
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert!(a.metrics().1.backend_errors > 0);
+    assert!(
+        a.metrics().0.total().backend_errors > 0,
+        "the engine's metric counts them too"
+    );
     // Writes fail fast and say so.
     let t = Instant::now();
     assert!(a.set("k:cached", "w".into()).is_err());

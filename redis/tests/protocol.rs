@@ -376,3 +376,14 @@ fn notifications_reach_watches_and_listeners_of_other_processes() {
     assert_eq!(seen[2], "Bumped { namespace: \"ns\", epoch: 1 }");
     assert!(own.lock().unwrap().is_empty(), "own changes are not told");
 }
+
+#[test]
+fn protocol_md_quotes_the_scripts_verbatim() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../PROTOCOL.md"))
+        .expect("PROTOCOL.md at the repository root");
+    let (prelude, bodies) = herdless_redis::scripts::parts();
+    assert!(doc.contains(prelude), "the prelude");
+    for (name, body) in bodies {
+        assert!(doc.contains(body), "script {name} differs from PROTOCOL.md");
+    }
+}
