@@ -171,22 +171,27 @@ impl Js {
     /// code units much faster than it encodes UTF-8. Other strings are read as UTF-8 (lone
     /// surrogates become U+FFFD either way).
     pub(crate) fn get_str<'b>(self, v: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
-        let mut units = [0u16; 128];
+        const UNITS: usize = 128;
+        let mut units = [std::mem::MaybeUninit::<u16>::uninit(); UNITS];
         let mut len = 0usize;
         napi_call!(napi_get_value_string_utf16(
             self.0,
             v,
-            units.as_mut_ptr(),
-            units.len(),
+            units.as_mut_ptr().cast::<u16>(),
+            UNITS,
             &mut len
         ))?;
+        let len = len.min(UNITS);
+        // SAFETY: Node-API wrote `len` units (and a terminator) at the start of `units`.
+        let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u16>(), len) };
         // A full buffer may be truncated; a non-ASCII unit needs UTF-8 encoding.
-        if len + 1 < units.len() && len <= buf.len() && units[..len].iter().all(|&u| u < 0x80) {
-            for (b, &u) in buf.iter_mut().zip(&units[..len]) {
+        if len + 1 < UNITS && len <= buf.len() && units.iter().all(|&u| u < 0x80) {
+            for (b, &u) in buf.iter_mut().zip(units) {
                 *b = u as u8;
             }
-            return Ok(StrBuf::Stack(&buf[..len]));
+            return Ok(StrBuf::Ascii(&buf[..len]));
         }
+        let mut len = 0usize;
         napi_call!(napi_get_value_string_utf8(
             self.0,
             v,
@@ -445,6 +450,8 @@ pub(crate) enum ErrorKind {
 
 /// A string read by [`Js::get_str`].
 pub(crate) enum StrBuf<'b> {
+    /// Checked to be ASCII when read.
+    Ascii(&'b [u8]),
     Stack(&'b [u8]),
     Heap(Vec<u8>),
 }
@@ -452,6 +459,8 @@ pub(crate) enum StrBuf<'b> {
 impl StrBuf<'_> {
     pub(crate) fn as_str(&self) -> &str {
         let bytes = match self {
+            // SAFETY: ASCII is UTF-8.
+            StrBuf::Ascii(b) => return unsafe { std::str::from_utf8_unchecked(b) },
             StrBuf::Stack(b) => b,
             StrBuf::Heap(v) => v.as_slice(),
         };
