@@ -1,4 +1,3 @@
-#![cfg(herdless_loom)]
 //! Loom models of the single-flight table: the real engine (`Cache::lookup`, `LoadGuard`
 //! completion and drop, `Waiter` polling, flight registration and removal), with loom's
 //! locks, atomics and `Arc` swapped in by `core/src/sync.rs` and loom's `block_on` behind
@@ -15,14 +14,16 @@
 //! Each model explores every interleaving with at most `PREEMPTIONS` preemptions (forced
 //! thread switches); a scheduler switch at a blocking point is free. Set
 //! `LOOM_MAX_PREEMPTIONS=3` (or more) for a deeper, much slower search; `LOOM_LOG=1` traces
-//! the executions; `LOOM_CHECKPOINT_FILE` and `LOOM_LOCATION=1` help replay a failure.
+//! the executions and `LOOM_LOCATION=1` adds source locations to a failure's report.
 
-use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+#![cfg(herdless_loom)]
+
+use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
 use std::time::Duration;
 
 use herdless::{Cache, DefaultRng, Error, LoadError, Lookup, ManualClock, Waited, Waiter};
-use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 use rand_core::SeedableRng;
 
@@ -34,7 +35,6 @@ const PREEMPTIONS: usize = 2;
 
 /// Runs `f` under every interleaving loom explores and reports how many there were.
 fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
-    static RUNS: StdAtomicUsize = StdAtomicUsize::new(0);
     let runs = std::sync::Arc::new(StdAtomicUsize::new(0));
     let counted = runs.clone();
     let mut builder = loom::model::Builder::new();
@@ -43,13 +43,12 @@ fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
     }
     let bound = builder.preemption_bound;
     builder.check(move || {
-        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        counted.fetch_add(1, StdOrdering::Relaxed);
         f();
     });
-    RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     eprintln!(
         "loom model {name}: {} interleavings (preemption bound {bound:?})",
-        runs.load(std::sync::atomic::Ordering::Relaxed)
+        runs.load(StdOrdering::Relaxed)
     );
 }
 
@@ -118,28 +117,42 @@ fn must_wait(cache: &Cache<u32>) -> Waiter<u32> {
     }
 }
 
-/// Spawns a thread that joins the running load as a waiter, says so on `ready`, then waits.
-fn spawn_waiter<T: 'static>(
-    cache: &Cache<u32>,
-    ready: &Arc<AtomicUsize>,
-    then: impl FnOnce(&Cache<u32>, Waiter<u32>) -> T + Send + 'static,
-) -> thread::JoinHandle<T> {
-    let (cache, ready) = (cache.clone(), ready.clone());
-    thread::spawn(move || {
-        let waiter = must_wait(&cache);
-        ready.fetch_add(1, Ordering::Release);
-        then(&cache, waiter)
-    })
+/// Counts the waiters that have looked up, so the leader finishes only after they did (the
+/// race left is then between their polls and the finish: the lost wake-up window). A
+/// condition variable, not a spin: a blocked thread gives loom one schedule to explore where
+/// a spinning one gives it many (and two spinning threads can starve the one they wait for).
+#[derive(Default)]
+struct Gate {
+    arrived: Mutex<usize>,
+    changed: Condvar,
 }
 
-/// Yields until `n` waiters have registered, so the leader finishes only after they looked up
-/// (the race left is then between their polls and the finish: the lost wake-up window).
-/// Only one thread of a model may spin at a time: two spinning threads let loom explore
-/// schedules that starve the thread they wait for, without end.
-fn until(ready: &AtomicUsize, n: usize) {
-    while ready.load(Ordering::Acquire) < n {
-        thread::yield_now();
+impl Gate {
+    fn arrive(&self) {
+        *self.arrived.lock().unwrap() += 1;
+        self.changed.notify_all();
     }
+
+    fn until(&self, n: usize) {
+        let mut arrived = self.arrived.lock().unwrap();
+        while *arrived < n {
+            arrived = self.changed.wait(arrived).unwrap();
+        }
+    }
+}
+
+/// Spawns a thread that joins the running load as a waiter, says so at `gate`, then waits.
+fn spawn_waiter<T: 'static>(
+    cache: &Cache<u32>,
+    gate: &Arc<Gate>,
+    then: impl FnOnce(&Cache<u32>, Waiter<u32>) -> T + Send + 'static,
+) -> thread::JoinHandle<T> {
+    let (cache, gate) = (cache.clone(), gate.clone());
+    thread::spawn(move || {
+        let waiter = must_wait(&cache);
+        gate.arrive();
+        then(&cache, waiter)
+    })
 }
 
 /// No record is left: the counter is back to zero and the next caller leads.
@@ -217,11 +230,11 @@ fn no_lost_wakeup() {
         let clock = ManualClock::new();
         let cache = cache(&clock);
         let guard = lead(&cache);
-        let ready = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(Gate::default());
         let waiters: Vec<_> = (0..2)
-            .map(|_| spawn_waiter(&cache, &ready, |_, w| w.wait()))
+            .map(|_| spawn_waiter(&cache, &gate, |_, w| w.wait()))
             .collect();
-        until(&ready, 2);
+        gate.until(2);
         assert_eq!(guard.complete(Ok(Some(7))).unwrap(), Some(7));
         for w in waiters {
             assert_eq!(w.join().unwrap().unwrap(), Waited::Loaded(Some(7)));
@@ -263,11 +276,11 @@ fn error_reaches_every_waiter() {
         let clock = ManualClock::new();
         let cache = cache(&clock);
         let guard = lead(&cache);
-        let ready = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(Gate::default());
         let waiters: Vec<_> = (0..2)
-            .map(|_| spawn_waiter(&cache, &ready, |_, w| w.wait()))
+            .map(|_| spawn_waiter(&cache, &gate, |_, w| w.wait()))
             .collect();
-        until(&ready, 2);
+        gate.until(2);
         let Err(Error::Load(mine)) = guard.complete(Err(LoadError::new(Boom))) else {
             panic!("the leader gets its own error");
         };
@@ -293,10 +306,10 @@ fn cancelled_leader_hands_the_load_over() {
         let clock = ManualClock::new();
         let cache = cache(&clock);
         let guard = lead(&cache);
-        let ready = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(Gate::default());
         let waiters: Vec<_> = (1..3)
             .map(|i| {
-                spawn_waiter(&cache, &ready, move |cache, w| {
+                spawn_waiter(&cache, &gate, move |cache, w| {
                     match w.wait().expect("a handed-over load is no error") {
                         Waited::Retry => {}
                         other => panic!("the cancelled load answered {other:?}"),
@@ -305,7 +318,7 @@ fn cancelled_leader_hands_the_load_over() {
                 })
             })
             .collect();
-        until(&ready, 2);
+        gate.until(2);
         drop(guard);
         let results: Vec<_> = waiters.into_iter().map(|h| h.join().unwrap()).collect();
         let leads: Vec<_> = results
@@ -341,11 +354,11 @@ fn panicked_leader_fails_its_waiters() {
         let clock = ManualClock::new();
         let cache = cache(&clock);
         let guard = lead(&cache);
-        let ready = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new(Gate::default());
         let waiters: Vec<_> = (0..2)
-            .map(|_| spawn_waiter(&cache, &ready, |_, w| w.wait()))
+            .map(|_| spawn_waiter(&cache, &gate, |_, w| w.wait()))
             .collect();
-        until(&ready, 2);
+        gate.until(2);
         guard.panicked(Some("boom".into()));
         for w in waiters {
             match w.join().unwrap() {
@@ -428,12 +441,12 @@ fn hard_timeout_ends_the_waiter_and_drops_the_late_result() {
             let clock = ManualClock::new();
             let cache = cache_with(&clock, Some(HARD));
             let guard = lead(&cache);
-            let ready = Arc::new(AtomicUsize::new(0));
-            let waiter = spawn_waiter(&cache, &ready, |_, w| w.wait());
+            let gate = Arc::new(Gate::default());
+            let waiter = spawn_waiter(&cache, &gate, |_, w| w.wait());
             let ticker = {
-                let (clock, ready) = (clock.clone(), ready.clone());
+                let (clock, gate) = (clock.clone(), gate.clone());
                 thread::spawn(move || {
-                    until(&ready, 1);
+                    gate.until(1);
                     clock.advance(2 * HARD);
                 })
             };
@@ -463,9 +476,9 @@ fn completion_racing_the_hard_timeout_is_consistent() {
         let clock = ManualClock::new();
         let cache = cache_with(&clock, Some(HARD));
         let guard = lead(&cache);
-        let ready = Arc::new(AtomicUsize::new(0));
-        let waiter = spawn_waiter(&cache, &ready, |_, w| w.wait());
-        until(&ready, 1);
+        let gate = Arc::new(Gate::default());
+        let waiter = spawn_waiter(&cache, &gate, |_, w| w.wait());
+        gate.until(1);
         let ticker = {
             let clock = clock.clone();
             thread::spawn(move || clock.advance(2 * HARD))
