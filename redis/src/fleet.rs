@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 
 use crate::backend::{now_ms, random_secret};
 use crate::metrics::{Metrics, inc};
-use crate::runtime::{block_on, in_runtime};
+use crate::runtime::block_on;
 
 /// Options of the fleet protocol.
 #[derive(Clone, Copy, Debug)]
@@ -70,6 +70,16 @@ impl std::fmt::Debug for Fleet {
     }
 }
 
+/// Aborts a task whose result nobody awaits any more (the caller was cancelled); a lease it
+/// already won is released by the lease's own drop.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 fn backend_error(e: herdless::LoadError) -> herdless::Error {
     herdless::Error::Backend(e)
 }
@@ -111,7 +121,17 @@ impl Fleet {
         key: &str,
         have_version: u64,
     ) -> Result<FleetOutcome, herdless::Error> {
-        in_runtime(&self.rt, self.lead_inner(key, have_version)).await
+        // Run on the backend's runtime: the notification, the re-check it triggers and the
+        // reply all happen on its worker, and the caller is woken once, with the answer.
+        let (this, key) = (self.clone(), key.to_owned());
+        let mut task = AbortOnDrop(
+            self.rt
+                .spawn(async move { this.lead_inner(&key, have_version).await }),
+        );
+        match (&mut task.0).await {
+            Ok(r) => r,
+            Err(e) => Err(backend_error(herdless::LoadError::new(e))),
+        }
     }
 
     /// [`lead`](Self::lead), blocking the calling thread.
