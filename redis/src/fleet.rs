@@ -235,6 +235,55 @@ impl Fleet {
     pub async fn bump(&self, namespace: &str) -> Result<u64, herdless::Error> {
         self.backend.bump(namespace).await.map_err(backend_error)
     }
+
+    /// [`read`](Self::read), blocking.
+    pub fn read_blocking(&self, key: &str) -> Result<Option<StoredEntry>, herdless::Error> {
+        block_on(self.read(key))?
+    }
+
+    /// [`set`](Self::set), blocking.
+    pub fn set_blocking(
+        &self,
+        key: &str,
+        entry: StoredEntry,
+    ) -> Result<WriteOutcome, herdless::Error> {
+        block_on(self.set(key, entry))?
+    }
+
+    /// [`invalidate`](Self::invalidate), blocking.
+    pub fn invalidate_blocking(&self, key: &str) -> Result<bool, herdless::Error> {
+        block_on(self.invalidate(key))?
+    }
+
+    /// [`bump`](Self::bump), blocking.
+    pub fn bump_blocking(&self, namespace: &str) -> Result<u64, herdless::Error> {
+        block_on(self.bump(namespace))?
+    }
+}
+
+/// A shared entry written now: fresh for `fresh`, then servable stale for `grace`, then
+/// kept (fail-safe) until `retain` after its freshness ends (at least the grace), with the
+/// load's duration. Version and epoch are assigned by the commit. Bindings draw the jitter
+/// into `fresh` themselves (once per entry, see `herdless::jitter`).
+pub fn new_entry(
+    value: Option<Vec<u8>>,
+    fresh: Duration,
+    grace: Duration,
+    retain: Duration,
+    load_duration: Duration,
+) -> StoredEntry {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let fresh_until_ms = now_ms().saturating_add(ms(fresh).max(1));
+    let stale_until_ms = fresh_until_ms.saturating_add(ms(grace));
+    StoredEntry {
+        value,
+        fresh_until_ms,
+        stale_until_ms,
+        retain_until_ms: stale_until_ms.max(fresh_until_ms.saturating_add(ms(retain))),
+        load_duration,
+        version: 0,
+        epoch: 0,
+    }
 }
 
 /// The right and duty to load one key for the fleet. While held, the lock's lease is

@@ -15,6 +15,25 @@
 //! - [`TieredCache`]: the in-memory engine as L1 in front of Redis for Rust callers, sync
 //!   and async, with [`Codec`]s ([`Json`], [`RawBytes`]).
 //!
+//! ## Driving the fleet protocol from a binding
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use herdless_redis::{FleetOptions, FleetOutcome, RedisBackend, new_entry};
+//!
+//! let fleet = RedisBackend::builder("redis://127.0.0.1:6379").build()?.fleet(FleetOptions::default());
+//! let bytes = match fleet.lead_blocking("users:42", 0)? {
+//!     FleetOutcome::Fresh(e) | FleetOutcome::Stale(e) => e.value, // someone else's load
+//!     FleetOutcome::Lead(lease) => {
+//!         let loaded = Some(b"\"Ada\"".to_vec()); // run the caller's loader here
+//!         let s = Duration::from_secs;
+//!         lease.publish_blocking(new_entry(loaded.clone(), s(60), s(0), s(0), s(0)))?;
+//!         loaded
+//!     }
+//! };
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! The wire protocol (keys, entry bytes, scripts, channels) is specified in PROTOCOL.md at
 //! the repository root; [`wire`], [`keys`], [`scripts`] and [`notify`] implement it.
 //!
@@ -40,7 +59,7 @@ pub mod wire;
 pub use backend::{RedisBackend, RedisBuilder, lock_value, now_ms};
 pub use codec::{Codec, CodecError, Json, RawBytes};
 pub use error::Error;
-pub use fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome};
+pub use fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};
 pub use tiered::{Local, TieredBuilder, TieredCache};

@@ -19,7 +19,7 @@ use herdless::{Builder, Cache, Error, LoadError, LoadGuard, Lookup, MetricsSnaps
 
 use crate::backend::{RedisBackend, now_ms, random_secret};
 use crate::codec::Codec;
-use crate::fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome};
+use crate::fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
 use crate::metrics::RedisMetrics;
 use crate::runtime::block_on;
 
@@ -212,7 +212,6 @@ impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
 
     /// The shared entry for a value just loaded (or set), and its fresh TTL.
     fn entry(&self, value: Option<Vec<u8>>, took: Duration, epoch: u64) -> (StoredEntry, Duration) {
-        let now = now_ms();
         let base = if value.is_some() {
             self.ttl
         } else {
@@ -220,22 +219,12 @@ impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
         };
         let fresh = herdless::jitter::jittered(base, self.jitter, self.unit());
         let (grace, retain) = if value.is_some() {
-            let g = self.grace;
-            (g, self.max_stale.map_or(g, |m| m.max(g)))
+            (self.grace, self.max_stale.unwrap_or(self.grace))
         } else {
             (Duration::ZERO, Duration::ZERO)
         };
-        let ms = |d: Duration| d.as_millis().max(1) as u64;
-        let fresh_until_ms = now + ms(fresh);
-        let entry = StoredEntry {
-            value,
-            fresh_until_ms,
-            stale_until_ms: fresh_until_ms + grace.as_millis() as u64,
-            retain_until_ms: fresh_until_ms + retain.as_millis() as u64,
-            load_duration: took,
-            version: 0,
-            epoch,
-        };
+        let mut entry = new_entry(value, fresh, grace, retain, took);
+        entry.epoch = epoch;
         (entry, fresh)
     }
 }

@@ -159,3 +159,61 @@ fn a_leader_killed_holding_the_lock_blocks_the_key_for_at_most_one_lease() {
         other => panic!("expected to lead, got {other:?}"),
     }
 }
+
+#[test]
+fn a_lost_notification_costs_at_most_one_recheck() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let prefix = common::unique("lost");
+    let mk = || {
+        RedisBackend::builder(srv.url())
+            .prefix(prefix.clone())
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (mk(), mk());
+    let key = "hot:lost";
+    let FleetOutcome::Lead(lease) = a
+        .fleet(FleetOptions::default())
+        .lead_blocking(key, 0)
+        .unwrap()
+    else {
+        panic!("expected to lead")
+    };
+    let fb = b.fleet(FleetOptions {
+        recheck: Duration::from_millis(300),
+        ..FleetOptions::default()
+    });
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        (fb.lead_blocking(key, 0), t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    // The value lands and the lock goes without any notification (as if the message was
+    // lost): only the waiter's re-check can find it.
+    let now = now_ms();
+    let bytes = herdless_redis::wire::encode(&StoredEntry {
+        value: Some(b"\"v\"".to_vec()),
+        fresh_until_ms: now + 60_000,
+        stale_until_ms: now + 60_000,
+        retain_until_ms: now + 60_000,
+        load_duration: Duration::from_millis(1),
+        version: 1,
+        epoch: 0,
+    });
+    let n = a.names(key);
+    let mut c = srv.client();
+    let _: () = redis::cmd("SET")
+        .arg(&n.value)
+        .arg(bytes)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("DEL").arg(&n.lock).query(&mut c).unwrap();
+    let (got, took) = waiter.join().unwrap();
+    assert!(matches!(got.unwrap(), FleetOutcome::Fresh(_)));
+    assert!(took < Duration::from_millis(1000), "{took:?}");
+    assert!(b.metrics().fleet_wait_rechecks >= 1);
+    drop(lease); // its release finds the lock gone and publishes nothing
+}
