@@ -383,7 +383,7 @@ where
                 Lookup::Lead(guard) => {
                     let loader = loader.take().expect("a caller leads at most once");
                     return self
-                        .lead(guard, 0, loader, false)
+                        .lead(guard, 0, loader, Some(runner))
                         .await
                         .map(|v| v.map(|l| l.value));
                 }
@@ -404,7 +404,7 @@ where
     {
         let this = self.clone();
         let job = async move {
-            let _ = this.lead(guard, have, loader, true).await;
+            let _ = this.lead(guard, have, loader, None).await;
         };
         match runner {
             Runner::Task => {
@@ -420,13 +420,14 @@ where
     }
 
     /// The local leader's part: ask the fleet, then adopt, load for the fleet, or (Redis
-    /// failing) load for this process only.
+    /// failing) load for this process only. `runner` is where a foreground caller's load may
+    /// be moved to serve a stale entry at once; `None` for a background refresh.
     async fn lead<F, Fut, E>(
         &self,
         guard: LoadGuard<Local<V>>,
         have: u64,
         loader: F,
-        background: bool,
+        runner: Option<Runner>,
     ) -> Result<Option<Local<V>>, Error>
     where
         F: FnOnce() -> Fut + Send + 'static,
@@ -434,6 +435,7 @@ where
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
         let key = guard.key().to_owned();
+        let background = runner.is_none();
         match self.inner.fleet.lead(&key, have).await {
             Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => match self.decode(&e) {
                 Ok(value) => {
@@ -444,12 +446,67 @@ where
                 Err(()) => self.load_local(guard, loader, background).await,
             },
             Ok(FleetOutcome::Lead(lease)) => {
+                // A stale entry within grace: serve it now (here and to this process's
+                // waiters) and refresh it for the fleet in the background.
+                let stale = lease
+                    .stale()
+                    .filter(|e| e.value.is_some())
+                    .and_then(|e| Some((self.decode(e).ok()??, e.load_duration)));
+                if let (Some(runner), Some((value, took))) = (runner, stale) {
+                    self.spawn_detached(lease, loader, runner);
+                    return guard.adopt(Some(value), Duration::ZERO, took);
+                }
                 self.load_for_fleet(guard, lease, loader, background).await
             }
             Err(e @ Error::WaitTimeout { .. }) => guard.fail(e),
             Err(_) => {
                 self.inner.l1.record_backend_error(&key);
                 self.load_local(guard, loader, background).await
+            }
+        }
+    }
+
+    /// Loads and publishes for the fleet with no local flight: the L1 keeps serving the
+    /// stale copy; this process's refreshes of it wait for this lease's notification, and
+    /// later misses read the new entry from Redis.
+    fn spawn_detached<F, Fut, E>(&self, lease: FleetLease, loader: F, runner: Runner)
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let this = self.clone();
+        let job = async move {
+            let key = lease.key().to_owned();
+            let started = Instant::now();
+            let Ok(value) = loader().await.map_err(load_error) else {
+                let _ = lease.release().await;
+                return;
+            };
+            let bytes = match value
+                .as_ref()
+                .map(|v| this.inner.codec.encode(v))
+                .transpose()
+            {
+                Ok(b) => b,
+                Err(_) => {
+                    let _ = lease.release().await;
+                    return;
+                }
+            };
+            let (entry, _) = this.inner.entry(bytes, started.elapsed(), lease.epoch());
+            if lease.publish(entry).await.is_err() {
+                this.inner.l1.record_backend_error(&key);
+            }
+        };
+        match runner {
+            Runner::Task => {
+                self.inner.backend.handle().spawn(job);
+            }
+            Runner::Thread => {
+                let _ = std::thread::Builder::new()
+                    .name("herdless-refresh".into())
+                    .spawn(move || block_on(job));
             }
         }
     }

@@ -225,3 +225,67 @@ fn concurrent_callers_in_one_process_make_one_lock_attempt() {
     assert_eq!(m.fleet_locks_contended, 0);
     assert_eq!(c.metrics().0.total().coalesced_waiters, 31);
 }
+
+#[test]
+fn a_cold_process_serves_a_stale_shared_entry_at_once_and_refreshes_it_for_the_fleet() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let p = common::unique("t");
+    let backend = RedisBackend::builder(srv.url())
+        .prefix(p.clone())
+        .build()
+        .unwrap();
+    let now = herdless_redis::now_ms();
+    let stale = herdless::backend::StoredEntry {
+        value: Some(b"\"stale\"".to_vec()),
+        fresh_until_ms: now - 1000,
+        stale_until_ms: now + 60_000,
+        retain_until_ms: now + 60_000,
+        load_duration: Duration::from_millis(500),
+        version: 0,
+        epoch: 0,
+    };
+    herdless_redis::block_on(herdless::backend::Backend::commit(
+        &backend,
+        "page:home",
+        stale,
+        None,
+    ))
+    .unwrap()
+    .unwrap();
+    let c: TieredCache<String, Json> = TieredCache::builder(backend, Json)
+        .grace(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let t = std::time::Instant::now();
+    let slow = {
+        let calls = calls.clone();
+        move || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(500));
+            Ok::<_, std::io::Error>(Some("fresh".to_string()))
+        }
+    };
+    assert_eq!(
+        c.get_or_load("page:home", slow).unwrap().as_deref(),
+        Some("stale")
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(400),
+        "served at once: {:?}",
+        t.elapsed()
+    );
+    // The refresh lands in Redis for everyone, and this process picks it up.
+    assert!(common::eventually(Duration::from_secs(5), || {
+        c.get_or_load("page:home", || {
+            Ok::<_, std::io::Error>(Some("again".into()))
+        })
+        .unwrap()
+        .as_deref()
+            == Some("fresh")
+    }));
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one refresh for the fleet");
+}
