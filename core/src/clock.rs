@@ -219,7 +219,10 @@ mod system {
         use std::sync::OnceLock;
 
         fn read(clock: libc::clockid_t) -> Duration {
-            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
             // SAFETY: `ts` is a valid, writable timespec; both clock ids exist on Linux.
             unsafe { libc::clock_gettime(clock, &mut ts) };
             Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
@@ -232,7 +235,10 @@ mod system {
         pub(super) fn now_fast() -> Duration {
             static RESOLUTION: OnceLock<Duration> = OnceLock::new();
             let res = *RESOLUTION.get_or_init(|| {
-                let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
                 // SAFETY: as above.
                 unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
                 Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)

@@ -324,6 +324,14 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 let f = f.clone();
                 shard.remove_flight(&f);
                 self.inner.flights.fetch_sub(1, Ordering::Relaxed);
+                if hung {
+                    // Back off as any failed load does: serve the fail-safe value, if
+                    // any, rather than sending the next caller straight to a hung origin.
+                    let until = n.saturating_add(nanos(self.inner.cfg.failsafe_backoff));
+                    if let Some(node) = shard.store.get_mut(hash, key) {
+                        node.entry.backoff_until = until;
+                    }
+                }
                 timed_out = hung.then_some(f);
             }
         }
