@@ -2,17 +2,21 @@
 //! `herdless.Cache` subclasses it and adds the asyncio driver, the decorator and `warm`;
 //! everything on the hit path (`get`, `get_or_load`, a decorated sync function) is native.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use herdless::Lookup;
+use herdless::backend::WriteOutcome;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
+use crate::block::block_on;
 use crate::errors::{config_error, map_error};
-use crate::load::{Loader, get_or_load};
-use crate::metrics::snapshot_to_dict;
+use crate::load::{Engine, Loader, get_or_load};
+use crate::metrics::{redis_to_dict, snapshot_to_dict};
 use crate::options::{Options, duration, namespace};
 use crate::steps::{Lead, Wait};
+use crate::tier::Tier;
 use crate::value::{PyValue, absent, from_loader, to_caller};
 
 /// Lookup step kinds returned by `Cache._lookup`.
@@ -23,10 +27,27 @@ const WAIT: u8 = 2;
 /// A stampede-proof cache of Python objects.
 #[pyclass(subclass, frozen, module = "herdless._native", name = "Cache")]
 pub(crate) struct Cache {
-    pub(crate) inner: herdless::Cache<PyValue>,
+    pub(crate) engine: Engine,
     namespace: Option<String>,
     hard_timeout: Option<Duration>,
     origin_budget: Option<usize>,
+}
+
+impl Engine {
+    /// Removes `key` here and, with Redis, in the whole fleet.
+    fn invalidate(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
+        let here = self.l1.invalidate(key).map_err(|e| map_error(py, e))?;
+        let Some(tier) = &self.tier else {
+            return Ok(here);
+        };
+        let shared = {
+            let mut inv = Box::pin(tier.fleet.invalidate(key));
+            block_on(py, &mut inv)?
+        };
+        shared
+            .map(|there| there || here)
+            .map_err(|e| map_error(py, e))
+    }
 }
 
 /// A per-call TTL in seconds, or None for the cache's.
@@ -46,7 +67,7 @@ impl Cache {
         *, ttl=None, grace=None, jitter=None, beta=None, negative_ttl=None, wait_timeout=None,
         max_stale=None, failsafe_backoff=None, soft_timeout=None, hard_timeout=None,
         capacity=None, origin_budget=None, max_flights=None, max_key_len=None, namespace=None,
-        redis=None,
+        redis=None, redis_prefix=None, codec=None, lease=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
@@ -67,6 +88,9 @@ impl Cache {
         max_key_len: Option<Bound<'py, PyAny>>,
         namespace: Option<Bound<'py, PyAny>>,
         redis: Option<Bound<'py, PyAny>>,
+        redis_prefix: Option<Bound<'py, PyAny>>,
+        codec: Option<Bound<'py, PyAny>>,
+        lease: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         let checked = Options {
             ttl,
@@ -85,16 +109,28 @@ impl Cache {
             max_key_len,
             namespace,
             redis,
+            redis_prefix,
+            codec,
+            lease,
         }
         .check(py)?;
-        if let Some(url) = checked.redis {
-            return Err(config_error(
-                py,
-                format!("`redis={url:?}`: the Redis backend is not available in this build yet"),
-            ));
-        }
+        let tier = match checked.redis {
+            Some(r) => {
+                let l1 = &checked.cache;
+                let tier = py.detach(|| {
+                    Tier::connect(&r.url, r.prefix.as_deref(), r.fleet, r.codec, r.life, l1)
+                });
+                Some(Arc::new(
+                    tier.map_err(|e| config_error(py, format!("`redis`: {e}")))?,
+                ))
+            }
+            None => None,
+        };
         Ok(Self {
-            inner: checked.cache,
+            engine: Engine {
+                l1: checked.cache,
+                tier,
+            },
             namespace: checked.namespace,
             hard_timeout: checked.hard_timeout,
             origin_budget: checked.origin_budget,
@@ -113,16 +149,39 @@ impl Cache {
         self.origin_budget
     }
 
-    /// The value of `key` if fresh or within grace, else `default`; never loads.
+    /// The value of `key` if fresh or within grace, else `default`; never loads. With
+    /// Redis: from memory, else from Redis (one round trip; Redis failing reads as a miss).
     #[pyo3(signature = (key, default=None))]
-    fn get(&self, py: Python<'_>, key: &str, default: Option<Py<PyAny>>) -> Py<PyAny> {
-        match self.inner.get(key) {
-            Some(v) => v.bind(py).unbind(),
-            None => default.unwrap_or_else(|| py.None()),
+    fn get(&self, py: Python<'_>, key: &str, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        if let Some(v) = self.engine.l1.get(key) {
+            return Ok(v.bind(py).unbind());
+        }
+        let default = default.unwrap_or_else(|| py.None());
+        let Some(tier) = &self.engine.tier else {
+            return Ok(default);
+        };
+        let read = {
+            let mut read = Box::pin(tier.fleet.read(key));
+            block_on(py, &mut read)?
+        };
+        let Ok(Some(e)) = read else {
+            return Ok(default);
+        };
+        match tier.decode(py, &e) {
+            Ok(Some(v)) => {
+                let fresh = Tier::fresh_for(&e);
+                if !fresh.is_zero() {
+                    let _ = self.engine.l1.set_with_ttl(key, v.clone(), fresh);
+                }
+                Ok(v.bind(py).unbind())
+            }
+            Ok(None) | Err(_) => Ok(default),
         }
     }
 
-    /// Stores `value` under `key` (`ABSENT`: caches an absence for `negative_ttl`).
+    /// Stores `value` under `key` (`ABSENT`: caches an absence for `negative_ttl`). With
+    /// Redis: for the whole fleet (a load running anywhere will not overwrite it, and other
+    /// processes drop their copies).
     #[pyo3(signature = (key, value, *, ttl=None))]
     fn set(
         &self,
@@ -132,30 +191,63 @@ impl Cache {
         ttl: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let ttl = call_ttl(py, ttl.as_ref())?;
-        let r = match (from_loader(value)?, ttl) {
-            (Some(v), Some(ttl)) => self.inner.set_with_ttl(key, v, ttl),
-            (Some(v), None) => self.inner.set(key, v),
-            (None, None) => self.inner.set_absent(key),
-            (None, Some(_)) => {
-                return Err(config_error(
-                    py,
-                    "`ttl` does not apply to ABSENT: absences last `negative_ttl`".into(),
-                ));
-            }
+        let value = from_loader(value)?;
+        if value.is_none() && ttl.is_some() {
+            return Err(config_error(
+                py,
+                "`ttl` does not apply to ABSENT: absences last `negative_ttl`".into(),
+            ));
+        }
+        let l1 = &self.engine.l1;
+        let Some(tier) = &self.engine.tier else {
+            let r = match (value, ttl) {
+                (Some(v), Some(ttl)) => l1.set_with_ttl(key, v, ttl),
+                (Some(v), None) => l1.set(key, v),
+                (None, _) => l1.set_absent(key),
+            };
+            return r.map_err(|e| map_error(py, e));
         };
-        r.map_err(|e| map_error(py, e))
+        // Checked here too: a bad key must not reach Redis.
+        l1.invalidate(key).map_err(|e| map_error(py, e))?;
+        let bytes = match &value {
+            Some(v) => Some(tier.codec.encode(py, &v.bind(py))?),
+            None => None,
+        };
+        let (entry, fresh) = tier.entry(bytes, Duration::ZERO, 0, ttl);
+        let written = {
+            let mut set = Box::pin(tier.fleet.set(key, entry));
+            block_on(py, &mut set)?
+        };
+        match (written.map_err(|e| map_error(py, e))?, value) {
+            (WriteOutcome::Written { version, .. }, Some(v)) => l1
+                .set_with_ttl(key, v.with_version(version), fresh)
+                .map_err(|e| map_error(py, e)),
+            (WriteOutcome::Written { .. }, None) => {
+                l1.set_absent(key).map_err(|e| map_error(py, e))
+            }
+            (WriteOutcome::Superseded, _) => Ok(()),
+        }
     }
 
-    /// Removes `key`; a load of it already running will not write its older result back.
-    /// Returns whether an entry was removed.
+    /// Removes `key` (with Redis: in the whole fleet); a load of it already running will
+    /// not write its older result back. Returns whether an entry was removed.
     fn invalidate(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
-        self.inner.invalidate(key).map_err(|e| map_error(py, e))
+        self.engine.invalidate(py, key)
     }
 
-    /// Invalidates every key of `namespace` at once (O(1)); returns the new epoch.
+    /// Invalidates every key of `namespace` at once, in O(1) (with Redis: in the whole
+    /// fleet); returns the new epoch.
     fn bump(&self, py: Python<'_>, namespace: Bound<'_, PyAny>) -> PyResult<u64> {
         let ns = self::namespace(py, "namespace", &namespace)?;
-        Ok(self.inner.bump(&ns))
+        let here = self.engine.l1.bump(&ns);
+        let Some(tier) = &self.engine.tier else {
+            return Ok(here);
+        };
+        let shared = {
+            let mut bump = Box::pin(tier.fleet.bump(&ns));
+            block_on(py, &mut bump)?
+        };
+        shared.map_err(|e| map_error(py, e))
     }
 
     /// The value of `key`, calling `loader()` when it must be loaded; concurrent callers of
@@ -169,7 +261,7 @@ impl Cache {
         ttl: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let ttl = call_ttl(py, ttl.as_ref())?;
-        get_or_load(&self.inner, py, key, || Loader::Call0(loader), ttl)
+        get_or_load(&self.engine, py, key, || Loader::Call0(loader), ttl)
     }
 
     /// One step of the state machine, for the asyncio driver: `(0, value)` a hit,
@@ -190,15 +282,17 @@ impl Cache {
             }
             guard
         };
-        match self.inner.lookup(key).map_err(|e| map_error(py, e))? {
+        match self.engine.l1.lookup(key).map_err(|e| map_error(py, e))? {
             Lookup::Hit(hit) => {
+                let have = hit.value.as_ref().map_or(0, |v| v.version);
                 let value = to_caller(py, hit.value)?;
                 // A busy origin skips the refresh (the guard is handed back) rather than
                 // queueing it behind requests that need an answer.
                 match hit.refresh.map(with_ttl) {
                     Some(mut guard) => {
                         if guard.try_begin() {
-                            let lead = Lead::new(guard, self.inner.clone(), self.hard_timeout);
+                            let lead =
+                                Lead::new(guard, self.engine.clone(), self.hard_timeout, have, ttl);
                             (HIT, value, lead).into_pyobject(py)
                         } else {
                             (HIT, value).into_pyobject(py)
@@ -208,7 +302,13 @@ impl Cache {
                 }
             }
             Lookup::Lead(guard) => {
-                let lead = Lead::new(with_ttl(guard), self.inner.clone(), self.hard_timeout);
+                let lead = Lead::new(
+                    with_ttl(guard),
+                    self.engine.clone(),
+                    self.hard_timeout,
+                    0,
+                    ttl,
+                );
                 (LEAD, lead).into_pyobject(py)
             }
             Lookup::Wait(waiter) => (WAIT, Wait::new(waiter)).into_pyobject(py),
@@ -217,17 +317,25 @@ impl Cache {
 
     /// Counters, histograms and sizes as plain data (see `herdless.Metrics`).
     fn _metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        snapshot_to_dict(py, &self.inner.metrics())
+        let d = snapshot_to_dict(py, &self.engine.l1.metrics())?;
+        if let Some(tier) = &self.engine.tier {
+            d.set_item("redis", redis_to_dict(py, &tier.backend.metrics())?)?;
+        }
+        Ok(d)
     }
 
     /// Metrics in Prometheus text exposition format.
     fn prometheus(&self) -> String {
-        self.inner.prometheus()
+        let mut text = self.engine.l1.prometheus();
+        if let Some(tier) = &self.engine.tier {
+            text.push_str(&tier.backend.metrics().to_prometheus());
+        }
+        text
     }
 
     /// Keys loading now (flight records); for tests and leak checks.
     fn _flights_in_progress(&self) -> usize {
-        self.inner.flights_in_progress()
+        self.engine.l1.flights_in_progress()
     }
 }
 
@@ -235,7 +343,7 @@ impl Cache {
 /// `get_or_load`, natively, so a hit costs a key and a lookup.
 #[pyclass(frozen, dict, module = "herdless", name = "CachedFunction")]
 pub(crate) struct CachedFunction {
-    cache: herdless::Cache<PyValue>,
+    cache: Engine,
     func: Py<PyAny>,
     keyer: KeyFn,
     ttl: Option<Duration>,
@@ -292,7 +400,7 @@ impl CachedFunction {
             Err(_) => KeyFn::Python(keyer.unbind()),
         };
         Ok(Self {
-            cache: cache.get().inner.clone(),
+            cache: cache.get().engine.clone(),
             func,
             keyer,
             ttl: call_ttl(py, ttl.as_ref())?,
@@ -351,7 +459,7 @@ impl CachedFunction {
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<bool> {
         let key = self.key_of(args, kwargs)?;
-        self.cache.invalidate(&key).map_err(|e| map_error(py, e))
+        self.cache.invalidate(py, &key)
     }
 
     /// Binds as a method: `obj.f(x)` calls `f(obj, x)`, and `obj.f.key(x)` is `f.key(obj, x)`.

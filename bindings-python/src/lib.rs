@@ -14,6 +14,7 @@ mod load;
 mod metrics;
 mod options;
 mod steps;
+mod tier;
 mod value;
 
 use pyo3::prelude::*;

@@ -37,6 +37,18 @@ pub(crate) fn snapshot_to_dict<'py>(
     Ok(out)
 }
 
+/// The Redis tier's counters, `{name: value}`.
+pub(crate) fn redis_to_dict<'py>(
+    py: Python<'py>,
+    m: &herdless_redis::RedisMetrics,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, _help, value) in m.fields() {
+        d.set_item(name, value)?;
+    }
+    Ok(d)
+}
+
 /// Upper bounds of the histogram buckets, in seconds (a last, +Inf bucket is implicit).
 pub(crate) fn buckets() -> &'static [f64] {
     &BUCKETS

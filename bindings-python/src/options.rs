@@ -8,7 +8,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 
 use crate::errors::{config_error, config_type_error};
+use crate::tier::{Codec, Lifetimes};
 use crate::value::PyValue;
+use herdless_redis::FleetOptions;
 
 /// Checks that `v` is a number of seconds and returns it as a float.
 fn seconds(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
@@ -151,6 +153,24 @@ pub(crate) struct Options<'py> {
     pub(crate) max_key_len: Option<Bound<'py, PyAny>>,
     pub(crate) namespace: Option<Bound<'py, PyAny>>,
     pub(crate) redis: Option<Bound<'py, PyAny>>,
+    pub(crate) redis_prefix: Option<Bound<'py, PyAny>>,
+    pub(crate) codec: Option<Bound<'py, PyAny>>,
+    pub(crate) lease: Option<Bound<'py, PyAny>>,
+}
+
+/// The engine's defaults (core/src/config.rs) for the options the Redis tier needs as
+/// values: it writes the shared entries' lifetimes itself.
+const DEFAULT_TTL: Duration = Duration::from_secs(60);
+const DEFAULT_NEGATIVE_TTL: Duration = Duration::from_secs(10);
+const DEFAULT_JITTER: f64 = 0.2;
+
+/// The Redis tier's options.
+pub(crate) struct RedisOptions {
+    pub(crate) url: String,
+    pub(crate) prefix: Option<String>,
+    pub(crate) codec: Codec,
+    pub(crate) fleet: FleetOptions,
+    pub(crate) life: Lifetimes,
 }
 
 /// The checked options.
@@ -159,7 +179,7 @@ pub(crate) struct Checked {
     pub(crate) namespace: Option<String>,
     pub(crate) hard_timeout: Option<Duration>,
     pub(crate) origin_budget: Option<usize>,
-    pub(crate) redis: Option<String>,
+    pub(crate) redis: Option<RedisOptions>,
 }
 
 impl Options<'_> {
@@ -171,19 +191,24 @@ impl Options<'_> {
                 .map(|v| duration(py, name, v, positive))
                 .transpose()
         };
-        if let Some(d) = dur("ttl", &self.ttl, true)? {
+        let ttl = dur("ttl", &self.ttl, true)?;
+        if let Some(d) = ttl {
             b = b.ttl(d);
         }
-        if let Some(d) = dur("grace", &self.grace, false)? {
+        let grace = dur("grace", &self.grace, false)?;
+        if let Some(d) = grace {
             b = b.grace(d);
         }
-        if let Some(d) = dur("negative_ttl", &self.negative_ttl, true)? {
+        let negative_ttl = dur("negative_ttl", &self.negative_ttl, true)?;
+        if let Some(d) = negative_ttl {
             b = b.negative_ttl(d);
         }
-        if let Some(d) = dur("wait_timeout", &self.wait_timeout, true)? {
+        let wait_timeout = dur("wait_timeout", &self.wait_timeout, true)?;
+        if let Some(d) = wait_timeout {
             b = b.wait_timeout(d);
         }
-        if let Some(d) = dur("max_stale", &self.max_stale, true)? {
+        let max_stale = dur("max_stale", &self.max_stale, true)?;
+        if let Some(d) = max_stale {
             b = b.max_stale(d);
         }
         if let Some(d) = dur("failsafe_backoff", &self.failsafe_backoff, false)? {
@@ -196,8 +221,12 @@ impl Options<'_> {
         if let Some(d) = hard_timeout {
             b = b.hard_timeout(d);
         }
-        if let Some(v) = &self.jitter {
-            b = b.jitter(float(py, "jitter", v)?);
+        let jitter = match &self.jitter {
+            Some(v) => Some(float(py, "jitter", v)?),
+            None => None,
+        };
+        if let Some(j) = jitter {
+            b = b.jitter(j);
         }
         if let Some(v) = &self.beta {
             b = b.beta(float(py, "beta", v)?);
@@ -226,9 +255,42 @@ impl Options<'_> {
             Some(v) => Some(redis_url(py, v)?),
             None => None,
         };
+        let redis_prefix = match &self.redis_prefix {
+            Some(v) => Some(prefix(py, v)?),
+            None => None,
+        };
+        let lease = dur("lease", &self.lease, true)?;
+        // `redis_prefix`, `codec` and `lease` are checked even without `redis=` (so that
+        // `redis=os.environ.get(...)` configurations fail early), and used only with it.
+        let codec = Codec::from_option(py, self.codec.as_ref())?;
+        if redis.is_some() {
+            // The first tier keeps the shared entry's lifetime: jitter is drawn once, when
+            // the entry is written for the whole fleet.
+            b = b.jitter(0.0);
+        }
         // The engine checks ranges and combinations (jitter in [0, 1), max_stale >= grace,
         // soft < hard, ...): one source of truth for the rules.
         let cache = b.build().map_err(|e| config_error(py, e.to_string()))?;
+        let redis = redis.map(|url| {
+            let defaults = FleetOptions::default();
+            RedisOptions {
+                url,
+                prefix: redis_prefix,
+                codec,
+                fleet: FleetOptions {
+                    lease: lease.unwrap_or(defaults.lease),
+                    wait_timeout: wait_timeout.unwrap_or(defaults.wait_timeout),
+                    ..defaults
+                },
+                life: Lifetimes {
+                    ttl: ttl.unwrap_or(DEFAULT_TTL),
+                    grace: grace.unwrap_or_default(),
+                    negative_ttl: negative_ttl.unwrap_or(DEFAULT_NEGATIVE_TTL),
+                    max_stale,
+                    jitter: jitter.unwrap_or(DEFAULT_JITTER),
+                },
+            }
+        });
         Ok(Checked {
             cache,
             namespace,
@@ -237,6 +299,21 @@ impl Options<'_> {
             redis,
         })
     }
+}
+
+/// Checks the Redis key prefix (non-empty, no `{` or `}`: they delimit hash tags).
+fn prefix(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
+    let s = v
+        .cast::<PyString>()
+        .map_err(|_| config_type_error(py, "`redis_prefix` must be a str".into()))?
+        .to_str()?;
+    if s.is_empty() || s.contains(['{', '}']) {
+        return Err(config_error(
+            py,
+            format!("`redis_prefix` must be non-empty, without `{{` or `}}`, got {s:?}"),
+        ));
+    }
+    Ok(s.to_owned())
 }
 
 /// Checks a Redis URL's shape (the backend checks the rest when it connects).

@@ -15,16 +15,30 @@ use pyo3::sync::PyOnceLock;
 /// on a thread without the GIL) pyo3 defers the decrement to the next time any thread
 /// attaches, which every call into this module does. Dropping without the GIL is therefore
 /// sound and never blocks.
+///
+/// With the Redis tier, `version` is the version of the shared entry the value came from
+/// (0: loaded here and never shared), so a refresh asks Redis only for a newer one.
 #[derive(Clone)]
-pub(crate) struct PyValue(Arc<Py<PyAny>>);
+pub(crate) struct PyValue {
+    obj: Arc<Py<PyAny>>,
+    pub(crate) version: u64,
+}
 
 impl PyValue {
     pub(crate) fn new(obj: Py<PyAny>) -> Self {
-        Self(Arc::new(obj))
+        Self {
+            obj: Arc::new(obj),
+            version: 0,
+        }
+    }
+
+    /// The same object, as the shared entry of `version`.
+    pub(crate) fn with_version(self, version: u64) -> Self {
+        Self { version, ..self }
     }
 
     pub(crate) fn bind<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
-        self.0.bind(py).clone()
+        self.obj.bind(py).clone()
     }
 }
 

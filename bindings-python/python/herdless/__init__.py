@@ -13,7 +13,7 @@ spreads TTLs (jitter), caches absences, and bounds everything.
 See the README for the full tour.
 """
 
-from ._cache import Cache, WarmReport
+from ._cache import Cache, Codec, WarmReport
 from ._decorator import AsyncCachedFunction, Decorator
 from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
 from ._native import ABSENT, Absent, BoundCachedFunction, CachedFunction, KeyBuilder
@@ -43,6 +43,7 @@ __all__ = [
     "BoundCachedFunction",
     "Cache",
     "CachedFunction",
+    "Codec",
     "ConfigError",
     "ConfigTypeError",
     "Counters",

@@ -5,7 +5,9 @@
 - a hit: return the value. If the engine chose this caller to refresh the key
   (stale-while-revalidate or XFetch), the loader runs in a background asyncio task on the
   running loop; the caller does not wait for it.
-- a lead: await the loader's coroutine here, then complete the load. The hard timeout
+- a lead: with the Redis tier, ask the fleet first (``lead.fleet()``): another process's
+  entry may answer, else this process loads for the fleet and publishes the entry (or alone,
+  when Redis fails). Await the loader's coroutine here, then complete the load. The hard timeout
   cancels the coroutine; at the soft timeout, with a fail-safe value at hand, that value
   answers and the load finishes in the background. Cancellation of this task (or any other
   ``BaseException``) abandons the load, and one waiter takes it over.
@@ -29,6 +31,7 @@ T = TypeVar("T")
 
 _HIT, _LEAD = 0, 1
 _VALUE = 0
+_ADOPTED = 0
 
 _log = logging.getLogger("herdless")
 
@@ -75,6 +78,10 @@ async def aget_or_load(
 
 async def _lead(lead: _native._Lead, loader: Callable[[], Any]) -> Any:
     try:
+        if lead.shared:
+            kind, value = await lead.fleet()
+            if kind == _ADOPTED:
+                return value
         if not lead.try_begin():
             began, value = await lead.begin()
             if not began:
@@ -98,6 +105,13 @@ async def _run(lead: _native._Lead, loader: Callable[[], Any]) -> Any:
         return lead.timeout()
     except Exception as exc:
         return lead.fail(exc)
+    return await _complete(lead, result)
+
+
+async def _complete(lead: _native._Lead, result: Any) -> Any:
+    """Completes the load: published to the fleet when this process loads for it."""
+    if lead.leased:
+        return await lead.publish(result)
     return lead.complete(result)
 
 
@@ -138,7 +152,7 @@ async def _finish(lead: _native._Lead, task: asyncio.Future[Any]) -> None:
             task.cancel()
             lead.timeout()
             return
-        lead.complete(task.result())
+        await _complete(lead, task.result())
     except Exception as exc:
         _settle_failure(lead, exc)
     except BaseException:
@@ -151,6 +165,10 @@ async def _refresh(lead: _native._Lead, loader: Callable[[], Any]) -> None:
     """A background refresh; its failure is logged and counted, never raised."""
     key = lead.key
     try:
+        if lead.shared:
+            kind, _ = await lead.fleet()
+            if kind == _ADOPTED:
+                return
         await _run(lead, loader)
     except Exception as exc:
         _log.warning("background refresh of %r failed", key, exc_info=exc)

@@ -10,16 +10,29 @@ import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from . import _aio, _decorator, _native
 from ._metrics import Metrics, from_native
 from .errors import ConfigError, ConfigTypeError
 
-__all__ = ["Cache", "WarmReport"]
+__all__ = ["Cache", "Codec", "WarmReport"]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@runtime_checkable
+class Codec(Protocol):
+    """A value codec for the Redis tier (``Cache(redis=..., codec=...)``)."""
+
+    def encode(self, value: Any, /) -> bytes:
+        """The bytes of ``value``."""
+        ...
+
+    def decode(self, data: bytes, /) -> Any:
+        """The value of ``data`` (raise to treat the bytes as unreadable: a miss)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +72,17 @@ class Cache(_native.Cache):
     - ``max_flights`` (100,000): at most this many keys loading at once.
     - ``max_key_len`` (1,024): longest accepted key, in bytes.
     - ``namespace``: default namespace of the keys the decorator builds.
-    - ``redis``: a ``redis://`` URL selects the Redis backend; in memory otherwise.
+    - ``redis``: a ``redis://`` URL (or ``rediss://``, ``unix://``) adds the Redis tier:
+      processes sharing it (Python, Rust, Node) make one loader call per key between them;
+      memory stays the first tier. In memory only otherwise.
+    - ``redis_prefix`` ("hl"): prefix of every Redis key; fleets that must not share data
+      use different prefixes.
+    - ``codec`` ("json"): how values cross Redis: ``"json"`` (readable by every language),
+      ``"bytes"`` (values are bytes), or an object with ``encode(value) -> bytes`` and
+      ``decode(bytes) -> value``. Never pickle by default: bytes read from Redis must not be
+      able to run code.
+    - ``lease`` (5): the fleet lock's lease, extended while the loader runs; a crashed
+      leader blocks its key for at most this long.
 
     A bad value raises ``ConfigError`` (a ``ValueError``); a wrong type ``ConfigTypeError``
     (also a ``TypeError``).

@@ -114,6 +114,9 @@ class Metrics:
     """Their total weight (entries)."""
     loads_in_flight: int
     """Loads running now."""
+    redis: dict[str, int] | None = None
+    """The Redis tier's counters (``l2_hits``, ``fleet_locks_acquired``, ``backend_errors``,
+    ...), or None without ``redis=``."""
 
     @property
     def total(self) -> Counters:
@@ -152,4 +155,5 @@ def from_native(raw: dict[str, Any]) -> Metrics:
         entries=raw["entries"],
         weight=raw["weight"],
         loads_in_flight=raw["loads_in_flight"],
+        redis=raw.get("redis"),
     )

@@ -1,13 +1,19 @@
 """Stubs of the native module (hand-written; checked by ``python -m mypy.stubtest herdless``)."""
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Generic, ParamSpec, TypeVar, final, overload
+from typing import Any, Final, Generic, ParamSpec, Protocol, TypeVar, final, overload
 
 from typing_extensions import Self, disjoint_base
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+class _Codec(Protocol):
+    """A value codec for the Redis tier: ``encode(value) -> bytes``, ``decode(bytes) -> value``."""
+
+    def encode(self, value: Any, /) -> bytes: ...
+    def decode(self, data: bytes, /) -> Any: ...
 
 __all__ = [
     "ABSENT",
@@ -65,6 +71,9 @@ class Cache:
         max_key_len: int | None = None,
         namespace: str | None = None,
         redis: str | None = None,
+        redis_prefix: str | None = None,
+        codec: str | _Codec | None = None,
+        lease: float | None = None,
     ) -> Self: ...
     @property
     def namespace(self) -> str | None:
@@ -154,6 +163,12 @@ class Keyer:
 class _Lead:
     @property
     def key(self) -> str: ...
+    @property
+    def shared(self) -> bool: ...
+    @property
+    def leased(self) -> bool: ...
+    def fleet(self) -> Awaitable[tuple[int, Any]]: ...
+    def publish(self, value: object) -> Awaitable[Any]: ...
     @property
     def fallback(self) -> tuple[bool, Any]: ...
     def set_ttl(self, ttl: float) -> None: ...
