@@ -46,6 +46,7 @@
 mod backend;
 pub mod codec;
 mod conn;
+mod deadline;
 mod error;
 mod fleet;
 pub mod keys;

@@ -19,6 +19,7 @@ use herdless::{Builder, Cache, Error, LoadError, LoadGuard, Lookup, MetricsSnaps
 
 use crate::backend::{RedisBackend, now_ms, random_secret};
 use crate::codec::Codec;
+use crate::deadline::WithDeadline;
 use crate::fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
 use crate::metrics::RedisMetrics;
 use crate::runtime::block_on;
@@ -43,6 +44,7 @@ pub struct TieredBuilder<V, C> {
     grace: Duration,
     negative_ttl: Duration,
     max_stale: Option<Duration>,
+    hard_timeout: Option<Duration>,
     jitter: f64,
     beta: f64,
     fleet: FleetOptions,
@@ -84,6 +86,13 @@ where
         self.max_stale = Some(d);
         self
     }
+    /// Loader hard timeout: the loader future is dropped and the load fails with
+    /// [`Error::LoadTimeout`] (waiters too); a blocking loader cannot be interrupted, but its
+    /// waiters are released at the deadline. Default: none.
+    pub fn hard_timeout(mut self, d: Duration) -> Self {
+        self.hard_timeout = Some(d);
+        self
+    }
     /// TTL jitter (default 0.2), drawn once per shared entry.
     pub fn jitter(mut self, j: f64) -> Self {
         self.jitter = j;
@@ -110,7 +119,8 @@ where
         self
     }
     /// Further L1 options (capacity, weigher, origin budget, clock...). TTLs, grace,
-    /// jitter, beta and wait_timeout are the tiered cache's own and are set after this.
+    /// jitter, beta, wait_timeout and hard_timeout are the tiered cache's own and are set
+    /// after this.
     pub fn l1(
         mut self,
         f: impl FnOnce(Builder<Local<V>>) -> Builder<Local<V>> + Send + 'static,
@@ -135,6 +145,9 @@ where
         if let Some(m) = self.max_stale {
             b = b.max_stale(m);
         }
+        if let Some(h) = self.hard_timeout {
+            b = b.hard_timeout(h);
+        }
         let l1 = b.build()?;
         // Same checks as the L1's, for the jitter the L1 does not see.
         Cache::<()>::builder().jitter(self.jitter).build()?;
@@ -150,6 +163,7 @@ where
             grace: self.grace,
             negative_ttl: self.negative_ttl,
             max_stale: self.max_stale,
+            hard_timeout: self.hard_timeout,
             jitter: self.jitter,
             rng: Mutex::new(seed | 1),
         });
@@ -172,6 +186,7 @@ struct Inner<V: Clone + Send + Sync + 'static, C> {
     grace: Duration,
     negative_ttl: Duration,
     max_stale: Option<Duration>,
+    hard_timeout: Option<Duration>,
     jitter: f64,
     rng: Mutex<u64>,
 }
@@ -290,6 +305,7 @@ where
             grace: Duration::ZERO,
             negative_ttl: Duration::from_secs(10),
             max_stale: None,
+            hard_timeout: None,
             jitter: 0.2,
             beta: 1.0,
             fleet: FleetOptions::default(),
@@ -466,6 +482,29 @@ where
         }
     }
 
+    /// Runs the loader until it answers or the L1's hard timeout (if configured through
+    /// [`TieredBuilder::l1`]) passes: `None` then, and the loader future is dropped.
+    async fn run_loader<F, Fut, E>(
+        &self,
+        guard: &LoadGuard<Local<V>>,
+        loader: F,
+    ) -> Option<Result<Option<V>, LoadError>>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let clock = self.inner.l1.clock();
+        WithDeadline::new(loader(), clock, guard.hard_deadline())
+            .await
+            .map(|r| r.map_err(load_error))
+    }
+
+    fn timed_out(&self, guard: LoadGuard<Local<V>>) -> Result<Option<Local<V>>, Error> {
+        let after = self.inner.hard_timeout.unwrap_or_default();
+        guard.fail(Error::LoadTimeout { after })
+    }
+
     /// Loads and publishes for the fleet with no local flight: the L1 keeps serving the
     /// stale copy; this process's refreshes of it wait for this lease's notification, and
     /// later misses read the new entry from Redis.
@@ -479,7 +518,9 @@ where
         let job = async move {
             let key = lease.key().to_owned();
             let started = Instant::now();
-            let Ok(value) = loader().await.map_err(load_error) else {
+            let clock = this.inner.l1.clock();
+            let at = this.inner.hard_timeout.map(|h| clock.now() + h);
+            let Some(Ok(value)) = WithDeadline::new(loader(), clock, at).await else {
                 let _ = lease.release().await;
                 return;
             };
@@ -556,7 +597,9 @@ where
             }
             Err(e) => return guard.fail(e),
         }
-        let result = loader().await.map_err(load_error);
+        let Some(result) = self.run_loader(&guard, loader).await else {
+            return self.timed_out(guard);
+        };
         guard.complete(result.map(|v| v.map(|value| Local { value, version: 0 })))
     }
 
@@ -586,7 +629,10 @@ where
             }
         }
         let started = Instant::now();
-        let result = loader().await.map_err(load_error);
+        let Some(result) = self.run_loader(&guard, loader).await else {
+            let _ = lease.release().await;
+            return self.timed_out(guard);
+        };
         let took = started.elapsed();
         let value = match result {
             Ok(v) => v,

@@ -289,3 +289,37 @@ fn a_cold_process_serves_a_stale_shared_entry_at_once_and_refreshes_it_for_the_f
     }));
     assert_eq!(calls.load(Ordering::SeqCst), 1, "one refresh for the fleet");
 }
+
+#[test]
+fn a_hung_async_loader_is_dropped_at_the_hard_timeout_and_the_lock_released() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let p = common::unique("t");
+    let backend = RedisBackend::builder(srv.url())
+        .prefix(p.clone())
+        .build()
+        .unwrap();
+    let c: TieredCache<String, Json> = TieredCache::builder(backend, Json)
+        .hard_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let t = std::time::Instant::now();
+    let r = herdless_redis::block_on(c.get_or_load_async("slow:1", || async {
+        std::future::pending::<()>().await;
+        Ok::<_, std::io::Error>(Some("never".to_string()))
+    }))
+    .unwrap();
+    assert!(
+        matches!(r, Err(herdless::Error::LoadTimeout { .. })),
+        "{r:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    // The fleet lock was released: the next caller leads at once.
+    let v = c
+        .get_or_load("slow:1", || Ok::<_, std::io::Error>(Some("ok".into())))
+        .unwrap();
+    assert_eq!(v.as_deref(), Some("ok"));
+    assert_eq!(c.metrics().1.fleet_locks_contended, 0);
+}
