@@ -115,3 +115,8 @@ pub use rng::{DefaultRng, default_rng};
 #[cfg(feature = "std")]
 pub use spawn::ThreadSpawn;
 pub use spawn::{BoxFuture, Spawn};
+
+/// The README's Rust examples, compiled and run as doctests so the front page never lies.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
