@@ -661,6 +661,22 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         Ok(removed.is_some())
     }
 
+    /// Drops every entry (O(entries)), and keeps loads already running from storing their
+    /// results. For a process that lost track of the shared tier; to invalidate a namespace,
+    /// [`bump`](Self::bump) is O(1).
+    pub fn clear(&self) {
+        for shard in self.inner.shards.iter() {
+            let old = {
+                let mut shard = shard.write();
+                for f in shard.flights.iter() {
+                    f.supersede();
+                }
+                shard.store.take()
+            };
+            drop(old);
+        }
+    }
+
     /// Invalidates every key of `namespace` in O(1) by moving to a new epoch; returns it.
     /// Loads that began under the old epoch are not stored.
     pub fn bump(&self, namespace: &str) -> u64 {

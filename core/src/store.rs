@@ -66,6 +66,11 @@ impl<V> Store<V> {
         }
     }
 
+    /// Empties the store, returning its old contents to be dropped outside the lock.
+    pub(crate) fn take(&mut self) -> Self {
+        core::mem::replace(self, Self::new(self.capacity))
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.table.len()
     }

@@ -151,3 +151,24 @@ fn invalidate_without_a_load_removes_the_entry() {
     assert!(w.cache.invalidate(KEY).unwrap());
     assert_eq!(w.cache.get(KEY), None);
 }
+
+#[test]
+fn a_load_that_began_before_clear_does_not_write_back() {
+    let mut w = World::new();
+    w.cache.set("users:v1:user:1", 1).unwrap();
+    let (slow, late) = race(&mut w, |c| c.clear());
+    assert_eq!(slow, Some(1));
+    assert_eq!(
+        late,
+        Some(2),
+        "a request after clear must not get version 1"
+    );
+    assert_eq!(w.cache.get(KEY), Some(2));
+    assert_eq!(
+        w.cache.get("users:v1:user:1"),
+        None,
+        "clear drops every key"
+    );
+    assert_eq!(w.cache.metrics().entries, 1);
+    assert_eq!(w.origin.calls(), 2);
+}

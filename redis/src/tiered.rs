@@ -207,12 +207,9 @@ impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
         }
     }
 
-    /// Drops every L1 entry (O(namespaces)): bumping each namespace makes all its entries
-    /// misses, and stops loads that began before from storing.
+    /// Drops every L1 entry and stops loads that began before from storing.
     fn clear_l1(&self) {
-        for ns in self.l1.metrics().namespaces {
-            self.l1.bump(&ns.namespace);
-        }
+        self.l1.clear();
     }
 
     fn unit(&self) -> f64 {
