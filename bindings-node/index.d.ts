@@ -34,22 +34,25 @@ export declare class Cache {
    */
   get(key: string): unknown
   /**
-   * Stores `value` under `key` now (`ABSENT` caches an absence for `negativeTtl`).
+   * Stores `value` under `key` (`ABSENT` caches an absence for `negativeTtl`).
    * `options.ttl` (ms) replaces the cache's TTL for this entry. A load of `key` already
-   * running will not overwrite it.
+   * running will not overwrite it. This process sees the value at once; the promise
+   * resolves when the fleet has it too (Redis tier; at once in memory). A Redis failure
+   * does not reject (it is counted in the metrics).
    */
-  set(key: string, value: unknown, options?: { ttl?: number }): void
+  set(key: string, value: unknown, options?: { ttl?: number }): Promise<void>
   /**
-   * Removes `key`'s entry; a load of `key` already running will not write back its
-   * (older) result. Returns whether an entry was removed.
+   * Removes `key`'s entry (in the whole fleet with the Redis tier); a load of `key`
+   * already running will not write back its (older) result. Resolves to whether an
+   * entry was removed.
    */
-  invalidate(key: string): boolean
+  invalidate(key: string): Promise<boolean>
   /**
    * Invalidates every key of `namespace` (default: the cache's `namespace` option) in
-   * O(1) by moving it to a new epoch, which is returned. Loads that began before are not
-   * stored.
+   * O(1) by moving it to a new epoch (in the whole fleet with the Redis tier: INCR),
+   * which the promise resolves to. Loads that began before are not stored.
    */
-  bump(namespace?: string | undefined | null): number
+  bump(namespace?: string): Promise<number>
   /**
    * The value of `key`, loading it with `loader` if needed. Concurrent callers of one key
    * share one loader call; the others wait (at most `waitTimeout`) without blocking the
@@ -157,10 +160,23 @@ export interface CacheOptions {
    */
   namespace?: string
   /**
-   * `'redis://host:port/db'` selects the shared Redis tier (see the README: not in this
-   * build yet; the option is checked and refused with `HERDLESS_REDIS_UNAVAILABLE`).
+   * `'redis://host:port/db'` (or `rediss://`) adds the shared Redis tier: this cache
+   * stays the first tier, and Node, Python and Rust processes sharing the Redis make one
+   * loader call per key between them (PROTOCOL.md).
    */
   redis?: string
+  /** Prefix of every Redis key (default `'hl'`); processes that share keys share it. */
+  redisPrefix?: string
+  /**
+   * How values are stored in Redis: `'json'` (default; what every language reads) or
+   * `'buffer'` (values are `Buffer`s, stored as their bytes).
+   */
+  codec?: 'json' | 'buffer'
+  /**
+   * How long the fleet lock of a loading key lasts unless extended (default 5000); a
+   * crashed leader blocks the key for at most this long.
+   */
+  lease?: number
 }
 
 /** Counters of one namespace (or of all). */
@@ -264,6 +280,8 @@ export interface Metrics {
   weight: number
   /** Loads running now. */
   loadsInFlight: number
+  /** The Redis tier's counters (absent without the `redis` option). */
+  redis?: RedisCounters
 }
 
 /** Metrics of one namespace. */
@@ -276,6 +294,42 @@ export interface NamespaceStats {
   loadDuration: Histogram
   /** Time waiters spent waiting for another caller's load. */
   lockWait: Histogram
+}
+
+/** Counters of the Redis tier (this process's view of the fleet). */
+export interface RedisCounters {
+  /** Reads answered by a fresh entry in Redis. */
+  l2Hits: number
+  /** Reads that found only an entry within grace in Redis. */
+  l2Stale: number
+  /** Reads that found nothing servable in Redis. */
+  l2Misses: number
+  /** Unreadable bytes found under a value key (treated as a miss). */
+  corruptEntries: number
+  /** Redis operations that failed or timed out. */
+  backendErrors: number
+  /** Fleet locks won: this process loaded for the fleet. */
+  fleetLocksAcquired: number
+  /** Lock attempts that found another process loading. */
+  fleetLocksContended: number
+  /** Lease extensions while a loader ran. */
+  leaseExtensions: number
+  /** Leases found lost. */
+  leasesLost: number
+  /** Entries written to Redis. */
+  commits: number
+  /** Commits refused: the lease was lost or the namespace bumped meanwhile. */
+  supersededCommits: number
+  /** Notifications received from other processes. */
+  notices: number
+  /** Times notifications may have been lost. */
+  noticesLost: number
+  /** Waits for another process's load. */
+  fleetWaits: number
+  /** Re-checks of a waited key without a notification. */
+  fleetWaitRechecks: number
+  /** Waits for another process's load that ended at `waitTimeout`. */
+  fleetWaitTimeouts: number
 }
 
 /** Options of `cache.warm(keys, loader, options)`. */

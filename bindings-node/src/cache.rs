@@ -11,6 +11,7 @@ use crate::error::{self, code, type_error};
 use crate::js::{ErrorKind, Js, StrBuf, Type, Value};
 use crate::metrics::{Metrics, snapshot};
 use crate::options;
+use crate::tier::Tier;
 
 /// Keys this long or shorter are read without allocating.
 const KEY_BUF: usize = 256;
@@ -139,6 +140,89 @@ fn get_or_load_impl(
     Ok(promise)
 }
 
+impl Cache {
+    fn set_impl(&self, js: Js, key: Value, value: Value, options: Option<Value>) -> Result<Value> {
+        let mut buf = [0u8; KEY_BUF];
+        let key = key_arg(js, key, &mut buf)?;
+        let ttl = match options_arg(js, options, "set")? {
+            Some(o) => options::ttl(js, o)?,
+            None => None,
+        };
+        let inner = &self.inner;
+        let absent = inner.is_absent(js, value)?;
+        let r = if absent {
+            inner.cache.set_absent(key.as_str())
+        } else {
+            let v = inner.table.store(js, value)?;
+            match ttl {
+                Some(ttl) => inner.cache.set_with_ttl(key.as_str(), v, ttl),
+                None => inner.cache.set(key.as_str(), v),
+            }
+        };
+        inner.settle(js)?;
+        r.map_err(|e| error::throw(js, &inner.table, &e))?;
+        let Some(tier) = &inner.tier else {
+            return js.resolved(js.undefined()?);
+        };
+        let bytes = if absent {
+            Some(None)
+        } else {
+            tier.codec.encode(js, value)?.map(Some)
+        };
+        let Some(bytes) = bytes else {
+            crate::tier::warn_unshareable(js, key.as_str())?;
+            return js.resolved(js.undefined()?);
+        };
+        let (entry, _) = tier.entry(bytes, std::time::Duration::ZERO, 0, ttl);
+        inner.op(js, tier.set(key.as_str(), entry), |js, _| js.undefined())
+    }
+
+    fn invalidate_impl(&self, js: Js, key: Value) -> Result<Value> {
+        let mut buf = [0u8; KEY_BUF];
+        let key = key_arg(js, key, &mut buf)?;
+        let inner = &self.inner;
+        let r = inner.cache.invalidate(key.as_str());
+        inner.settle(js)?;
+        let removed = r.map_err(|e| error::throw(js, &inner.table, &e))?;
+        match &inner.tier {
+            None => js.resolved(js.bool(removed)?),
+            Some(tier) => inner.op(js, tier.invalidate(key.as_str()), move |js, r| {
+                js.bool(removed || r.unwrap_or(false))
+            }),
+        }
+    }
+
+    fn bump_impl(&self, js: Js, namespace: Option<Value>) -> Result<Value> {
+        let given = match namespace {
+            None => None,
+            Some(v) => match js.type_of(v)? {
+                Type::Undefined | Type::Null => None,
+                Type::String => Some(js.get_string(v)?),
+                t => {
+                    return Err(type_error(
+                        js,
+                        &format!("the namespace must be a string, got {}", t.name()),
+                    ));
+                }
+            },
+        };
+        let Some(ns) = given.or_else(|| self.inner.namespace.clone()) else {
+            return Err(type_error(
+                js,
+                "bump() needs a namespace (or the cache's `namespace` option)",
+            ));
+        };
+        let inner = &self.inner;
+        let local = inner.cache.bump(&ns);
+        match &inner.tier {
+            None => js.resolved(js.number(local as f64)?),
+            Some(tier) => inner.op(js, tier.bump(&ns), move |js, r| {
+                js.number(r.unwrap_or(local) as f64)
+            }),
+        }
+    }
+}
+
 #[napi]
 impl Cache {
     /// A cache with these options (all optional; durations in milliseconds). Throws a
@@ -147,20 +231,33 @@ impl Cache {
     pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
         let js = Js(env.raw());
         let parsed = options::parse(js, options.map(|o| o.raw()))?;
-        if parsed.redis.is_some() {
-            return Err(error::throw_new(
-                js,
-                ErrorKind::Error,
-                code::REDIS_UNAVAILABLE,
-                "this build of herdless has no Redis backend yet: the shared tier is in progress; \
-                 leave `redis` unset to use the in-memory engine",
-            ));
-        }
         let hard = parsed.hard_timeout;
         let cache = parsed.builder.build().map_err(|e| {
             error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string())
         })?;
-        let inner = Inner::new(js, cache, parsed.namespace, hard)?;
+        let tier = match parsed.redis {
+            None => None,
+            Some(r) => {
+                let tier = Tier::connect(
+                    &r.url,
+                    r.prefix.as_deref(),
+                    r.fleet,
+                    r.codec,
+                    r.life,
+                    &cache,
+                )
+                .map_err(|e| {
+                    error::throw_new(
+                        js,
+                        ErrorKind::Type,
+                        code::INVALID_OPTION,
+                        &format!("option `redis`: {e}"),
+                    )
+                })?;
+                Some(tier)
+            }
+        };
+        let inner = Inner::new(js, cache, parsed.namespace, hard, tier)?;
         crate::fast::install(js, this.object.raw(), &inner)?;
         Ok(Self { inner })
     }
@@ -175,66 +272,58 @@ impl Cache {
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) })
     }
 
-    /// Stores `value` under `key` now (`ABSENT` caches an absence for `negativeTtl`).
+    /// Stores `value` under `key` (`ABSENT` caches an absence for `negativeTtl`).
     /// `options.ttl` (ms) replaces the cache's TTL for this entry. A load of `key` already
-    /// running will not overwrite it.
-    #[napi(ts_args_type = "key: string, value: unknown, options?: { ttl?: number }")]
-    pub fn set(
+    /// running will not overwrite it. This process sees the value at once; the promise
+    /// resolves when the fleet has it too (Redis tier; at once in memory). A Redis failure
+    /// does not reject (it is counted in the metrics).
+    #[napi(
+        ts_args_type = "key: string, value: unknown, options?: { ttl?: number }",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn set<'env>(
         &self,
-        env: &Env,
-        key: Unknown,
-        value: Unknown,
-        options: Option<Unknown>,
-    ) -> Result<()> {
+        env: &'env Env,
+        key: Unknown<'env>,
+        value: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let mut buf = [0u8; KEY_BUF];
-        let key = key_arg(js, key.raw(), &mut buf)?;
-        let ttl = match options_arg(js, options.map(|o| o.raw()), "set")? {
-            Some(o) => options::ttl(js, o)?,
-            None => None,
-        };
-        let inner = &self.inner;
-        let r = if inner.is_absent(js, value.raw())? {
-            inner.cache.set_absent(key.as_str())
-        } else {
-            let v = inner.table.store(js, value.raw())?;
-            match ttl {
-                Some(ttl) => inner.cache.set_with_ttl(key.as_str(), v, ttl),
-                None => inner.cache.set(key.as_str(), v),
-            }
-        };
-        inner.settle(js)?;
-        r.map_err(|e| error::throw(js, &inner.table, &e))
+        let r = self.set_impl(js, key.raw(), value.raw(), options.map(|o| o.raw()));
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
     }
 
-    /// Removes `key`'s entry; a load of `key` already running will not write back its
-    /// (older) result. Returns whether an entry was removed.
-    #[napi(ts_args_type = "key: string")]
-    pub fn invalidate(&self, env: &Env, key: Unknown) -> Result<bool> {
+    /// Removes `key`'s entry (in the whole fleet with the Redis tier); a load of `key`
+    /// already running will not write back its (older) result. Resolves to whether an
+    /// entry was removed.
+    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<boolean>")]
+    pub fn invalidate<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let mut buf = [0u8; KEY_BUF];
-        let key = key_arg(js, key.raw(), &mut buf)?;
-        let r = self.inner.cache.invalidate(key.as_str());
-        self.inner.settle(js)?;
-        r.map_err(|e| error::throw(js, &self.inner.table, &e))
+        let r = self.invalidate_impl(js, key.raw());
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
     }
 
     /// Invalidates every key of `namespace` (default: the cache's `namespace` option) in
-    /// O(1) by moving it to a new epoch, which is returned. Loads that began before are not
-    /// stored.
-    #[napi]
-    pub fn bump(&self, env: &Env, namespace: Option<String>) -> Result<f64> {
+    /// O(1) by moving it to a new epoch (in the whole fleet with the Redis tier: INCR),
+    /// which the promise resolves to. Loads that began before are not stored.
+    #[napi(
+        ts_args_type = "namespace?: string",
+        ts_return_type = "Promise<number>"
+    )]
+    pub fn bump<'env>(
+        &self,
+        env: &'env Env,
+        namespace: Option<Unknown<'env>>,
+    ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let ns = match namespace.or_else(|| self.inner.namespace.clone()) {
-            Some(ns) => ns,
-            None => {
-                return Err(type_error(
-                    js,
-                    "bump() needs a namespace (or the cache's `namespace` option)",
-                ));
-            }
-        };
-        Ok(self.inner.cache.bump(&ns) as f64)
+        let r = self.bump_impl(js, namespace.map(|n| n.raw()));
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
     }
 
     /// The value of `key`, loading it with `loader` if needed. Concurrent callers of one key
@@ -316,13 +405,23 @@ impl Cache {
     /// Counters, histograms and sizes at this moment, per namespace and in total.
     #[napi]
     pub fn metrics(&self) -> Metrics {
-        snapshot(&self.inner.cache.metrics())
+        let mut m = snapshot(&self.inner.cache.metrics());
+        m.redis = self
+            .inner
+            .tier
+            .as_ref()
+            .map(|t| crate::metrics::redis(&t.backend.metrics()));
+        m
     }
 
     /// The metrics in Prometheus text exposition format.
     #[napi]
     pub fn prometheus(&self) -> String {
-        self.inner.cache.prometheus()
+        let mut text = self.inner.cache.prometheus();
+        if let Some(tier) = &self.inner.tier {
+            text.push_str(&tier.backend.metrics().to_prometheus());
+        }
+        text
     }
 
     /// Internal counts for leak tests (values held, calls pending, loads in flight). Not a

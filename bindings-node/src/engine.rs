@@ -28,11 +28,16 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use std::time::Instant;
+
+use herdless::backend::WriteOutcome;
 use herdless::{LoadError, LoadGuard, Lookup, Waited, Waiter};
+use herdless_redis::{FleetLease, FleetOutcome};
 use napi::{JsValue, Result, Status};
 
 use crate::error;
 use crate::js::{Deferred, Js, Ref, Type, Value};
+use crate::tier::{FleetFuture, Tier};
 use crate::value::{JsFailure, Table, Val};
 use crate::wake::Wake;
 
@@ -132,14 +137,31 @@ type BudgetFuture = Pin<Box<dyn Future<Output = (LoadGuard<Val>, EResult<()>)>>>
 enum State {
     Start,
     Budget(BudgetFuture),
+    /// The local leader asks the fleet who loads (Redis tier).
+    Fleet(FleetFuture<FleetOutcome>, LoadGuard<Val>),
     Loading(LoadGuard<Val>),
+    /// The loaded value is being published to the fleet (Redis tier).
+    Publishing(FleetFuture<WriteOutcome>, LoadGuard<Val>, Option<Val>),
     Waiting(Waiter<Val>),
+    /// A fleet operation of `set`/`invalidate`/`bump` (Redis tier): polled with the
+    /// context, it answers whether it finished.
+    Op(OpPoll),
 }
+
+/// The poll function of a [`State::Op`].
+type OpPoll = Box<dyn FnMut(Js, &mut Context<'_>) -> Result<bool>>;
 
 impl State {
     /// Whether the call sleeps until a waker fires (then the process must stay alive).
     fn parked(&self) -> bool {
-        matches!(self, State::Budget(_) | State::Waiting(_))
+        matches!(
+            self,
+            State::Budget(_)
+                | State::Waiting(_)
+                | State::Fleet(..)
+                | State::Publishing(..)
+                | State::Op(_)
+        )
     }
 }
 
@@ -151,6 +173,10 @@ struct Call {
     ttl: Option<Duration>,
     waker: Waker,
     state: State,
+    /// The fleet lock, when this process loads for the fleet.
+    lease: Option<FleetLease>,
+    /// When the loader was called (the shared entry keeps the load's duration).
+    started: Option<Instant>,
 }
 
 /// The JS-thread state of one `Cache` object.
@@ -162,6 +188,8 @@ pub(crate) struct Inner {
     pub(crate) table: Table,
     pub(crate) wake: Arc<Wake>,
     pub(crate) namespace: Option<String>,
+    /// The Redis tier, if any.
+    pub(crate) tier: Option<Tier>,
     absent: Ref,
     hard_timeout: Duration,
     calls: RefCell<HashMap<u64, Call>>,
@@ -193,12 +221,14 @@ impl Inner {
         cache: herdless::Cache<Val>,
         namespace: Option<String>,
         hard_timeout: Option<Duration>,
+        tier: Option<Tier>,
     ) -> Result<Rc<Self>> {
         let inner = Rc::new(Self {
             cache,
             table: Table::new(js)?,
             wake: Wake::new(),
             namespace,
+            tier,
             absent: js.reference(absent_symbol(js)?)?,
             hard_timeout: hard_timeout.unwrap_or_default(),
             calls: RefCell::new(HashMap::new()),
@@ -267,6 +297,8 @@ impl Inner {
             ttl: options.ttl,
             waker: self.wake.waker(id),
             state: State::Start,
+            lease: None,
+            started: None,
         };
         if let Some(signal) = options.signal {
             if js.get_bool(js.get(signal, "aborted")?)? {
@@ -279,6 +311,45 @@ impl Inner {
         let r = self.step(js, id, call, first);
         self.settle(js)?;
         r
+    }
+
+    /// Runs a fleet operation on the JS thread: the returned promise resolves with
+    /// `done(result)` when `fut` ends.
+    pub(crate) fn op<T: 'static>(
+        self: &Rc<Self>,
+        js: Js,
+        mut fut: FleetFuture<T>,
+        done: impl FnOnce(Js, EResult<T>) -> Result<Value> + 'static,
+    ) -> Result<Value> {
+        let (deferred, promise) = js.promise()?;
+        let mut finish = Some((deferred, done));
+        let poll: OpPoll = Box::new(move |js, cx| match fut.as_mut().poll(cx) {
+            Poll::Pending => Ok(false),
+            Poll::Ready(r) => {
+                if let Some((deferred, done)) = finish.take() {
+                    let v = done(js, r)?;
+                    deferred.settle(js, Ok(v))?;
+                }
+                Ok(true)
+            }
+        });
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let call = Call {
+            key: String::new(),
+            loader: None,
+            answer: Answer::Nobody,
+            abort: None,
+            ttl: None,
+            waker: self.wake.waker(id),
+            state: State::Op(poll),
+            lease: None,
+            started: None,
+        };
+        self.put(id, call);
+        self.poll(js, id)?;
+        self.settle(js)?;
+        Ok(promise)
     }
 
     /// Listens for `signal`'s abort on behalf of call `id`.
@@ -310,7 +381,10 @@ impl Inner {
             None => js.undefined()?,
         };
         self.reply(js, &mut call, Err(reason))?;
-        if matches!(call.state, State::Loading(_)) {
+        if matches!(
+            call.state,
+            State::Loading(_) | State::Fleet(..) | State::Publishing(..)
+        ) {
             // The shared load goes on for the other callers; its result is stored.
             self.put(id, call);
         }
@@ -364,9 +438,10 @@ impl Inner {
         match r {
             Err(e) => self.reply_with(js, &mut call, Err(e)),
             Ok(Lookup::Hit(hit)) => {
+                let have = hit.value.as_ref().map_or(0, |v| v.version());
                 let answered = self.reply_with(js, &mut call, Ok(hit.value));
                 if let (Some(guard), Some(loader)) = (hit.refresh, call.loader.take()) {
-                    self.refresh(js, guard, loader)?;
+                    self.refresh(js, guard, loader, have)?;
                 }
                 answered
             }
@@ -375,22 +450,92 @@ impl Inner {
                 self.put(id, call);
                 self.poll(js, id)
             }
-            Ok(Lookup::Lead(mut guard)) => {
-                if guard.try_begin() {
-                    return self.load(js, id, call, guard);
-                }
-                call.state = State::Budget(Box::pin(async move {
-                    let began = guard.begin().await;
-                    (guard, began)
-                }));
+            Ok(Lookup::Lead(guard)) => self.lead(js, id, call, guard, 0),
+        }
+    }
+
+    /// A local leader: with the Redis tier, asks the fleet first; then loads.
+    fn lead(
+        self: &Rc<Self>,
+        js: Js,
+        id: u64,
+        mut call: Call,
+        guard: LoadGuard<Val>,
+        have: u64,
+    ) -> Result<()> {
+        match &self.tier {
+            Some(tier) => {
+                call.state = State::Fleet(tier.ask(guard.key(), have), guard);
                 self.put(id, call);
                 self.poll(js, id)
             }
+            None => self.begin(js, id, call, guard),
+        }
+    }
+
+    /// Takes the origin budget (waiting for it if need be), then calls the loader.
+    fn begin(
+        self: &Rc<Self>,
+        js: Js,
+        id: u64,
+        mut call: Call,
+        mut guard: LoadGuard<Val>,
+    ) -> Result<()> {
+        if guard.try_begin() {
+            return self.load(js, id, call, guard);
+        }
+        call.state = State::Budget(Box::pin(async move {
+            let began = guard.begin().await;
+            (guard, began)
+        }));
+        self.put(id, call);
+        self.poll(js, id)
+    }
+
+    /// What the fleet answered a local leader.
+    fn asked(
+        self: &Rc<Self>,
+        js: Js,
+        id: u64,
+        mut call: Call,
+        guard: LoadGuard<Val>,
+        answer: EResult<FleetOutcome>,
+    ) -> Result<()> {
+        let Some(tier) = &self.tier else {
+            return self.begin(js, id, call, guard);
+        };
+        match answer {
+            Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => {
+                match tier.decode(js, &self.table, &e)? {
+                    Some(v) => {
+                        let r = guard.adopt(v, Tier::fresh_for(&e), e.load_duration);
+                        self.reply_with(js, &mut call, r)
+                    }
+                    // Bytes another codec wrote: load here, leave Redis alone.
+                    None => self.begin(js, id, call, guard),
+                }
+            }
+            Ok(FleetOutcome::Lead(lease)) => {
+                call.lease = Some(lease);
+                self.begin(js, id, call, guard)
+            }
+            Err(e @ herdless::Error::WaitTimeout { .. }) => {
+                let r = guard.fail(e);
+                self.reply_with(js, &mut call, r)
+            }
+            // Redis failing: load for this process only (counted by the backend).
+            Err(_) => self.begin(js, id, call, guard),
         }
     }
 
     /// Runs a stale-while-revalidate or XFetch refresh in the background: nobody awaits it.
-    fn refresh(self: &Rc<Self>, js: Js, mut guard: LoadGuard<Val>, loader: Loader) -> Result<()> {
+    fn refresh(
+        self: &Rc<Self>,
+        js: Js,
+        mut guard: LoadGuard<Val>,
+        loader: Loader,
+        have: u64,
+    ) -> Result<()> {
         // The origin is busy: skip the refresh (dropping the guard hands it over).
         if !guard.try_begin() {
             return Ok(());
@@ -405,8 +550,10 @@ impl Inner {
             ttl: None,
             waker: self.wake.waker(id),
             state: State::Start,
+            lease: None,
+            started: None,
         };
-        self.load(js, id, call, guard)
+        self.lead(js, id, call, guard, have)
     }
 
     /// Calls the JS loader for a leading call.
@@ -433,6 +580,7 @@ impl Inner {
             return self.reply_with(js, &mut call, r);
         };
         call.state = State::Loading(guard);
+        call.started = Some(Instant::now());
         self.put(id, call);
         // No borrow is held here: the loader may call this cache again.
         let result = loader.call(js)?;
@@ -480,28 +628,74 @@ impl Inner {
         Ok(())
     }
 
-    /// The loader of call `id` settled: complete its guard, answer, wake the waiters.
+    /// The loader of call `id` settled: complete its guard (publishing the value to the
+    /// fleet first when this process loads for it), answer, wake the waiters.
     fn loaded(self: &Rc<Self>, js: Js, id: u64, result: Outcome) -> Result<()> {
         // Gone: the load timed out and was answered already; the value is dropped.
         let Some(mut call) = self.take(id) else {
             return Ok(());
         };
-        let State::Loading(guard) = std::mem::replace(&mut call.state, State::Start) else {
+        let State::Loading(mut guard) = std::mem::replace(&mut call.state, State::Start) else {
             return Ok(());
         };
+        let lease = call.lease.take();
         let outcome = match result {
             Ok(v) if self.is_absent(js, v)? => Ok(None),
-            Ok(v) => Ok(Some(self.table.store(js, v)?)),
+            Ok(v) => Ok(Some((v, self.table.store(js, v)?))),
             Err(e) => {
+                // A failed load releases the fleet lock (dropping the lease does).
+                drop(lease);
                 let failure = JsFailure::new(self.table.store(js, e)?, describe(js, e));
-                Err(LoadError::new(failure))
+                let r = guard.complete(Err(LoadError::new(failure)));
+                return self.answered(js, call, r);
             }
         };
-        let r = guard.complete(outcome);
+        if let (Some(lease), Some(tier), Ok(loaded)) = (lease, &self.tier, &outcome) {
+            let bytes = match loaded {
+                None => Some(None),
+                Some((v, _)) => tier.codec.encode(js, *v)?.map(Some),
+            };
+            // A value the codec cannot share is served here only; the lease is dropped,
+            // which releases the fleet lock for another process to try.
+            if bytes.is_none() {
+                crate::tier::warn_unshareable(js, &call.key)?;
+            }
+            if let Some(bytes) = bytes {
+                let took = call.started.map_or(Duration::ZERO, |s| s.elapsed());
+                let (entry, fresh) = tier.entry(bytes, took, lease.epoch(), call.ttl);
+                guard.set_ttl(fresh);
+                let value = loaded.as_ref().map(|(_, val)| val.clone());
+                call.state = State::Publishing(Box::pin(lease.publish(entry)), guard, value);
+                self.put(id, call);
+                let polled = self.poll(js, id);
+                let settled = self.settle(js);
+                return polled.and(settled);
+            }
+        }
+        let r = guard.complete(outcome.map(|o| o.map(|(_, val)| val)));
+        self.answered(js, call, r)
+    }
+
+    /// Answers a call that ended, then wakes whoever it woke.
+    fn answered(self: &Rc<Self>, js: Js, mut call: Call, r: EResult<Option<Val>>) -> Result<()> {
         let answered = self.reply_with(js, &mut call, r);
         drop(call);
         let settled = self.settle(js);
         answered.and(settled)
+    }
+
+    /// The version a publish gave the entry (0: not shared). A superseded publish (newer
+    /// data in Redis, a bump, a lost lease) answers its callers but keeps the value out of
+    /// the L1: invalidating supersedes the running flight, whose result is then not stored.
+    fn published_version(&self, key: &str, published: EResult<WriteOutcome>) -> u64 {
+        match published {
+            Ok(WriteOutcome::Written { version, .. }) => version,
+            Ok(WriteOutcome::Superseded) => {
+                let _ = self.cache.invalidate(key);
+                0
+            }
+            Err(_) => 0,
+        }
     }
 
     /// A leading call's deadline timer fired.
@@ -514,6 +708,8 @@ impl Inner {
     ) -> Result<()> {
         let now = self.cache.clock().now();
         if guard.hard_deadline().is_some_and(|h| now >= h) {
+            // Give the fleet lock back: another process may load.
+            drop(call.lease.take());
             let after = self.hard_timeout;
             let r = guard.fail(herdless::Error::LoadTimeout { after });
             return self.reply_with(js, &mut call, r);
@@ -564,6 +760,36 @@ impl Inner {
                     self.reply_with(js, &mut call, r)
                 }
             },
+            State::Fleet(mut f, guard) => match f.as_mut().poll(&mut cx) {
+                Poll::Pending => {
+                    call.state = State::Fleet(f, guard);
+                    self.put(id, call);
+                    Ok(())
+                }
+                Poll::Ready(answer) => self.asked(js, id, call, guard, answer),
+            },
+            State::Publishing(mut f, guard, value) => match f.as_mut().poll(&mut cx) {
+                Poll::Pending => {
+                    call.state = State::Publishing(f, guard, value);
+                    self.put(id, call);
+                    Ok(())
+                }
+                Poll::Ready(published) => {
+                    let version = self.published_version(&call.key, published);
+                    if let Some(v) = &value {
+                        v.set_version(version);
+                    }
+                    let r = guard.complete(Ok(value));
+                    self.reply_with(js, &mut call, r)
+                }
+            },
+            State::Op(mut f) => {
+                if !f(js, &mut cx)? {
+                    call.state = State::Op(f);
+                    self.put(id, call);
+                }
+                Ok(())
+            }
             State::Loading(guard) => self.deadline(js, id, call, guard),
             State::Start => self.advance(js, id, call),
         }

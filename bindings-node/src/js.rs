@@ -275,6 +275,49 @@ impl Js {
         Ok(n)
     }
 
+    /// The bytes of a `Buffer` or `Uint8Array`; `None` for anything else.
+    pub(crate) fn bytes(self, v: Value) -> Result<Option<Vec<u8>>> {
+        let mut is = false;
+        napi_call!(napi_is_typedarray(self.0, v, &mut is))?;
+        if !is {
+            return Ok(None);
+        }
+        let (mut kind, mut len, mut data) = (0, 0usize, ptr::null_mut());
+        let (mut buffer, mut offset) = (ptr::null_mut(), 0usize);
+        napi_call!(napi_get_typedarray_info(
+            self.0,
+            v,
+            &mut kind,
+            &mut len,
+            &mut data,
+            &mut buffer,
+            &mut offset
+        ))?;
+        if kind != sys::TypedarrayType::uint8_array {
+            return Ok(None);
+        }
+        if len == 0 {
+            return Ok(Some(Vec::new()));
+        }
+        // SAFETY: Node-API gave the view's data pointer and its length in bytes (uint8).
+        Ok(Some(
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }.to_vec(),
+        ))
+    }
+
+    /// A new `Buffer` holding a copy of `bytes`.
+    pub(crate) fn buffer(self, bytes: &[u8]) -> Result<Value> {
+        let (mut data, mut v) = (ptr::null_mut(), ptr::null_mut());
+        napi_call!(napi_create_buffer_copy(
+            self.0,
+            bytes.len(),
+            bytes.as_ptr().cast(),
+            &mut data,
+            &mut v
+        ))?;
+        Ok(v)
+    }
+
     pub(crate) fn prototype(self, v: Value) -> Result<Value> {
         let mut p = ptr::null_mut();
         napi_call!(napi_get_prototype(self.0, v, &mut p))?;

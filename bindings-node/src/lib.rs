@@ -22,6 +22,7 @@ mod js;
 pub mod key;
 pub mod metrics;
 pub mod options;
+mod tier;
 mod value;
 mod wake;
 pub mod warm;

@@ -74,6 +74,65 @@ pub struct NamespaceStats {
     pub lock_wait: Histogram,
 }
 
+/// Counters of the Redis tier (this process's view of the fleet).
+#[napi(object, object_from_js = false)]
+pub struct RedisCounters {
+    /// Reads answered by a fresh entry in Redis.
+    pub l2_hits: f64,
+    /// Reads that found only an entry within grace in Redis.
+    pub l2_stale: f64,
+    /// Reads that found nothing servable in Redis.
+    pub l2_misses: f64,
+    /// Unreadable bytes found under a value key (treated as a miss).
+    pub corrupt_entries: f64,
+    /// Redis operations that failed or timed out.
+    pub backend_errors: f64,
+    /// Fleet locks won: this process loaded for the fleet.
+    pub fleet_locks_acquired: f64,
+    /// Lock attempts that found another process loading.
+    pub fleet_locks_contended: f64,
+    /// Lease extensions while a loader ran.
+    pub lease_extensions: f64,
+    /// Leases found lost.
+    pub leases_lost: f64,
+    /// Entries written to Redis.
+    pub commits: f64,
+    /// Commits refused: the lease was lost or the namespace bumped meanwhile.
+    pub superseded_commits: f64,
+    /// Notifications received from other processes.
+    pub notices: f64,
+    /// Times notifications may have been lost.
+    pub notices_lost: f64,
+    /// Waits for another process's load.
+    pub fleet_waits: f64,
+    /// Re-checks of a waited key without a notification.
+    pub fleet_wait_rechecks: f64,
+    /// Waits for another process's load that ended at `waitTimeout`.
+    pub fleet_wait_timeouts: f64,
+}
+
+/// The Redis tier's counters as JS sees them.
+pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
+    RedisCounters {
+        l2_hits: m.l2_hits as f64,
+        l2_stale: m.l2_stale as f64,
+        l2_misses: m.l2_misses as f64,
+        corrupt_entries: m.corrupt_entries as f64,
+        backend_errors: m.backend_errors as f64,
+        fleet_locks_acquired: m.fleet_locks_acquired as f64,
+        fleet_locks_contended: m.fleet_locks_contended as f64,
+        lease_extensions: m.lease_extensions as f64,
+        leases_lost: m.leases_lost as f64,
+        commits: m.commits as f64,
+        superseded_commits: m.superseded_commits as f64,
+        notices: m.notices as f64,
+        notices_lost: m.notices_lost as f64,
+        fleet_waits: m.fleet_waits as f64,
+        fleet_wait_rechecks: m.fleet_wait_rechecks as f64,
+        fleet_wait_timeouts: m.fleet_wait_timeouts as f64,
+    }
+}
+
 /// What `cache.metrics()` returns.
 #[napi(object, object_from_js = false)]
 pub struct Metrics {
@@ -87,6 +146,8 @@ pub struct Metrics {
     pub weight: f64,
     /// Loads running now.
     pub loads_in_flight: f64,
+    /// The Redis tier's counters (absent without the `redis` option).
+    pub redis: Option<RedisCounters>,
 }
 
 fn counters(c: &CounterSnapshot) -> Counters {
@@ -140,5 +201,6 @@ pub(crate) fn snapshot(m: &MetricsSnapshot) -> Metrics {
         entries: m.entries as f64,
         weight: m.weight as f64,
         loads_in_flight: m.loads_in_flight as f64,
+        redis: None,
     }
 }

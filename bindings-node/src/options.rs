@@ -9,7 +9,9 @@ use napi_derive::napi;
 
 use crate::error::{code, throw_new};
 use crate::js::{ErrorKind, Js, Type, Value};
+use crate::tier::{Codec, Lifetimes};
 use crate::value::Val;
+use herdless_redis::FleetOptions;
 
 /// Options of `new Cache(options)`. Every one is optional; durations are in milliseconds.
 #[napi(object, object_from_js = false, object_to_js = false)]
@@ -55,18 +57,39 @@ pub struct CacheOptions {
     /// `bump()` without an argument bumps it. Keys given to other methods are used as they
     /// are.
     pub namespace: Option<String>,
-    /// `'redis://host:port/db'` selects the shared Redis tier (see the README: not in this
-    /// build yet; the option is checked and refused with `HERDLESS_REDIS_UNAVAILABLE`).
+    /// `'redis://host:port/db'` (or `rediss://`) adds the shared Redis tier: this cache
+    /// stays the first tier, and Node, Python and Rust processes sharing the Redis make one
+    /// loader call per key between them (PROTOCOL.md).
     pub redis: Option<String>,
+    /// Prefix of every Redis key (default `'hl'`); processes that share keys share it.
+    pub redis_prefix: Option<String>,
+    /// How values are stored in Redis: `'json'` (default; what every language reads) or
+    /// `'buffer'` (values are `Buffer`s, stored as their bytes).
+    #[napi(ts_type = "'json' | 'buffer'")]
+    pub codec: Option<String>,
+    /// How long the fleet lock of a loading key lasts unless extended (default 5000); a
+    /// crashed leader blocks the key for at most this long.
+    pub lease: Option<f64>,
 }
 
 /// The options a cache was built with, as the binding needs them.
+#[derive(Default)]
 pub(crate) struct Parsed {
     pub(crate) builder: herdless::Builder<Val>,
     pub(crate) namespace: Option<String>,
-    pub(crate) redis: Option<String>,
     /// The hard timeout, reported in `HERDLESS_LOAD_TIMEOUT` errors.
     pub(crate) hard_timeout: Option<Duration>,
+    /// The Redis tier's options, when `redis` is given.
+    pub(crate) redis: Option<RedisOptions>,
+}
+
+/// The options of the Redis tier.
+pub(crate) struct RedisOptions {
+    pub(crate) url: String,
+    pub(crate) prefix: Option<String>,
+    pub(crate) codec: Codec,
+    pub(crate) fleet: FleetOptions,
+    pub(crate) life: Lifetimes,
 }
 
 const DURATIONS: [&str; 8] = [
@@ -86,7 +109,15 @@ const COUNTS: [&str; 5] = [
     "maxKeyLen",
     "maxNamespaces",
 ];
-const OTHERS: [&str; 4] = ["jitter", "beta", "namespace", "redis"];
+const DURATIONS_REDIS: [&str; 1] = ["lease"];
+const OTHERS: [&str; 6] = [
+    "jitter",
+    "beta",
+    "namespace",
+    "redis",
+    "redisPrefix",
+    "codec",
+];
 
 fn bad(js: Js, kind: ErrorKind, message: &str) -> napi::Error {
     throw_new(js, kind, code::INVALID_OPTION, message)
@@ -164,22 +195,10 @@ fn string(js: Js, obj: Value, name: &str) -> Result<Option<String>> {
 pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     let mut b = herdless::Cache::<Val>::builder();
     let Some(obj) = options else {
-        return Ok(Parsed {
-            builder: b,
-            namespace: None,
-            redis: None,
-            hard_timeout: None,
-        });
+        return Ok(Parsed::default());
     };
     match js.type_of(obj)? {
-        Type::Undefined => {
-            return Ok(Parsed {
-                builder: b,
-                namespace: None,
-                redis: None,
-                hard_timeout: None,
-            });
-        }
+        Type::Undefined => return Ok(Parsed::default()),
         Type::Object if !js.is_array(obj)? => {}
         t => {
             let got = if t == Type::Object {
@@ -196,12 +215,18 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     }
     for key in js.keys(obj)? {
         let known = DURATIONS.contains(&key.as_str())
+            || DURATIONS_REDIS.contains(&key.as_str())
             || COUNTS.contains(&key.as_str())
             || OTHERS.contains(&key.as_str());
         if !known {
-            let all = [&DURATIONS[..], &COUNTS[..], &OTHERS[..]]
-                .concat()
-                .join(", ");
+            let all = [
+                &DURATIONS[..],
+                &DURATIONS_REDIS[..],
+                &COUNTS[..],
+                &OTHERS[..],
+            ]
+            .concat()
+            .join(", ");
             return Err(bad(
                 js,
                 ErrorKind::Type,
@@ -210,17 +235,20 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
         }
     }
     let d = |name, zero_ok| duration(js, obj, name, zero_ok);
-    if let Some(v) = d("ttl", false)? {
+    let ttl = d("ttl", false)?;
+    if let Some(v) = ttl {
         b = b.ttl(v);
     }
     let grace = d("grace", true)?;
     if let Some(v) = grace {
         b = b.grace(v);
     }
-    if let Some(v) = d("negativeTtl", false)? {
+    let negative_ttl = d("negativeTtl", false)?;
+    if let Some(v) = negative_ttl {
         b = b.negative_ttl(v);
     }
-    if let Some(v) = d("waitTimeout", false)? {
+    let wait_timeout = d("waitTimeout", false)?;
+    if let Some(v) = wait_timeout {
         b = b.wait_timeout(v);
     }
     let max_stale = d("maxStale", false)?;
@@ -256,7 +284,8 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
             ));
         }
     }
-    if let Some(j) = number(js, obj, "jitter")? {
+    let jitter = number(js, obj, "jitter")?;
+    if let Some(j) = jitter {
         if !(0.0..1.0).contains(&j) {
             return Err(bad(
                 js,
@@ -303,21 +332,68 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
             ));
         }
     }
-    let redis = string(js, obj, "redis")?;
-    if let Some(url) = &redis {
-        if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-            return Err(bad(
-                js,
-                ErrorKind::Type,
-                &format!("option `redis` must be a redis:// or rediss:// URL, got {url:?}"),
-            ));
+    let redis = match string(js, obj, "redis")? {
+        None => {
+            for name in ["redisPrefix", "codec", "lease"] {
+                if js.type_of(js.get(obj, name)?)? != Type::Undefined {
+                    return Err(bad(
+                        js,
+                        ErrorKind::Type,
+                        &format!("option `{name}` needs the `redis` option"),
+                    ));
+                }
+            }
+            None
         }
-    }
+        Some(url) => {
+            if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+                return Err(bad(
+                    js,
+                    ErrorKind::Type,
+                    &format!("option `redis` must be a redis:// or rediss:// URL, got {url:?}"),
+                ));
+            }
+            let codec = match string(js, obj, "codec")?.as_deref() {
+                None | Some("json") => Codec::Json,
+                Some("buffer") => Codec::Buffer,
+                Some(other) => {
+                    return Err(bad(
+                        js,
+                        ErrorKind::Range,
+                        &format!("option `codec` must be 'json' or 'buffer', got {other:?}"),
+                    ));
+                }
+            };
+            let defaults = FleetOptions::default();
+            let fleet = FleetOptions {
+                lease: d("lease", false)?.unwrap_or(defaults.lease),
+                wait_timeout: wait_timeout.unwrap_or(Duration::from_secs(5)),
+                ..defaults
+            };
+            // The engine's defaults, for the entries written to Redis.
+            let life = Lifetimes {
+                ttl: ttl.unwrap_or(Duration::from_secs(60)),
+                grace: grace.unwrap_or(Duration::ZERO),
+                negative_ttl: negative_ttl.unwrap_or(Duration::from_secs(10)),
+                max_stale,
+                jitter: jitter.unwrap_or(0.2),
+            };
+            // Jitter applies once, to the shared entry; the L1 keeps its remaining time.
+            b = b.jitter(0.0);
+            Some(RedisOptions {
+                url,
+                prefix: string(js, obj, "redisPrefix")?,
+                codec,
+                fleet,
+                life,
+            })
+        }
+    };
     Ok(Parsed {
         builder: b,
         namespace,
-        redis,
         hard_timeout: hard,
+        redis,
     })
 }
 

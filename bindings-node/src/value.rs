@@ -23,7 +23,7 @@
 
 use std::cell::{Cell as StdCell, RefCell};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::{Result, sys};
@@ -75,7 +75,22 @@ impl Released {
 /// One value held by the engine.
 pub(crate) struct Slot {
     cell: Cell,
+    /// The version of the shared (Redis) entry it came from or went to; 0 when not shared.
+    /// A refresh tells the fleet which version it replaces.
+    version: AtomicU64,
     released: Arc<Released>,
+}
+
+impl Slot {
+    /// The version of the shared entry (0: not shared).
+    pub(crate) fn version(&self) -> u64 {
+        self.version.load(Ordering::Relaxed)
+    }
+
+    /// Records the version the shared entry was written with.
+    pub(crate) fn set_version(&self, version: u64) {
+        self.version.store(version, Ordering::Relaxed);
+    }
 }
 
 impl Drop for Slot {
@@ -145,6 +160,7 @@ impl Table {
         self.stored.set(self.stored.get() + 1);
         Ok(Arc::new(Slot {
             cell,
+            version: AtomicU64::new(0),
             released: self.released.clone(),
         }))
     }

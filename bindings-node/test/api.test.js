@@ -6,14 +6,14 @@ const assert = require('node:assert/strict')
 const { Cache, ABSENT, buildKey } = require('herdless')
 const { sleep, slowLoader, within } = require('./helpers.js')
 
-test('get/set/invalidate keep the very object', () => {
+test('get/set/invalidate keep the very object', async () => {
   const cache = new Cache()
   const obj = { deep: { list: [1, 2] } }
-  cache.set('o:1', obj)
+  assert.equal(await cache.set('o:1', obj), undefined)
   assert.equal(cache.get('o:1'), obj)
   assert.equal(cache.get('o:2'), undefined)
-  assert.equal(cache.invalidate('o:1'), true)
-  assert.equal(cache.invalidate('o:1'), false)
+  assert.equal(await cache.invalidate('o:1'), true)
+  assert.equal(await cache.invalidate('o:1'), false)
   assert.equal(cache.get('o:1'), undefined)
   for (const v of [0, '', false, null, 12.5, 10n, Symbol('s'), () => 1]) {
     cache.set('p:1', v)
@@ -69,10 +69,10 @@ test('bump invalidates a namespace in O(1); a load that began before is not stor
   const cache = new Cache({ namespace: 'users' })
   cache.set('users:1', 'a')
   cache.set('orders:1', 'b')
-  const before = cache.bump('users')
+  const before = await cache.bump('users')
   assert.equal(cache.get('users:1'), undefined)
   assert.equal(cache.get('orders:1'), 'b')
-  assert.equal(cache.bump(), before + 1) // the cache's namespace
+  assert.equal(await cache.bump(), before + 1) // the cache's namespace
 
   const loading = cache.getOrLoad('users:2', slowLoader(60, 'old epoch'))
   await sleep(10)
@@ -293,6 +293,11 @@ test('the instance fast paths and the prototype methods agree', async () => {
   assert.ok(Object.hasOwn(cache, 'get') && Object.hasOwn(cache, 'getOrLoad'))
   assert.deepEqual(Object.keys(cache), [], 'the fast paths are not enumerable')
   assert.equal(Cache.prototype.get.call(cache, 'f:1'), cache.get('f:1'))
+  // set/invalidate/bump take effect in this process at once, awaited or not.
+  cache.set('f:3', 'now')
+  assert.equal(cache.get('f:3'), 'now')
+  cache.invalidate('f:3')
+  assert.equal(cache.get('f:3'), undefined)
   assert.equal(await Cache.prototype.getOrLoad.call(cache, 'f:1', async () => 'x'), await cache.getOrLoad('f:1', async () => 'y'))
   assert.throws(() => cache.get(), { code: 'HERDLESS_INVALID_ARGUMENT' })
   await assert.rejects(cache.getOrLoad('f:2'), { code: 'HERDLESS_INVALID_ARGUMENT' })

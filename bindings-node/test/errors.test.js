@@ -114,7 +114,7 @@ test('soft timeout: callers holding a fail-safe value take it; the load finishes
   assert.equal(cache.get('soft:1'), 'new')
 })
 
-test('bad keys and loaders reject with TypeError and a code; sync methods throw', async () => {
+test('bad arguments reject with TypeError/RangeError and a code; the sync get throws', async () => {
   const cache = new Cache({ maxKeyLen: 8 })
   await assert.rejects(cache.getOrLoad(42, async () => 1), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
   await assert.rejects(cache.getOrLoad('k:1', 'not a function'), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
@@ -127,7 +127,9 @@ test('bad keys and loaders reject with TypeError and a code; sync methods throw'
     return true
   })
   assert.throws(() => cache.get({}), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
-  assert.throws(() => cache.set('', 1), { name: 'TypeError', code: 'HERDLESS_EMPTY_KEY' })
-  assert.throws(() => cache.set('k:1', 1, { ttl: 0 }), { name: 'RangeError', code: 'HERDLESS_INVALID_OPTION' })
-  assert.throws(() => cache.bump(), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
+  await assert.rejects(cache.set('', 1), { name: 'TypeError', code: 'HERDLESS_EMPTY_KEY' })
+  await assert.rejects(cache.set('k:1', 1, { ttl: 0 }), { name: 'RangeError', code: 'HERDLESS_INVALID_OPTION' })
+  await assert.rejects(cache.invalidate(7), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
+  await assert.rejects(cache.bump(), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
+  await assert.rejects(cache.bump(3), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
 })

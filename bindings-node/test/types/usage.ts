@@ -21,11 +21,11 @@ async function usage(signal: AbortSignal): Promise<void> {
   const sync: number | undefined = await cache.getOrLoad('n:1', () => 42)
 
   const key: string = buildKey({ namespace: 'users', entity: 'profile', id: 42, params: { tags: ['a', 'b'], lang: null } })
-  cache.set(key, user)
-  cache.set(key, ABSENT, { ttl: 10 })
+  await cache.set(key, user)
+  await cache.set(key, ABSENT, { ttl: 10 })
   const value: unknown = cache.get(key)
-  const removed: boolean = cache.invalidate(key)
-  const epoch: number = cache.bump('users')
+  const removed: boolean = await cache.invalidate(key)
+  const epoch: number = await cache.bump("users")
 
   const profile = cache.wrap(async (id: number): Promise<User> => ({ id, name: 'x' }), { entity: 'profile', version: 2 })
   const p: User | undefined = await profile(3)

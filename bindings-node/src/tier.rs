@@ -1,0 +1,250 @@
+//! The Redis tier (`new Cache({ redis: 'redis://...' })`): the in-memory engine stays the
+//! first tier (L1) and does the in-process single-flight; its one local leader per key
+//! drives the fleet protocol of `herdless-redis` ([`Fleet`], PROTOCOL.md), so Node, Python
+//! and Rust processes sharing a Redis make one loader call per key between them.
+//!
+//! The fleet's futures (ask who loads, publish) are polled on the JS thread like waiters,
+//! woken by the backend's own runtime. Values cross Redis through a [`Codec`]: JSON by
+//! default (what the other languages read), or raw bytes for `Buffer` values.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herdless::backend::{Backend, Notice, StoredEntry, WriteOutcome};
+use herdless_redis::{Fleet, FleetOptions, FleetOutcome, RedisBackend, now_ms};
+use napi::Result;
+
+use crate::js::{Js, Type, Value};
+use crate::value::{Table, Val};
+
+/// How values become the bytes of a shared entry and back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Codec {
+    /// UTF-8 JSON text (`JSON.stringify` / `JSON.parse`), readable by every language.
+    Json,
+    /// The value is a `Buffer` (or any `Uint8Array`), stored as its bytes; read back as a
+    /// `Buffer`.
+    Buffer,
+}
+
+impl Codec {
+    /// The bytes of `v`; `None` when this codec cannot share it (JSON of `undefined`, a
+    /// function, a bigint, a cycle; a `Buffer` codec given something else). Such a value
+    /// is served in this process only.
+    pub(crate) fn encode(self, js: Js, v: Value) -> Result<Option<Vec<u8>>> {
+        match self {
+            Codec::Json => {
+                let json = js.get(js.global()?, "JSON")?;
+                let stringify = js.get(json, "stringify")?;
+                match js.call(stringify, json, &[v])? {
+                    Ok(text) if js.type_of(text)? == Type::String => {
+                        Ok(Some(js.get_string(text)?.into_bytes()))
+                    }
+                    _ => Ok(None),
+                }
+            }
+            Codec::Buffer => js.bytes(v),
+        }
+    }
+
+    /// The value of `bytes`; `None` when they are not this codec's (another codec wrote
+    /// them): the caller then loads locally and leaves Redis alone.
+    pub(crate) fn decode(self, js: Js, bytes: &[u8]) -> Result<Option<Value>> {
+        match self {
+            Codec::Json => {
+                let Ok(text) = std::str::from_utf8(bytes) else {
+                    return Ok(None);
+                };
+                let json = js.get(js.global()?, "JSON")?;
+                let parse = js.get(json, "parse")?;
+                Ok(js.call(parse, json, &[js.string(text)?])?.ok())
+            }
+            Codec::Buffer => js.buffer(bytes).map(Some),
+        }
+    }
+}
+
+/// The lifetimes shared entries are written with (the cache's options).
+pub(crate) struct Lifetimes {
+    pub(crate) ttl: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) negative_ttl: Duration,
+    pub(crate) max_stale: Option<Duration>,
+    pub(crate) jitter: f64,
+}
+
+/// A fleet operation, polled on the JS thread.
+pub(crate) type FleetFuture<T> =
+    Pin<Box<dyn Future<Output = std::result::Result<T, herdless::Error>>>>;
+
+/// The connection to the fleet. JS thread only (it lives in the cache's state).
+pub(crate) struct Tier {
+    pub(crate) backend: RedisBackend,
+    pub(crate) fleet: Fleet,
+    pub(crate) codec: Codec,
+    life: Lifetimes,
+    rng: Cell<u64>,
+}
+
+impl Tier {
+    /// Connects (lazily: this succeeds while Redis is down) and keeps `l1` coherent with the
+    /// fleet's writes, invalidations and bumps.
+    pub(crate) fn connect(
+        url: &str,
+        prefix: Option<&str>,
+        fleet: FleetOptions,
+        codec: Codec,
+        life: Lifetimes,
+        l1: &herdless::Cache<Val>,
+    ) -> std::result::Result<Self, herdless_redis::Error> {
+        let mut b = RedisBackend::builder(url);
+        if let Some(p) = prefix {
+            b = b.prefix(p);
+        }
+        let backend = b.build()?;
+        let l1 = l1.clone();
+        // Runs on the backend's thread: dropping L1 values there is fine (see value.rs).
+        backend.listen(Arc::new(move |n: Notice<'_>| on_notice(&l1, n)));
+        let seed = u64::from(std::process::id())
+            ^ now_ms().rotate_left(21)
+            ^ (&backend as *const RedisBackend as u64);
+        Ok(Self {
+            fleet: backend.fleet(fleet),
+            backend,
+            codec,
+            life,
+            rng: Cell::new(seed | 1),
+        })
+    }
+
+    /// Asks the fleet who loads `key` (`have`: the version a refresh replaces, else 0).
+    pub(crate) fn ask(&self, key: &str, have: u64) -> FleetFuture<FleetOutcome> {
+        let (fleet, key) = (self.fleet.clone(), key.to_owned());
+        Box::pin(async move { fleet.lead(&key, have).await })
+    }
+
+    /// Writes `entry` for the fleet (a `set`).
+    pub(crate) fn set(&self, key: &str, entry: StoredEntry) -> FleetFuture<WriteOutcome> {
+        let (fleet, key) = (self.fleet.clone(), key.to_owned());
+        Box::pin(async move { fleet.set(&key, entry).await })
+    }
+
+    /// Deletes `key` for the fleet.
+    pub(crate) fn invalidate(&self, key: &str) -> FleetFuture<bool> {
+        let (fleet, key) = (self.fleet.clone(), key.to_owned());
+        Box::pin(async move { fleet.invalidate(&key).await })
+    }
+
+    /// Bumps `namespace` for the fleet.
+    pub(crate) fn bump(&self, namespace: &str) -> FleetFuture<u64> {
+        let (fleet, ns) = (self.fleet.clone(), namespace.to_owned());
+        Box::pin(async move { fleet.bump(&ns).await })
+    }
+
+    /// The L1 value of a shared entry (`Some(None)`: a cached absence); `None` when its
+    /// bytes are not this codec's.
+    pub(crate) fn decode(
+        &self,
+        js: Js,
+        table: &Table,
+        e: &StoredEntry,
+    ) -> Result<Option<Option<Val>>> {
+        let Some(bytes) = &e.value else {
+            return Ok(Some(None));
+        };
+        let Some(v) = self.codec.decode(js, bytes)? else {
+            return Ok(None);
+        };
+        let val = table.store(js, v)?;
+        val.set_version(e.version);
+        Ok(Some(Some(val)))
+    }
+
+    fn unit(&self) -> f64 {
+        // xorshift64*: jitter needs spread, not secrecy.
+        let mut s = self.rng.get();
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        self.rng.set(s);
+        let x = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The shared entry of a value just loaded or set (jittered once, here, for the whole
+    /// fleet), and how long it is fresh. `ttl` overrides the cache's for a value.
+    pub(crate) fn entry(
+        &self,
+        value: Option<Vec<u8>>,
+        took: Duration,
+        epoch: u64,
+        ttl: Option<Duration>,
+    ) -> (StoredEntry, Duration) {
+        let now = now_ms();
+        let base = if value.is_some() {
+            ttl.unwrap_or(self.life.ttl)
+        } else {
+            self.life.negative_ttl
+        };
+        let fresh = herdless::jitter::jittered(base, self.life.jitter, self.unit());
+        let (grace, retain) = if value.is_some() {
+            let g = self.life.grace;
+            (g, self.life.max_stale.map_or(g, |m| m.max(g)))
+        } else {
+            (Duration::ZERO, Duration::ZERO)
+        };
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let fresh_until_ms = now.saturating_add(ms(fresh).max(1));
+        let stale_until_ms = fresh_until_ms.saturating_add(ms(grace));
+        let entry = StoredEntry {
+            value,
+            fresh_until_ms,
+            stale_until_ms,
+            retain_until_ms: fresh_until_ms.saturating_add(ms(retain)),
+            load_duration: took,
+            version: 0,
+            epoch,
+        };
+        (entry, fresh)
+    }
+
+    /// How long a shared entry is still fresh from now.
+    pub(crate) fn fresh_for(e: &StoredEntry) -> Duration {
+        Duration::from_millis(e.fresh_until_ms.saturating_sub(now_ms()))
+    }
+}
+
+/// Warns (`process.emitWarning`) that a value cannot be shared through Redis by the codec:
+/// it is served in this process only.
+pub(crate) fn warn_unshareable(js: Js, key: &str) -> Result<()> {
+    let process = js.get(js.global()?, "process")?;
+    let message = js.string(&format!(
+        "herdless: the value of {key:?} cannot be encoded by the cache's codec; it is served in this process only, not shared through Redis"
+    ))?;
+    let kind = js.string("HerdlessWarning")?;
+    js.call_method(process, "emitWarning", &[message, kind])?;
+    Ok(())
+}
+
+/// Keeps the L1 coherent with other processes' changes (runs on the backend's thread).
+fn on_notice(l1: &herdless::Cache<Val>, n: Notice<'_>) {
+    match n {
+        // A waiting local leader reads the new entry itself.
+        Notice::Written { awaited: true, .. } | Notice::Released { .. } => {}
+        Notice::Written { key, .. } | Notice::Invalidated { key } => {
+            let _ = l1.invalidate(key);
+        }
+        Notice::Bumped { namespace, .. } => {
+            l1.bump(namespace);
+        }
+        // Messages may have been lost: every L1 copy may be outdated.
+        Notice::Lost => {
+            for ns in l1.metrics().namespaces {
+                l1.bump(&ns.namespace);
+            }
+        }
+    }
+}

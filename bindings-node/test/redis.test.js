@@ -1,0 +1,208 @@
+'use strict'
+// The Redis tier, against a private redis-server started for these tests (skipped, with the
+// reason, when redis-server is not on PATH): several caches and processes share one Redis
+// and make one loader call per key between them.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { spawn, spawnSync } = require('node:child_process')
+const net = require('node:net')
+const { Cache, ABSENT } = require('herdless')
+const { sleep, within } = require('./helpers.js')
+
+const haveRedis = spawnSync('redis-server', ['--version']).status === 0
+const skip = haveRedis ? false : 'redis-server is not on PATH'
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+let server
+let url
+let prefixes = 0
+/** A fresh key prefix per test, so tests never see each other's keys. */
+const prefix = () => `hlt${process.pid}x${++prefixes}`
+const options = (extra = {}) => ({ redis: url, redisPrefix: extra.redisPrefix ?? prefix(), ...extra })
+
+test.before(async () => {
+  if (!haveRedis) return
+  const port = await freePort()
+  server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  await within(
+    10_000,
+    new Promise((resolve, reject) => {
+      server.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
+      server.stdout.on('data', (d) => {
+        if (/Ready to accept connections/.test(String(d))) resolve()
+      })
+    }),
+    'redis-server start'
+  )
+  url = `redis://127.0.0.1:${port}`
+})
+
+test.after(() => {
+  if (server) server.kill('SIGKILL')
+})
+
+test('two caches on one Redis: one loader call, the same JSON value', { skip, timeout: 20_000 }, async () => {
+  const p = prefix()
+  const a = new Cache(options({ redisPrefix: p }))
+  const b = new Cache(options({ redisPrefix: p }))
+  let calls = 0
+  const loader = async () => {
+    calls++
+    await sleep(200)
+    return { id: 7, tags: ['x', 'y'], price: 9.5 }
+  }
+  const results = await within(
+    10_000,
+    Promise.all([
+      ...Array.from({ length: 100 }, () => a.getOrLoad('shop:v1:item:#7', loader)),
+      ...Array.from({ length: 100 }, () => b.getOrLoad('shop:v1:item:#7', loader)),
+    ])
+  )
+  assert.equal(calls, 1)
+  for (const r of results) assert.deepEqual(r, { id: 7, tags: ['x', 'y'], price: 9.5 })
+  const ra = a.metrics().redis
+  const rb = b.metrics().redis
+  assert.equal(ra.fleetLocksAcquired + rb.fleetLocksAcquired, 1)
+  assert.equal(ra.commits + rb.commits, 1)
+  // A third cache reads the shared entry without loading.
+  const c = new Cache(options({ redisPrefix: p }))
+  assert.deepEqual(await c.getOrLoad('shop:v1:item:#7', loader), { id: 7, tags: ['x', 'y'], price: 9.5 })
+  assert.equal(calls, 1)
+  assert.equal(c.metrics().redis.l2Hits, 1)
+})
+
+test('node processes coalesce on one key across the fleet', { skip, timeout: 60_000 }, async () => {
+  const p = prefix()
+  const startAt = Date.now() + 1500
+  const script = `
+    const { Cache } = require(${JSON.stringify(require.resolve('herdless'))})
+    const cache = new Cache({ redis: process.env.URL, redisPrefix: process.env.PREFIX })
+    let calls = 0
+    const loader = async () => { calls++; await new Promise((r) => setTimeout(r, 300)); return 'loaded by ' + process.pid }
+    setTimeout(async () => {
+      const rs = await Promise.all(Array.from({ length: 300 }, () => cache.getOrLoad('fleet:v1:hot', loader)))
+      console.log(JSON.stringify({ calls, values: [...new Set(rs)] }))
+    }, ${startAt} - Date.now())
+  `
+  const runs = Array.from({ length: 3 }, () =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, ['-e', script], { env: { ...process.env, URL: url, PREFIX: p } })
+      let out = ''
+      child.stdout.on('data', (d) => (out += d))
+      child.stderr.on('data', (d) => process.stderr.write(d))
+      child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`exit ${code}: ${out}`))))
+    })
+  )
+  const results = await within(30_000, Promise.all(runs), 'three processes')
+  assert.equal(results.reduce((n, r) => n + r.calls, 0), 1, JSON.stringify(results))
+  const values = new Set(results.flatMap((r) => r.values))
+  assert.equal(values.size, 1, `every process answers the same value: ${[...values]}`)
+})
+
+test('a set, an invalidate and a bump in one cache reach the other caches', { skip, timeout: 20_000 }, async () => {
+  const p = prefix()
+  const a = new Cache(options({ redisPrefix: p }))
+  const b = new Cache(options({ redisPrefix: p }))
+  let calls = 0
+  const loader = async () => `v${++calls}`
+  assert.equal(await b.getOrLoad('users:v1:u:#1', loader), 'v1')
+  assert.equal(b.get('users:v1:u:#1'), 'v1')
+
+  await a.set('users:v1:u:#1', 'written by a')
+  // The notification drops b's copy; b then reads Redis, not the loader.
+  await within(5_000, (async () => { while (b.get('users:v1:u:#1') === 'v1') await sleep(10) })(), 'the notification')
+  assert.equal(await b.getOrLoad('users:v1:u:#1', loader), 'written by a')
+
+  assert.equal(await a.invalidate('users:v1:u:#1'), true)
+  await within(5_000, (async () => { while (b.get('users:v1:u:#1') !== undefined) await sleep(10) })(), 'the invalidation')
+  assert.equal(await b.getOrLoad('users:v1:u:#1', loader), 'v2')
+
+  const epoch = await a.bump('users')
+  assert.ok(epoch >= 1)
+  await within(5_000, (async () => { while (b.get('users:v1:u:#1') !== undefined) await sleep(10) })(), 'the bump')
+  assert.equal(await b.getOrLoad('users:v1:u:#1', loader), 'v3')
+  assert.equal(calls, 3)
+})
+
+test('absences are shared; Buffer values pass through the buffer codec', { skip, timeout: 20_000 }, async () => {
+  const p = prefix()
+  const a = new Cache(options({ redisPrefix: p }))
+  const b = new Cache(options({ redisPrefix: p }))
+  assert.equal(await a.getOrLoad('n:v1:missing', async () => ABSENT), undefined)
+  let called = false
+  assert.equal(await b.getOrLoad('n:v1:missing', async () => ((called = true), 'x')), undefined)
+  assert.equal(called, false)
+
+  const q = prefix()
+  const x = new Cache(options({ redisPrefix: q, codec: 'buffer' }))
+  const y = new Cache(options({ redisPrefix: q, codec: 'buffer' }))
+  const bytes = Buffer.from([0, 1, 2, 255, 254])
+  assert.equal(await x.getOrLoad('bin:v1:b', async () => bytes), bytes)
+  const got = await y.getOrLoad('bin:v1:b', async () => Buffer.from('unused'))
+  assert.ok(Buffer.isBuffer(got))
+  assert.deepEqual([...got], [0, 1, 2, 255, 254])
+})
+
+test('a value the codec cannot share is served locally, with a warning', { skip, timeout: 20_000 }, async () => {
+  const p = prefix()
+  const a = new Cache(options({ redisPrefix: p }))
+  const b = new Cache(options({ redisPrefix: p }))
+  const warnings = []
+  const onWarning = (w) => warnings.push(w)
+  process.on('warning', onWarning)
+  try {
+    const fn = () => 1
+    assert.equal(await a.getOrLoad('f:v1:fn', async () => fn), fn)
+    assert.equal(a.get('f:v1:fn'), fn)
+    // b cannot read it from Redis: it loads its own.
+    assert.equal(await b.getOrLoad('f:v1:fn', async () => 'b loaded'), 'b loaded')
+    await sleep(10)
+    assert.ok(warnings.some((w) => w.name === 'HerdlessWarning' && /f:v1:fn/.test(w.message)))
+  } finally {
+    process.off('warning', onWarning)
+  }
+})
+
+test('a failed load releases the fleet lock: another cache loads', { skip, timeout: 20_000 }, async () => {
+  const p = prefix()
+  const a = new Cache(options({ redisPrefix: p }))
+  const b = new Cache(options({ redisPrefix: p }))
+  const boom = new Error('origin down')
+  const failing = a.getOrLoad('e:v1:k', async () => {
+    await sleep(150)
+    throw boom
+  })
+  await sleep(30)
+  const fromB = b.getOrLoad('e:v1:k', async () => 'b loaded')
+  await assert.rejects(failing, (e) => e === boom)
+  assert.equal(await within(10_000, fromB), 'b loaded')
+})
+
+test('with Redis down, loads run locally and the errors are counted', { skip, timeout: 30_000 }, async () => {
+  const port = await freePort() // nothing listens there
+  const cache = new Cache({ redis: `redis://127.0.0.1:${port}`, redisPrefix: prefix() })
+  let calls = 0
+  const values = await within(
+    20_000,
+    Promise.all(Array.from({ length: 50 }, () => cache.getOrLoad('down:v1:k', async () => `local ${++calls}`)))
+  )
+  assert.equal(calls, 1, 'still one load in this process')
+  assert.deepEqual(new Set(values), new Set(['local 1']))
+  assert.equal(cache.get('down:v1:k'), 'local 1')
+  assert.ok(cache.metrics().redis.backendErrors > 0)
+  await cache.set('down:v1:k', 'set while down') // resolves: the failure is counted
+  assert.equal(cache.get('down:v1:k'), 'set while down')
+  assert.match(cache.prometheus(), /backend_errors/)
+})
