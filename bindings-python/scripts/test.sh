@@ -2,7 +2,9 @@
 # Builds the Python binding and runs all of its checks, from a fresh machine:
 #   a venv with the pinned tools (requirements-dev.txt), the abi3 wheel built by maturin and
 #   installed into it, cargo fmt and clippy, mypy --strict on the package, mypy.stubtest on the
-#   hand-written stubs, and pytest (extra arguments are passed to pytest).
+#   hand-written stubs, and pytest (extra arguments are passed to pytest). The Redis tests
+#   start private redis-server instances (skipped, loudly, when redis-server is missing;
+#   failed under CI=true), and the cross-language one runs the Rust `fleet_worker`.
 # Idempotent; re-runs reuse the venv (reinstalled only when requirements-dev.txt changes) and
 # cargo's build cache (CARGO_TARGET_DIR, default <repo>/target/python).
 set -euo pipefail
@@ -39,6 +41,12 @@ rm -f "$wheels"/herdless-*.whl
   -i "$venv/bin/python"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall \
   --no-deps "$wheels"/herdless-*.whl
+
+# The Rust process of the cross-language Redis test (tests/test_redis.py).
+step "building the Rust fleet worker (cross-language test)"
+cargo build --quiet --release --locked --manifest-path "$root/Cargo.toml" -p herdless-redis \
+  --bin fleet_worker
+export HERDLESS_FLEET_WORKER="$CARGO_TARGET_DIR/release/fleet_worker"
 
 # Run from the tests' directory so that `import herdless` is the installed wheel, never the
 # source tree.

@@ -1,0 +1,144 @@
+"""Private redis-server instances for the Redis tests, and a minimal RESP client to look at
+(or corrupt) what herdless wrote. No Python Redis library is needed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+import pytest
+
+
+def require_redis_server() -> str:
+    """The redis-server binary; skips the test loudly without it (fails under CI=true)."""
+    path = shutil.which("redis-server")
+    if path is None:
+        message = "redis-server is not installed: the Redis tier tests did not run"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message + " (CI=true requires them)")
+        pytest.skip(message)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    """A redis-server on a free loopback port, without persistence, stopped by its pid."""
+
+    def __init__(self) -> None:
+        binary = require_redis_server()
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="herdless-py-redis-")
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self.dir],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if command(self.port, "PING") == "PONG":
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise RuntimeError("redis-server did not start")
+            time.sleep(0.05)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Resp:
+    """One connection, one command at a time (RESP2)."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        self.buf = b""
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> Resp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def command(self, *args: str | bytes | int) -> Any:
+        out = [f"*{len(args)}\r\n".encode()]
+        for a in args:
+            b = a if isinstance(a, bytes) else str(a).encode()
+            out.append(f"${len(b)}\r\n".encode() + b + b"\r\n")
+        self.sock.sendall(b"".join(out))
+        return self._reply()
+
+    def _line(self) -> bytes:
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("redis closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n: int) -> bytes:
+        while len(self.buf) < n + 2:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("redis closed the connection")
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n + 2:]
+        return data
+
+    def _reply(self) -> Any:
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._reply() for _ in range(n)]
+        raise RuntimeError(f"unexpected reply {line!r}")
+
+
+def command(port: int, *args: str | bytes | int) -> Any:
+    """One command on a connection of its own."""
+    with Resp(port) as r:
+        return r.command(*args)
+
+
+def value_key(prefix: str, key: str) -> str:
+    """The Redis name of a herdless key's entry (PROTOCOL.md section 1)."""
+    namespace = key.split(":", 1)[0]
+    tag = namespace.replace("%", "%25").replace("{", "%7B").replace("}", "%7D") or "%"
+    return f"{prefix}:{{{tag}}}:v:{key}"
