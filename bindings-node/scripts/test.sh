@@ -3,8 +3,10 @@
 #   npm ci (the pinned dev tools of package-lock.json: the napi CLI, TypeScript), the addon
 #   in release with the napi CLI (index.d.ts regenerated from the Rust doc comments and
 #   checked to be the committed one), cargo fmt and clippy on the binding crate,
-#   tsc --noEmit on the typing tests, node --test, and the install paths of a fresh Node
-#   project (scripts/install-test.sh).
+#   tsc --noEmit on the typing tests, node --test (the Redis tests start a private
+#   redis-server; the cross-language one also runs the Rust fleet worker, built here, and the
+#   Python binding's venv when it exists), and the install paths of a fresh Node project
+#   (scripts/install-test.sh).
 # Idempotent; re-runs skip npm ci while package-lock.json is unchanged and reuse cargo's
 # build cache (CARGO_TARGET_DIR, default <repo>/target/node).
 # HERDLESS_NODE_SKIP_INSTALL_TEST=1 skips the install paths (they rebuild from a clean export).
@@ -42,6 +44,24 @@ fi
 
 step "tsc --noEmit (typing tests against index.d.ts)"
 npx --no-install tsc --noEmit -p test/types
+
+step "the other languages of the Redis fleet test"
+# The Rust fleet worker of herdless-redis (built here, in this target dir).
+if cargo build --quiet --release --locked --manifest-path "$root/Cargo.toml" -p herdless-redis --bin fleet_worker; then
+  export HERDLESS_FLEET_WORKER="$CARGO_TARGET_DIR/release/fleet_worker"
+  echo "Rust: $HERDLESS_FLEET_WORKER"
+else
+  echo "Rust: the fleet_worker binary did not build: the cross-language test will be skipped"
+fi
+# A Python with the herdless wheel, as bindings-python/scripts/test.sh leaves it (test-all
+# runs the Python section first).
+py="${HERDLESS_PY_VENV:-$root/target/python/venv}/bin/python"
+if [ -x "$py" ] && "$py" -c "import herdless; herdless.Cache(redis='redis://127.0.0.1:1')" 2>/dev/null; then
+  export HERDLESS_PYTHON="$py"
+  echo "Python: $HERDLESS_PYTHON"
+else
+  echo "Python: no venv with a Redis-capable herdless wheel at $py (run bindings-python/scripts/test.sh first): the cross-language test will be skipped"
+fi
 
 step "node --test"
 node --test test/

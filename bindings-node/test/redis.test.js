@@ -111,6 +111,100 @@ test('node processes coalesce on one key across the fleet', { skip, timeout: 60_
   assert.equal(values.size, 1, `every process answers the same value: ${[...values]}`)
 })
 
+// The other languages of the fleet, when this machine has them built (scripts/test.sh
+// passes them): the Rust fleet worker binary of herdless-redis and a Python with the herdless
+// wheel installed.
+const rustWorker = process.env.HERDLESS_FLEET_WORKER
+const python = process.env.HERDLESS_PYTHON
+const missing = [
+  !haveRedis && 'redis-server is not on PATH',
+  !rustWorker && 'HERDLESS_FLEET_WORKER (the Rust fleet_worker binary) is not set',
+  !python && 'HERDLESS_PYTHON (a Python with the herdless wheel) is not set',
+].filter(Boolean)
+
+/** Runs a process and resolves with its stdout (rejects on a non-zero exit). */
+function run(cmd, args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: { ...process.env, ...env } })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => process.stderr.write(d))
+    child.on('error', reject)
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} exit ${code}: ${out}`))))
+  })
+}
+
+test('a Node, a Python and a Rust process coalesce on one key: one loader call among them', {
+  skip: missing.length ? missing.join('; ') : false,
+  timeout: 90_000,
+}, async () => {
+  const p = prefix()
+  const key = 'fleet:v1:cross'
+  const startAt = Date.now() + 3000
+  const env = { URL: url, PREFIX: p, KEY: key, START_AT: String(startAt) }
+  const node = `
+    const { Cache } = require(${JSON.stringify(require.resolve('herdless'))})
+    const cache = new Cache({ redis: process.env.URL, redisPrefix: process.env.PREFIX })
+    let calls = 0
+    const loader = async () => { calls++; await new Promise((r) => setTimeout(r, 400)); return 'loaded by node ' + process.pid }
+    setTimeout(async () => {
+      const rs = await Promise.all(Array.from({ length: 200 }, () => cache.getOrLoad(process.env.KEY, loader)))
+      console.log(JSON.stringify({ calls, values: [...new Set(rs)] }))
+    }, Number(process.env.START_AT) - Date.now())
+  `
+  const py = `
+import json, os, threading, time
+import herdless
+cache = herdless.Cache(redis=os.environ['URL'], redis_prefix=os.environ['PREFIX'])
+calls = 0
+lock = threading.Lock()
+def loader():
+    global calls
+    with lock:
+        calls += 1
+    time.sleep(0.4)
+    return 'loaded by python %d' % os.getpid()
+results = []
+def worker():
+    results.append(cache.get_or_load(os.environ['KEY'], loader))
+time.sleep(max(0.0, int(os.environ['START_AT']) / 1000 - time.time()))
+threads = [threading.Thread(target=worker) for _ in range(50)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(json.dumps({'calls': calls, 'values': sorted(set(results))}))
+`
+  const [nodeOut, pyOut, rustOut] = await within(
+    60_000,
+    Promise.all([
+      run(process.execPath, ['-e', node], env),
+      run(python, ['-c', py], env),
+      run(rustWorker, [], {
+        HL_URL: url,
+        HL_PREFIX: p,
+        HL_KEY: key,
+        HL_START_AT_MS: String(startAt),
+        HL_CALLERS: '200',
+        HL_LOADER_MS: '400',
+      }),
+    ]),
+    'the three processes'
+  )
+  const n = JSON.parse(nodeOut)
+  const y = JSON.parse(pyOut)
+  const r = /RESULT loader_calls=(\d+) ok=(\d+) err=(\d+)/.exec(rustOut)
+  assert.ok(r, rustOut)
+  const [rustCalls, rustOk, rustErr] = r.slice(1).map(Number)
+  assert.equal(n.calls + y.calls + rustCalls, 1, `node ${n.calls}, python ${y.calls}, rust ${rustCalls}`)
+  assert.equal(rustOk, 200)
+  assert.equal(rustErr, 0)
+  // Every process answers the one value, whichever language loaded it.
+  assert.equal(n.values.length, 1)
+  assert.deepEqual(y.values, n.values)
+  assert.match(n.values[0], /^loaded by (node|python|\d+)/)
+})
+
 test('a set, an invalidate and a bump in one cache reach the other caches', { skip, timeout: 20_000 }, async () => {
   const p = prefix()
   const a = new Cache(options({ redisPrefix: p }))
