@@ -29,7 +29,7 @@ from . import _native
 
 T = TypeVar("T")
 
-_HIT, _LEAD = 0, 1
+HIT, _LEAD = 0, 1
 _VALUE = 0
 _ADOPTED = 0
 
@@ -60,11 +60,14 @@ async def aget_or_load(
     key: str,
     loader: Callable[[], Awaitable[T] | T],
     ttl: float | None,
+    step: tuple[Any, ...] | None = None,
 ) -> T:
+    """Drives `key` to an answer; `step` is a first lookup the caller already made."""
     while True:
-        step = cache._lookup(key, ttl)
+        if step is None:
+            step = cache._lookup(key, ttl)
         kind = step[0]
-        if kind == _HIT:
+        if kind == HIT:
             if len(step) == 3:
                 _spawn(_refresh(step[2], loader))
             return step[1]  # type: ignore[no-any-return]
@@ -74,6 +77,7 @@ async def aget_or_load(
         if outcome == _VALUE:
             return value  # type: ignore[no-any-return]
         # The leader went away without an answer: look up again (one caller will lead).
+        step = None
 
 
 async def _lead(lead: _native._Lead, loader: Callable[[], Any]) -> Any:

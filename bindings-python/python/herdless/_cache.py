@@ -104,7 +104,10 @@ class Cache(_native.Cache):
         coroutine); it may return ``ABSENT``. Its exception reaches every waiter. Cancelling
         the task that runs it hands the load to a waiter.
         """
-        return await _aio.aget_or_load(self, key, loader, ttl)
+        step = self._lookup(key, ttl)
+        if step[0] == _aio.HIT and len(step) == 2:
+            return step[1]  # type: ignore[no-any-return]  # the hit path: no extra coroutine
+        return await _aio.aget_or_load(self, key, loader, ttl, step)
 
     @overload
     def cached(

@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Collection, Coroutine
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
-from . import _native
+from . import _aio, _native
 
 if TYPE_CHECKING:
     from ._cache import Cache
@@ -108,10 +108,17 @@ def wrap_async(
     def invalidate(*args: P.args, **kwargs: P.kwargs) -> bool:
         return bool(cache.invalidate(key(*args, **kwargs)))
 
+    native = isinstance(keyer, _native.Keyer)  # returns a str by construction
+
     @functools.wraps(func)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        k = keyer(*args, **kwargs) if native else key(*args, **kwargs)
+        # The hit path: one lookup, no loader made.
+        step = cache._lookup(k, ttl)
+        if step[0] == _aio.HIT and len(step) == 2:
+            return step[1]  # type: ignore[no-any-return]
         load = functools.partial(func, *args, **kwargs)
-        return await cache.aget_or_load(key(*args, **kwargs), load, ttl=ttl)
+        return await _aio.aget_or_load(cache, k, load, ttl, step)
 
     wrapper.key = key  # type: ignore[attr-defined]
     wrapper.invalidate = invalidate  # type: ignore[attr-defined]
