@@ -157,9 +157,11 @@ def test_errors_are_not_shared_and_the_lock_is_released(server: RedisServer, pre
 def test_keyboard_interrupt_in_the_fleet_leader_hands_over(server: RedisServer, prefix: str) -> None:
     a, b = fleet(server, prefix)
     interrupted = threading.Event()
+    leading = threading.Event()
 
     def leader() -> None:
         def loader() -> str:
+            leading.set()
             time.sleep(0.2)
             raise KeyboardInterrupt
 
@@ -170,7 +172,7 @@ def test_keyboard_interrupt_in_the_fleet_leader_hands_over(server: RedisServer, 
 
     t = threading.Thread(target=leader, daemon=True)
     t.start()
-    time.sleep(0.05)
+    assert leading.wait(10)
     assert b.get_or_load("k:ki", lambda: "taken over") == "taken over"
     t.join(10)
     assert interrupted.is_set()
@@ -248,7 +250,8 @@ def test_async_leader_cancelled_hands_over_in_the_fleet(server: RedisServer, pre
 
     async def main() -> str:
         leader = asyncio.create_task(a.aget_or_load("k:cancel", loader))
-        await asyncio.sleep(0.2)
+        while calls == 0:  # a holds the fleet lock and runs the loader
+            await asyncio.sleep(0.01)
         other = asyncio.create_task(b.aget_or_load("k:cancel", loader))
         await asyncio.sleep(0.2)
         leader.cancel()

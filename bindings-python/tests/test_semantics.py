@@ -230,7 +230,7 @@ def test_origin_budget_bounds_concurrent_loads() -> None:
         t.start()
     for t in threads:
         t.join(30)
-    assert peak == 2
+    assert 1 <= peak <= 2
     assert cache.origin_budget == 2
 
 

@@ -86,14 +86,16 @@ def test_waiters_see_the_loaders_frames_in_the_traceback(cache: Cache) -> None:
 def test_keyboard_interrupt_in_the_leader_hands_the_load_over(cache: Cache) -> None:
     calls = 0
     lock = threading.Lock()
+    leading = threading.Event()
 
     def loader() -> str:
         nonlocal calls
         with lock:
             calls += 1
             first = calls == 1
-        time.sleep(0.2)
         if first:
+            leading.set()
+            time.sleep(0.2)
             raise KeyboardInterrupt
         return "loaded by a waiter"
 
@@ -101,7 +103,7 @@ def test_keyboard_interrupt_in_the_leader_hands_the_load_over(cache: Cache) -> N
 
     def call(i: int) -> None:
         if i != 0:
-            time.sleep(0.05)  # let thread 0 lead
+            assert leading.wait(10)  # thread 0 leads
         try:
             outcomes[i] = cache.get_or_load("k:ki", loader)
         except KeyboardInterrupt:
@@ -115,8 +117,11 @@ def test_keyboard_interrupt_in_the_leader_hands_the_load_over(cache: Cache) -> N
 
 
 def test_system_exit_in_the_leader_hands_the_load_over(cache: Cache) -> None:
+    leading = threading.Event()
+
     def leader() -> None:
         def exit_loader() -> str:
+            leading.set()
             time.sleep(0.2)
             raise SystemExit(3)
 
@@ -125,7 +130,7 @@ def test_system_exit_in_the_leader_hands_the_load_over(cache: Cache) -> None:
 
     t = threading.Thread(target=leader, daemon=True)
     t.start()
-    time.sleep(0.05)
+    assert leading.wait(10)
     assert cache.get_or_load("k:exit", lambda: "mine") == "mine"
     t.join(10)
 
