@@ -40,6 +40,7 @@ impl Engine {
         let Some(tier) = &self.tier else {
             return Ok(here);
         };
+        tier.check_fork(py)?;
         let shared = {
             let mut inv = Box::pin(tier.fleet.invalidate(key));
             block_on(py, &mut inv)?
@@ -160,6 +161,7 @@ impl Cache {
         let Some(tier) = &self.engine.tier else {
             return Ok(default);
         };
+        tier.check_fork(py)?;
         let read = {
             let mut read = Box::pin(tier.fleet.read(key));
             block_on(py, &mut read)?
@@ -207,6 +209,7 @@ impl Cache {
             };
             return r.map_err(|e| map_error(py, e));
         };
+        tier.check_fork(py)?;
         // Checked here too: a bad key must not reach Redis.
         l1.invalidate(key).map_err(|e| map_error(py, e))?;
         let bytes = match &value {
@@ -243,6 +246,7 @@ impl Cache {
         let Some(tier) = &self.engine.tier else {
             return Ok(here);
         };
+        tier.check_fork(py)?;
         let shared = {
             let mut bump = Box::pin(tier.fleet.bump(&ns));
             block_on(py, &mut bump)?

@@ -130,6 +130,7 @@ fn lead(
     let Some(tier) = &engine.tier else {
         return load_here(py, guard, loader, background);
     };
+    tier.check_fork(py)?;
     let key = guard.key().to_owned();
     let outcome = {
         let mut ask = Box::pin(tier.fleet.lead(&key, have));

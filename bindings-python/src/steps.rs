@@ -156,11 +156,14 @@ impl Lead {
         deadline.map(|d| d.as_secs_f64() - now.as_secs_f64())
     }
 
-    fn tier(&self) -> PyResult<Arc<Tier>> {
-        self.engine
+    fn tier(&self, py: Python<'_>) -> PyResult<Arc<Tier>> {
+        let tier = self
+            .engine
             .tier
             .clone()
-            .ok_or_else(|| PyRuntimeError::new_err("this cache has no Redis tier"))
+            .ok_or_else(|| PyRuntimeError::new_err("this cache has no Redis tier"))?;
+        tier.check_fork(py)?;
+        Ok(tier)
     }
 }
 
@@ -275,7 +278,7 @@ impl Lead {
     /// load for this process only (Redis failing). Raises `WaitTimeout` (or answers a
     /// fail-safe value) when another process's load took longer than `wait_timeout`.
     fn fleet<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let tier = self.tier()?;
+        let tier = self.tier(py)?;
         let key = self.key()?;
         let (state, have) = (self.state.clone(), self.have);
         pyo3_async_runtimes::tokio::future_into_py(py, async move {
@@ -296,7 +299,7 @@ impl Lead {
         py: Python<'py>,
         value: Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let tier = self.tier()?;
+        let tier = self.tier(py)?;
         let value = from_loader(value)?;
         let lease = self.state.lease.lock().take();
         let Some(lease) = lease else {

@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};
 
-use crate::errors::{config_error, config_type_error};
+use crate::errors::{config_error, config_type_error, herdless_err};
 use crate::value::PyValue;
 
 /// How values become the bytes of a shared entry and back.
@@ -133,9 +133,27 @@ pub(crate) struct Tier {
     pub(crate) codec: Codec,
     life: Lifetimes,
     rng: Mutex<u64>,
+    /// The process that connected: the backend's threads do not survive a fork.
+    pid: u32,
 }
 
 impl Tier {
+    /// Refuses to use the connection in a forked child, where the backend's runtime threads
+    /// do not exist (its calls would never finish).
+    pub(crate) fn check_fork(&self, py: Python<'_>) -> PyResult<()> {
+        if std::process::id() == self.pid {
+            return Ok(());
+        }
+        Err(herdless_err(
+            py,
+            "BackendError",
+            "this Cache's Redis connection was made before os.fork(): create the Cache in each \
+             worker process (e.g. in a post-fork hook)"
+                .into(),
+            &[],
+        ))
+    }
+
     /// Connects (lazily: this succeeds while Redis is down) and keeps `l1` coherent with the
     /// fleet's writes, invalidations and bumps.
     pub(crate) fn connect(
@@ -162,6 +180,7 @@ impl Tier {
             codec,
             life,
             rng: Mutex::new(seed | 1),
+            pid: std::process::id(),
         })
     }
 

@@ -269,3 +269,18 @@ def test_async_callable_object(cache: Cache) -> None:
 
     wrapped = cache.cached(key=lambda x: f"k:{x}")(Fetch())
     assert asyncio.run(wrapped(1)) == 2
+
+
+def test_a_cached_function_calling_another(cache: Cache) -> None:
+    @cache.cached(namespace="inner")
+    def inner(x: int) -> str:
+        return f"inner {x}"
+
+    @cache.cached(namespace="outer")
+    def outer(x: int, label: str = "l") -> str:
+        return inner(x + 1) + f" outer {x} {label}"
+
+    assert outer(1) == "inner 2 outer 1 l"
+    assert cache.get(inner.key(2)) == "inner 2"
+    assert cache.get(outer.key(1)) == "inner 2 outer 1 l"
+    assert outer.key(1).startswith("outer:v1:") and inner.key(2).startswith("inner:v1:")

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -343,3 +344,23 @@ def test_rust_and_python_processes_make_one_loader_call(server: RedisServer, pre
     assert fields["ok"] == "50" and fields["err"] == "0"
     values = set(results) | set(py_report["results"])
     assert len(values) == 1, values  # every process answers the same value
+
+
+def test_a_redis_cache_made_before_fork_refuses_in_the_child(server: RedisServer, prefix: str) -> None:
+    (cache,) = fleet(server, prefix, n=1)
+    cache.get_or_load("k:fork", lambda: "parent")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+        pid = os.fork()
+    if pid == 0:  # the child: report through the exit code, never return into pytest
+        code = 1
+        try:
+            cache.set("k:fork", "child")
+        except BackendError as e:
+            code = 0 if "fork" in str(e) else 2
+        except BaseException:
+            code = 3
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert cache.get("k:fork") == "parent"
