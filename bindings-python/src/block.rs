@@ -4,7 +4,8 @@
 //! Python runs signal handlers only on the main thread, between bytecodes; a main thread
 //! parked in Rust would sit through Ctrl-C until its wait ended. So the main thread parks in
 //! short slices and runs pending signal handlers between them; other threads (which never
-//! receive signals) park until woken.
+//! receive signals) park until woken, re-checking deadlines now and then (see
+//! [`RECHECK_SLICE`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -18,6 +19,12 @@ use pyo3::sync::PyOnceLock;
 
 /// How often a blocked main thread looks for pending signals.
 const SIGNAL_SLICE: Duration = Duration::from_millis(20);
+
+/// How often any blocked thread polls again without being woken. The engine's timers
+/// (`wait_timeout`, the origin budget's deadline) are woken by a timer thread, which does not
+/// exist in a process forked after it started (gunicorn, Celery prefork): a waiter there
+/// would never time out. Polling checks the deadlines itself, so waits stay bounded.
+const RECHECK_SLICE: Duration = Duration::from_millis(100);
 
 struct Unpark(Thread);
 
@@ -70,7 +77,7 @@ where
                     }
                     return None;
                 }
-                thread::park();
+                thread::park_timeout(RECHECK_SLICE);
             }
         });
         match ready {

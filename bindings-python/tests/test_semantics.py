@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import pickle
 import threading
 import time
+import warnings
 import weakref
 from typing import Any
 
@@ -23,6 +25,7 @@ from herdless import (
     KeyTooLong,
     LoadTimeout,
     TooManyFlights,
+    WaitTimeout,
 )
 
 
@@ -309,3 +312,42 @@ def test_xfetch_refreshes_a_hot_key_before_it_expires() -> None:
         "an early refresh",
     )
     assert cache.metrics().total.early_refreshes >= 1
+
+
+def test_waits_stay_bounded_in_a_forked_child() -> None:
+    # The engine's timer thread does not survive fork(); waiters must still time out there.
+    def stalled_wait(cache: Cache) -> list[str]:
+        leading, release, out = threading.Event(), threading.Event(), []
+
+        def slow() -> int:
+            leading.set()
+            release.wait(30)
+            return 1
+
+        threading.Thread(target=cache.get_or_load, args=("k:1", slow), daemon=True).start()
+        assert leading.wait(5)
+
+        def waiter() -> None:
+            try:
+                cache.get_or_load("k:1", lambda: 2)
+            except WaitTimeout:
+                out.append("timeout")
+
+        t = threading.Thread(target=waiter, daemon=True)
+        t.start()
+        t.join(5)
+        release.set()
+        return out
+
+    assert stalled_wait(Cache(wait_timeout=0.2)) == ["timeout"]  # starts the timer thread
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
+        pid = os.fork()
+    if pid == 0:
+        try:
+            code = 0 if stalled_wait(Cache(wait_timeout=0.2)) == ["timeout"] else 1
+        except BaseException:
+            code = 2
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
