@@ -181,8 +181,9 @@ struct Call {
 
 /// The JS-thread state of one `Cache` object.
 ///
-/// Field order matters when it is dropped: the calls go first (in `Drop`), then the engine
-/// (its entries release their values), then the table (which lets those values go).
+/// Field order matters when it is dropped: the calls and the Redis listener's handle on the
+/// engine go first (in `Drop`), then the engine (its entries release their values), then the
+/// table (which lets those values go).
 pub(crate) struct Inner {
     pub(crate) cache: herdless::Cache<Val>,
     pub(crate) table: Table,
@@ -196,6 +197,10 @@ pub(crate) struct Inner {
     next_id: Cell<u64>,
     parked: Cell<usize>,
     alive: Cell<bool>,
+    /// Itself, while calls are pending: a cache dropped by JS with a load, a wait or a
+    /// fleet write in progress lives until they end (each is bounded by a timeout), so their
+    /// promises settle rather than being rejected by the drop.
+    pending: RefCell<Option<Rc<Inner>>>,
 }
 
 /// The message of a rejection, for Rust-side display only.
@@ -235,6 +240,7 @@ impl Inner {
             next_id: Cell::new(1),
             parked: Cell::new(0),
             alive: Cell::new(false),
+            pending: RefCell::new(None),
         });
         inner.wake.connect(js, Rc::downgrade(&inner))?;
         Ok(inner)
@@ -813,6 +819,12 @@ impl Inner {
             }
         }
         self.table.collect(js)?;
+        // The caller holds its own `Rc`, so letting go of this one cannot free `self` here.
+        let busy = !self.calls.borrow().is_empty();
+        if busy != self.pending.borrow().is_some() {
+            let keep = busy.then(|| Rc::clone(self));
+            drop(self.pending.replace(keep));
+        }
         let want = self.parked.get() > 0;
         if want != self.alive.get() {
             self.wake.keep_alive(js, want);
@@ -834,6 +846,9 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.calls.borrow_mut().clear();
+        if let Some(tier) = &self.tier {
+            tier.detach();
+        }
         self.wake.close();
     }
 }

@@ -10,7 +10,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use herdless::backend::{Backend, Notice, StoredEntry, WriteOutcome};
@@ -87,6 +87,10 @@ pub(crate) struct Tier {
     pub(crate) codec: Codec,
     life: Lifetimes,
     rng: Cell<u64>,
+    /// The L1 the notification listener keeps coherent. The listener lives as long as the
+    /// backend's runtime, which may outlive this cache: [`Tier::detach`] empties the slot,
+    /// so the engine (and the JS values it holds) go when the cache goes.
+    listened: Arc<Mutex<Option<herdless::Cache<Val>>>>,
 }
 
 impl Tier {
@@ -105,9 +109,15 @@ impl Tier {
             b = b.prefix(p);
         }
         let backend = b.build()?;
-        let l1 = l1.clone();
+        let listened = Arc::new(Mutex::new(Some(l1.clone())));
+        let slot = listened.clone();
         // Runs on the backend's thread: dropping L1 values there is fine (see value.rs).
-        backend.listen(Arc::new(move |n: Notice<'_>| on_notice(&l1, n)));
+        backend.listen(Arc::new(move |n: Notice<'_>| {
+            let l1 = slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(l1) = l1 {
+                on_notice(&l1, n);
+            }
+        }));
         let seed = u64::from(std::process::id())
             ^ now_ms().rotate_left(21)
             ^ (&backend as *const RedisBackend as u64);
@@ -117,7 +127,16 @@ impl Tier {
             codec,
             life,
             rng: Cell::new(seed | 1),
+            listened,
         })
+    }
+
+    /// Stops keeping the L1 coherent (the cache is going away).
+    pub(crate) fn detach(&self) {
+        self.listened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
     }
 
     /// Asks the fleet who loads `key` (`have`: the version a refresh replaces, else 0).

@@ -253,14 +253,26 @@ test('evicted, replaced and failed values are released (no leak)', { timeout: 20
   assert.ok(cache.metrics().total.evictions > 0)
 
   // The JS values themselves are collectable once released.
-  if (global.gc) {
-    const ref = new WeakRef(cache.get('leak:99') ?? {})
-    for (let i = 0; i < 100; i++) cache.set(`leak:${i}`, i)
-    cache._internals()
+  require('node:v8').setFlagsFromString('--expose-gc')
+  const gc = require('node:vm').runInNewContext('gc')
+  const ref = (() => {
+    const obj = { held: true }
+    cache.set('leak:held', obj)
+    return new WeakRef(obj)
+  })()
+  await sleep(0)
+  assert.ok(cache.get('leak:held'))
+  for (let i = 0; i < 100; i++) cache.set(`leak:${i}`, i) // evicts it (capacity 16)
+  cache.set('leak:held', 'replaced')
+  await cache._internals() // collects released values
+  let collected = false
+  for (let i = 0; i < 100 && !collected; i++) {
+    await sleep(10)
+    gc()
     await sleep(0)
-    global.gc()
-    assert.equal(ref.deref(), undefined)
+    collected = ref.deref() === undefined
   }
+  assert.ok(collected, 'a replaced value was not released')
 })
 
 test('a finished program exits: nothing keeps the event loop alive', { timeout: 20_000 }, async () => {
@@ -301,4 +313,27 @@ test('the instance fast paths and the prototype methods agree', async () => {
   assert.equal(await Cache.prototype.getOrLoad.call(cache, 'f:1', async () => 'x'), await cache.getOrLoad('f:1', async () => 'y'))
   assert.throws(() => cache.get(), { code: 'HERDLESS_INVALID_ARGUMENT' })
   await assert.rejects(cache.getOrLoad('f:2'), { code: 'HERDLESS_INVALID_ARGUMENT' })
+})
+
+test('a cache that is garbage collected lets its values go', { timeout: 20_000 }, async () => {
+  require('node:v8').setFlagsFromString('--expose-gc')
+  const gc = require('node:vm').runInNewContext('gc')
+  const refs = []
+  const fill = (options) => {
+    const cache = new Cache(options)
+    const value = { big: new Array(1000).fill(7) }
+    // Not awaited: the fleet write (failing here) keeps the cache until it ends.
+    cache.set('gc:1', value).then(() => {}, () => assert.fail('set rejected'))
+    refs.push(new WeakRef(value))
+  }
+  fill({})
+  fill({ redis: 'redis://127.0.0.1:1' }) // the Redis tier (unreachable: nothing is sent)
+  // `deref` keeps its target alive until the job ends: collect in a later job than any check.
+  for (let i = 0; i < 150; i++) {
+    await sleep(20)
+    gc()
+    await sleep(0)
+    if (refs.every((r) => r.deref() === undefined)) break
+  }
+  assert.deepEqual(refs.map((r) => r.deref()), [undefined, undefined])
 })
