@@ -2,12 +2,14 @@
 //! the pure-Python package `herdless`, which re-exports what users need).
 //!
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
-//! (`Cache(...)` keywords), [`cache`] (the cache and the decorated function), [`load`] (the
-//! blocking driver), [`steps`] (the state machine's steps for the asyncio driver), [`block`]
-//! (waiting with the GIL released), [`keys`] (canonical keys), [`metrics`], [`errors`].
+//! (`Cache(...)` keywords), [`cache`] (the cache), [`cached`] (the decorated function),
+//! [`load`] (the blocking driver), [`steps`] (the state machine's steps for the asyncio
+//! driver), [`block`] (waiting with the GIL released), [`tier`] (Redis: the fleet protocol
+//! and codecs), [`keys`] (canonical keys), [`metrics`], [`errors`].
 
 mod block;
 mod cache;
+mod cached;
 mod errors;
 mod keys;
 mod load;
@@ -34,8 +36,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pyo3_async_runtimes::tokio::init(rt);
 
     m.add_class::<cache::Cache>()?;
-    m.add_class::<cache::CachedFunction>()?;
-    m.add_class::<cache::BoundCachedFunction>()?;
+    m.add_class::<cached::CachedFunction>()?;
+    m.add_class::<cached::BoundCachedFunction>()?;
     m.add_class::<keys::KeyBuilder>()?;
     m.add_class::<keys::Keyer>()?;
     m.add_class::<value::Absent>()?;

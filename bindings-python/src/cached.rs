@@ -1,0 +1,231 @@
+//! `@cache.cached(...)` on a sync function: a native callable, so that a hit costs a key
+//! written into a reusable buffer and one lookup, and a cached method bound to an instance.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::cache::{Cache, call_ttl};
+use crate::load::{Engine, Loader, get_or_load};
+
+/// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through
+/// `get_or_load`, natively, so a hit costs a key and a lookup.
+#[pyclass(frozen, dict, module = "herdless", name = "CachedFunction")]
+pub(crate) struct CachedFunction {
+    cache: Engine,
+    func: Py<PyAny>,
+    keyer: KeyFn,
+    ttl: Option<Duration>,
+}
+
+thread_local! {
+    static KEY_BUFFER: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
+/// Keys longer than this are not kept in the per-thread buffer (no memory held for outliers).
+const MAX_KEY_BUFFER: usize = 4096;
+
+enum KeyFn {
+    Native(Py<crate::keys::Keyer>),
+    Python(Py<PyAny>),
+}
+
+impl CachedFunction {
+    fn key_of(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
+        match &self.keyer {
+            KeyFn::Native(k) => k.get().key(args, kwargs),
+            KeyFn::Python(f) => {
+                let py = args.py();
+                let key = f.bind(py).call(args, kwargs)?;
+                key.extract::<String>().map_err(|_| {
+                    pyo3::exceptions::PyTypeError::new_err(
+                        "the `key` function of @cached must return a str",
+                    )
+                })
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl CachedFunction {
+    /// `cache` is a `Cache`; `keyer` a `Keyer` or any callable returning the key (a str)
+    /// from the call's arguments; `ttl` seconds or None.
+    #[new]
+    #[pyo3(signature = (cache, func, keyer, ttl=None))]
+    fn new(
+        py: Python<'_>,
+        cache: &Bound<'_, Cache>,
+        func: Py<PyAny>,
+        keyer: Bound<'_, PyAny>,
+        ttl: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let keyer = match keyer.cast::<crate::keys::Keyer>() {
+            Ok(k) => KeyFn::Native(k.clone().unbind()),
+            Err(_) => KeyFn::Python(keyer.unbind()),
+        };
+        Ok(Self {
+            cache: cache.get().engine.clone(),
+            func,
+            keyer,
+            ttl: call_ttl(py, ttl.as_ref())?,
+        })
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let loader = || {
+            Loader::Call(
+                self.func.clone_ref(py),
+                args.clone().unbind(),
+                kwargs.map(|k| k.clone().unbind()),
+            )
+        };
+        let KeyFn::Native(keyer) = &self.keyer else {
+            let key = self.key_of(args, kwargs)?;
+            return get_or_load(&self.cache, py, &key, loader, self.ttl);
+        };
+        // The key is written into this thread's reusable buffer: a hit allocates nothing
+        // for it. Taken out while in use, so a loader calling a cached function (on this
+        // thread) gets a buffer of its own.
+        let mut key = KEY_BUFFER.with(|b| b.take());
+        key.clear();
+        let result = keyer
+            .get()
+            .write_key(args, kwargs, &mut key)
+            .and_then(|()| get_or_load(&self.cache, py, &key, loader, self.ttl));
+        if key.capacity() <= MAX_KEY_BUFFER {
+            KEY_BUFFER.with(|b| b.set(key));
+        }
+        result
+    }
+
+    /// The cache key of a call with these arguments.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn key(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
+        self.key_of(args, kwargs)
+    }
+
+    /// Invalidates the cached result of a call with these arguments.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn invalidate(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<bool> {
+        let key = self.key_of(args, kwargs)?;
+        self.cache.invalidate(py, &key)
+    }
+
+    /// Binds as a method: `obj.f(x)` calls `f(obj, x)`, and `obj.f.key(x)` is `f.key(obj, x)`.
+    fn __get__<'py>(
+        slf: &Bound<'py, Self>,
+        obj: Option<Bound<'py, PyAny>>,
+        owner: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let _ = owner;
+        match obj {
+            Some(obj) if !obj.is_none() => {
+                let bound = BoundCachedFunction {
+                    func: slf.clone().unbind(),
+                    obj: obj.unbind(),
+                };
+                Ok(Bound::new(slf.py(), bound)?.into_any())
+            }
+            _ => Ok(slf.clone().into_any()),
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<cached {}>", self.func.bind(py).repr()?))
+    }
+}
+
+/// A `CachedFunction` bound to an instance (a cached method accessed through an object).
+#[pyclass(frozen, module = "herdless", name = "BoundCachedFunction")]
+pub(crate) struct BoundCachedFunction {
+    func: Py<CachedFunction>,
+    obj: Py<PyAny>,
+}
+
+impl BoundCachedFunction {
+    /// `(obj, *args)`.
+    fn with_obj<'py>(&self, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = args.py();
+        let mut all = Vec::with_capacity(args.len() + 1);
+        all.push(self.obj.bind(py).clone());
+        all.extend(args.iter());
+        PyTuple::new(py, all)
+    }
+}
+
+#[pymethods]
+impl BoundCachedFunction {
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.func.get().__call__(py, &self.with_obj(args)?, kwargs)
+    }
+
+    /// The cache key of a call with these arguments.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn key(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<String> {
+        self.func.get().key_of(&self.with_obj(args)?, kwargs)
+    }
+
+    /// Invalidates the cached result of a call with these arguments.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn invalidate(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<bool> {
+        self.func
+            .get()
+            .invalidate(py, &self.with_obj(args)?, kwargs)
+    }
+
+    /// The cached function.
+    #[getter]
+    fn __func__(&self, py: Python<'_>) -> Py<CachedFunction> {
+        self.func.clone_ref(py)
+    }
+
+    /// The instance it is bound to.
+    #[getter]
+    fn __self__(&self, py: Python<'_>) -> Py<PyAny> {
+        self.obj.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<bound cached {} of {}>",
+            self.func.get().func.bind(py).repr()?,
+            self.obj.bind(py).repr()?
+        ))
+    }
+}
