@@ -7,6 +7,7 @@ second Python process."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import logging
@@ -16,6 +17,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -364,3 +366,27 @@ def test_a_redis_cache_made_before_fork_refuses_in_the_child(server: RedisServer
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert cache.get("k:fork") == "parent"
+
+
+def test_dropping_a_redis_cache_releases_its_values(server: RedisServer, prefix: str) -> None:
+    class Value:
+        pass
+
+    class Codec:
+        def encode(self, value: Any) -> bytes:
+            return b"v"
+
+        def decode(self, data: bytes) -> Any:
+            return Value()
+
+    (cache,) = fleet(server, prefix, n=1, codec=Codec())
+    value = Value()
+    ref = weakref.ref(value)
+    cache.get_or_load("k:drop", lambda: value)
+    del value, cache
+    deadline = time.monotonic() + 10
+    while ref() is not None:
+        assert time.monotonic() < deadline, "the value outlived its cache"
+        Cache().get("x")  # any call into the module releases deferred references
+        gc.collect()
+        time.sleep(0.02)
