@@ -202,7 +202,7 @@ pub use self::system::SystemClock;
 mod system {
     use super::{Clock, Timers};
     use core::time::Duration;
-    use std::sync::{Condvar, Mutex, OnceLock};
+    use std::sync::{Condvar, Mutex};
     use std::task::Waker;
 
     /// The real monotonic clock, with one shared timer thread that wakes waiters at their
@@ -268,19 +268,28 @@ mod system {
         changed: Condvar,
     }
 
+    /// The timer thread of this process. Keyed by process id: a child forked from a process
+    /// that had one inherits its memory but not the thread (gunicorn, Celery prefork), so
+    /// it starts its own rather than waiting on timers nobody fires.
     fn timer_thread() -> &'static TimerThread {
-        static THREAD: OnceLock<&'static TimerThread> = OnceLock::new();
-        THREAD.get_or_init(|| {
-            let t: &'static TimerThread = Box::leak(Box::new(TimerThread {
-                timers: Mutex::new(Timers::default()),
-                changed: Condvar::new(),
-            }));
-            std::thread::Builder::new()
-                .name("herdless-timer".into())
-                .spawn(move || t.run())
-                .expect("herdless: cannot spawn the timer thread");
-            t
-        })
+        static THREAD: Mutex<Option<(u32, &'static TimerThread)>> = Mutex::new(None);
+        let pid = std::process::id();
+        let mut slot = THREAD.lock().unwrap_or_else(|e| e.into_inner());
+        match *slot {
+            Some((owner, t)) if owner == pid => t,
+            _ => {
+                let t: &'static TimerThread = Box::leak(Box::new(TimerThread {
+                    timers: Mutex::new(Timers::default()),
+                    changed: Condvar::new(),
+                }));
+                std::thread::Builder::new()
+                    .name("herdless-timer".into())
+                    .spawn(move || t.run())
+                    .expect("herdless: cannot spawn the timer thread");
+                *slot = Some((pid, t));
+                t
+            }
+        }
     }
 
     impl TimerThread {

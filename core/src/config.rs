@@ -35,6 +35,62 @@ pub(crate) struct Config<V> {
     pub(crate) shards: usize,
 }
 
+/// The options a cache was built with, read back (e.g. by a binding that writes entries of
+/// its own to a shared tier with the same TTLs).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Capacity in weight units.
+    pub capacity: u64,
+    /// Fresh time of a loaded value, before jitter.
+    pub ttl: Duration,
+    /// Stale-while-revalidate window after `ttl`.
+    pub grace: Duration,
+    /// TTL jitter fraction.
+    pub jitter: f64,
+    /// XFetch beta.
+    pub beta: f64,
+    /// Life of a cached absence, before jitter.
+    pub negative_ttl: Duration,
+    /// How long waiters wait for a load.
+    pub wait_timeout: Duration,
+    /// Fail-safe retention past `ttl`, if on.
+    pub max_stale: Option<Duration>,
+    /// Fail-safe backoff after a failed load.
+    pub failsafe_backoff: Duration,
+    /// Loader soft timeout, if any.
+    pub soft_timeout: Option<Duration>,
+    /// Loader hard timeout, if any.
+    pub hard_timeout: Option<Duration>,
+    /// Origin budget, if any.
+    pub origin_budget: Option<usize>,
+    /// Most keys loading at once.
+    pub max_flights: usize,
+    /// Longest key, in bytes.
+    pub max_key_len: usize,
+}
+
+impl<V> Config<V> {
+    pub(crate) fn options(&self) -> Options {
+        Options {
+            capacity: self.capacity,
+            ttl: self.ttl,
+            grace: self.grace,
+            jitter: self.jitter,
+            beta: self.beta,
+            negative_ttl: self.negative_ttl,
+            wait_timeout: self.wait_timeout,
+            max_stale: self.max_stale,
+            failsafe_backoff: self.failsafe_backoff,
+            soft_timeout: self.soft_timeout,
+            hard_timeout: self.hard_timeout,
+            origin_budget: self.origin_budget,
+            max_flights: self.max_flights,
+            max_key_len: self.max_key_len,
+        }
+    }
+}
+
 /// Builds a [`Cache`](crate::Cache). Every option is checked by [`Builder::build`].
 ///
 /// ```

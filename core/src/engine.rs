@@ -176,6 +176,11 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             .expect("the default options are valid")
     }
 
+    /// The options the cache was built with.
+    pub fn options(&self) -> crate::Options {
+        self.inner.cfg.options()
+    }
+
     /// The cache's clock.
     pub fn clock(&self) -> &dyn Clock {
         &*self.inner.clock
@@ -237,8 +242,16 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     }
 
     /// A value that is fresh or within grace, without loading or refreshing anything.
-    /// A cached absence reads as `None`, like a miss.
+    /// A cached absence reads as `None`, like a miss; so does an empty or too-long key (the
+    /// calls that can fail report those as errors).
     pub fn get(&self, key: &str) -> Option<V> {
+        self.get_with(key, V::clone)
+    }
+
+    /// [`get`](Self::get) without cloning the value: `read` sees it in place and its answer
+    /// is returned. `read` runs under the shard's read lock, so it must be quick and must
+    /// not call into this cache.
+    pub fn get_with<R>(&self, key: &str, read: impl FnOnce(&V) -> R) -> Option<R> {
         self.check_key(key).ok()?;
         let hash = self.inner.hasher.hash_one(key);
         let fast = nanos(self.inner.clock.now_fast());
@@ -263,12 +276,12 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             Phase::Fresh => {
                 node.touch();
                 self.count_hit(e, hash);
-                e.value.clone()
+                e.value.as_ref().map(read)
             }
             Phase::Stale if e.value.is_some() => {
                 node.touch();
                 e.ns.metrics.c.stale_served.add(self.shard_index(hash));
-                e.value.clone()
+                e.value.as_ref().map(read)
             }
             _ => {
                 e.ns.metrics.c.misses.fetch_add(1, Ordering::Relaxed);

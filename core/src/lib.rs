@@ -105,7 +105,7 @@ pub use backend::Backend;
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
-pub use config::{Builder, Weigher};
+pub use config::{Builder, Options, Weigher};
 pub use engine::Cache;
 pub use error::{ConfigError, Error, LoadError};
 pub use key::{KeyBuilder, KeyError, Param};

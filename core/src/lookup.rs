@@ -253,7 +253,9 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         self.end(Outcome::Failed(Error::LoaderPanicked { message }), took);
     }
 
-    pub(crate) fn count_failsafe(&self) {
+    /// Records that this caller answered with the fail-safe value itself (a driver that
+    /// enforces the soft timeout, then lets the load finish in the background).
+    pub fn count_failsafe(&self) {
         self.flight
             .ns
             .metrics
