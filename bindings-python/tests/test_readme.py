@@ -17,6 +17,9 @@ TEXT = README.read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, re.DOTALL)
 REDIS_BLOCKS = re.findall(r"```python redis\n(.*?)```", TEXT, re.DOTALL)
 README_URL = "redis://127.0.0.1:6379/0"
+# The repository's front page shows a Python quick start too; it must run as well.
+ROOT_README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT_BLOCKS = re.findall(r"```python\n(.*?)```", ROOT_README.read_text(encoding="utf-8"), re.DOTALL)
 
 
 def test_the_readme_has_python_blocks() -> None:
@@ -27,6 +30,12 @@ def test_the_readme_has_python_blocks() -> None:
 @pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_readme_block(code: str) -> None:
     exec(compile(code, str(README), "exec"), {"__name__": "__main__"})
+
+
+@pytest.mark.parametrize("code", ROOT_BLOCKS, ids=[f"root{i}" for i in range(len(ROOT_BLOCKS))])
+def test_root_readme_block(code: str) -> None:
+    assert ROOT_BLOCKS, "the root README lost its Python quick start"
+    exec(compile(code, str(ROOT_README), "exec"), {"__name__": "__main__"})
 
 
 @pytest.fixture(scope="module")
