@@ -7,14 +7,13 @@
 //! woken by the backend's own runtime. Values cross Redis through a [`Codec`]: JSON by
 //! default (what the other languages read), or raw bytes for `Buffer` values.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use herdless::backend::{Backend, Notice, StoredEntry, WriteOutcome};
-use herdless_redis::{Fleet, FleetOptions, FleetOutcome, RedisBackend, now_ms};
+use herdless_redis::{Fleet, FleetOptions, FleetOutcome, RedisBackend};
 use napi::Result;
 
 use crate::js::{Js, Type, Value};
@@ -67,14 +66,7 @@ impl Codec {
     }
 }
 
-/// The lifetimes shared entries are written with (the cache's options).
-pub(crate) struct Lifetimes {
-    pub(crate) ttl: Duration,
-    pub(crate) grace: Duration,
-    pub(crate) negative_ttl: Duration,
-    pub(crate) max_stale: Option<Duration>,
-    pub(crate) jitter: f64,
-}
+pub(crate) use herdless_redis::Lifetimes;
 
 /// A fleet operation, polled on the JS thread.
 pub(crate) type FleetFuture<T> =
@@ -86,7 +78,6 @@ pub(crate) struct Tier {
     pub(crate) fleet: Fleet,
     pub(crate) codec: Codec,
     life: Lifetimes,
-    rng: Cell<u64>,
     /// The L1 the notification listener keeps coherent. The listener lives as long as the
     /// backend's runtime, which may outlive this cache: [`Tier::detach`] empties the slot,
     /// so the engine (and the JS values it holds) go when the cache goes.
@@ -118,15 +109,11 @@ impl Tier {
                 on_notice(&l1, n);
             }
         }));
-        let seed = u64::from(std::process::id())
-            ^ now_ms().rotate_left(21)
-            ^ (&backend as *const RedisBackend as u64);
         Ok(Self {
             fleet: backend.fleet(fleet),
             backend,
             codec,
             life,
-            rng: Cell::new(seed | 1),
             listened,
         })
     }
@@ -182,17 +169,6 @@ impl Tier {
         Ok(Some(Some(val)))
     }
 
-    fn unit(&self) -> f64 {
-        // xorshift64*: jitter needs spread, not secrecy.
-        let mut s = self.rng.get();
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        self.rng.set(s);
-        let x = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (x >> 11) as f64 / (1u64 << 53) as f64
-    }
-
     /// The shared entry of a value just loaded or set (jittered once, here, for the whole
     /// fleet), and how long it is fresh. `ttl` overrides the cache's for a value.
     pub(crate) fn entry(
@@ -202,37 +178,12 @@ impl Tier {
         epoch: u64,
         ttl: Option<Duration>,
     ) -> (StoredEntry, Duration) {
-        let now = now_ms();
-        let base = if value.is_some() {
-            ttl.unwrap_or(self.life.ttl)
-        } else {
-            self.life.negative_ttl
-        };
-        let fresh = herdless::jitter::jittered(base, self.life.jitter, self.unit());
-        let (grace, retain) = if value.is_some() {
-            let g = self.life.grace;
-            (g, self.life.max_stale.map_or(g, |m| m.max(g)))
-        } else {
-            (Duration::ZERO, Duration::ZERO)
-        };
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let fresh_until_ms = now.saturating_add(ms(fresh).max(1));
-        let stale_until_ms = fresh_until_ms.saturating_add(ms(grace));
-        let entry = StoredEntry {
-            value,
-            fresh_until_ms,
-            stale_until_ms,
-            retain_until_ms: fresh_until_ms.saturating_add(ms(retain)),
-            load_duration: took,
-            version: 0,
-            epoch,
-        };
-        (entry, fresh)
+        self.life.entry(value, took, epoch, ttl)
     }
 
     /// How long a shared entry is still fresh from now.
     pub(crate) fn fresh_for(e: &StoredEntry) -> Duration {
-        Duration::from_millis(e.fresh_until_ms.saturating_sub(now_ms()))
+        herdless_redis::fresh_for(e)
     }
 }
 

@@ -11,8 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herdless::backend::{Backend, Notice, StoredEntry};
-use herdless_redis::{Fleet, FleetOptions, RedisBackend, now_ms};
-use parking_lot::Mutex;
+use herdless_redis::{Fleet, FleetOptions, RedisBackend};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -117,14 +116,7 @@ impl Codec {
     }
 }
 
-/// The lifetimes the tier writes shared entries with (the cache's options).
-pub(crate) struct Lifetimes {
-    pub(crate) ttl: Duration,
-    pub(crate) grace: Duration,
-    pub(crate) negative_ttl: Duration,
-    pub(crate) max_stale: Option<Duration>,
-    pub(crate) jitter: f64,
-}
+pub(crate) use herdless_redis::Lifetimes;
 
 /// The connection to the fleet.
 pub(crate) struct Tier {
@@ -132,7 +124,6 @@ pub(crate) struct Tier {
     pub(crate) fleet: Fleet,
     pub(crate) codec: Codec,
     life: Lifetimes,
-    rng: Mutex<u64>,
     /// The process that connected: the backend's threads do not survive a fork.
     pid: u32,
 }
@@ -171,15 +162,11 @@ impl Tier {
         let backend = b.build()?;
         let l1 = l1.clone();
         backend.listen(Arc::new(move |n: Notice<'_>| on_notice(&l1, n)));
-        let seed = u64::from(std::process::id())
-            ^ now_ms().rotate_left(21)
-            ^ (&backend as *const RedisBackend as u64);
         Ok(Self {
             fleet: backend.fleet(fleet),
             backend,
             codec,
             life,
-            rng: Mutex::new(seed | 1),
             pid: std::process::id(),
         })
     }
@@ -196,16 +183,6 @@ impl Tier {
         }
     }
 
-    fn unit(&self) -> f64 {
-        // xorshift64*: jitter needs spread, not secrecy.
-        let mut s = self.rng.lock();
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        let x = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (x >> 11) as f64 / (1u64 << 53) as f64
-    }
-
     /// The shared entry of a value just loaded or set (jittered once, here, for the whole
     /// fleet), and how long it is fresh. `ttl` overrides the cache's for a value.
     pub(crate) fn entry(
@@ -215,37 +192,12 @@ impl Tier {
         epoch: u64,
         ttl: Option<Duration>,
     ) -> (StoredEntry, Duration) {
-        let now = now_ms();
-        let base = if value.is_some() {
-            ttl.unwrap_or(self.life.ttl)
-        } else {
-            self.life.negative_ttl
-        };
-        let fresh = herdless::jitter::jittered(base, self.life.jitter, self.unit());
-        let (grace, retain) = if value.is_some() {
-            let g = self.life.grace;
-            (g, self.life.max_stale.map_or(g, |m| m.max(g)))
-        } else {
-            (Duration::ZERO, Duration::ZERO)
-        };
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let fresh_until_ms = now.saturating_add(ms(fresh).max(1));
-        let stale_until_ms = fresh_until_ms.saturating_add(ms(grace));
-        let entry = StoredEntry {
-            value,
-            fresh_until_ms,
-            stale_until_ms,
-            retain_until_ms: fresh_until_ms.saturating_add(ms(retain)),
-            load_duration: took,
-            version: 0,
-            epoch,
-        };
-        (entry, fresh)
+        self.life.entry(value, took, epoch, ttl)
     }
 
     /// How long a shared entry is still fresh from now.
     pub(crate) fn fresh_for(e: &StoredEntry) -> Duration {
-        Duration::from_millis(e.fresh_until_ms.saturating_sub(now_ms()))
+        herdless_redis::fresh_for(e)
     }
 }
 

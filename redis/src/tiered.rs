@@ -11,16 +11,17 @@
 
 use std::error::Error as StdError;
 use std::future::Future;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use herdless::backend::{Backend, Notice, StoredEntry, WriteOutcome};
 use herdless::{Builder, Cache, Error, LoadError, LoadGuard, Lookup, MetricsSnapshot, Waited};
 
-use crate::backend::{RedisBackend, now_ms, random_secret};
+use crate::backend::{RedisBackend, now_ms};
 use crate::codec::Codec;
 use crate::deadline::WithDeadline;
-use crate::fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
+use crate::fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome};
+use crate::lifetimes::{Lifetimes, fresh_for};
 use crate::metrics::RedisMetrics;
 use crate::runtime::block_on;
 
@@ -151,21 +152,19 @@ where
         let l1 = b.build()?;
         // Same checks as the L1's, for the jitter the L1 does not see.
         Cache::<()>::builder().jitter(self.jitter).build()?;
-        let seed = random_secret()
-            .map(|s| u64::from_le_bytes(s[..8].try_into().expect("8 bytes")))
-            .unwrap_or(0x9E37_79B9_7F4A_7C15);
         let inner = Arc::new(Inner {
             l1,
             fleet: self.backend.fleet(self.fleet),
             backend: self.backend,
             codec: self.codec,
-            ttl: self.ttl,
-            grace: self.grace,
-            negative_ttl: self.negative_ttl,
-            max_stale: self.max_stale,
+            life: Lifetimes {
+                ttl: self.ttl,
+                grace: self.grace,
+                negative_ttl: self.negative_ttl,
+                max_stale: self.max_stale,
+                jitter: self.jitter,
+            },
             hard_timeout: self.hard_timeout,
-            jitter: self.jitter,
-            rng: Mutex::new(seed | 1),
         });
         let weak: Weak<Inner<V, C>> = Arc::downgrade(&inner);
         inner.backend.listen(Arc::new(move |n: Notice<'_>| {
@@ -182,13 +181,8 @@ struct Inner<V: Clone + Send + Sync + 'static, C> {
     fleet: Fleet,
     backend: RedisBackend,
     codec: C,
-    ttl: Duration,
-    grace: Duration,
-    negative_ttl: Duration,
-    max_stale: Option<Duration>,
+    life: Lifetimes,
     hard_timeout: Option<Duration>,
-    jitter: f64,
-    rng: Mutex<u64>,
 }
 
 impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
@@ -212,32 +206,9 @@ impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
         self.l1.clear();
     }
 
-    fn unit(&self) -> f64 {
-        // xorshift64*: jitter needs spread, not secrecy.
-        let mut s = self.rng.lock().expect("rng lock");
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        let x = s.wrapping_mul(0x2545_F491_4F6C_DD1D);
-        (x >> 11) as f64 / (1u64 << 53) as f64
-    }
-
     /// The shared entry for a value just loaded (or set), and its fresh TTL.
     fn entry(&self, value: Option<Vec<u8>>, took: Duration, epoch: u64) -> (StoredEntry, Duration) {
-        let base = if value.is_some() {
-            self.ttl
-        } else {
-            self.negative_ttl
-        };
-        let fresh = herdless::jitter::jittered(base, self.jitter, self.unit());
-        let (grace, retain) = if value.is_some() {
-            (self.grace, self.max_stale.unwrap_or(self.grace))
-        } else {
-            (Duration::ZERO, Duration::ZERO)
-        };
-        let mut entry = new_entry(value, fresh, grace, retain, took);
-        entry.epoch = epoch;
-        (entry, fresh)
+        self.life.entry(value, took, epoch, None)
     }
 }
 
@@ -452,7 +423,7 @@ where
         match self.inner.fleet.lead(&key, have).await {
             Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => match self.decode(&e) {
                 Ok(value) => {
-                    let fresh = Duration::from_millis(e.fresh_until_ms.saturating_sub(now_ms()));
+                    let fresh = fresh_for(&e);
                     guard.adopt(value, fresh, e.load_duration)
                 }
                 // Bytes another codec wrote: serve a local load, leave Redis alone.

@@ -1,0 +1,121 @@
+//! How long a shared entry lives. The writer of an entry jitters its TTL once, for the whole
+//! fleet, so every process agrees on when it expires; the Rust [`TieredCache`](crate::TieredCache)
+//! and the Python and Node tiers all write entries through [`Lifetimes::entry`].
+
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use herdless::backend::StoredEntry;
+use rand_core::{Rng, SeedableRng};
+
+use crate::backend::now_ms;
+use crate::fleet::new_entry;
+
+/// The lifetimes a cache writes shared entries with (its TTL options).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lifetimes {
+    /// Fresh time of a value, before jitter.
+    pub ttl: Duration,
+    /// Stale-while-revalidate window after the TTL.
+    pub grace: Duration,
+    /// Life of a cached absence, before jitter.
+    pub negative_ttl: Duration,
+    /// Fail-safe retention past the TTL, if on.
+    pub max_stale: Option<Duration>,
+    /// TTL jitter fraction, as in [`herdless::jitter`].
+    pub jitter: f64,
+}
+
+impl Lifetimes {
+    /// The shared entry of a value just loaded or set (`None`: an absence), written under
+    /// `epoch`, with its jittered fresh time. `ttl` overrides the cache's for a value.
+    pub fn entry(
+        &self,
+        value: Option<Vec<u8>>,
+        load_duration: Duration,
+        epoch: u64,
+        ttl: Option<Duration>,
+    ) -> (StoredEntry, Duration) {
+        let (base, grace, retain) = match value {
+            Some(_) => (
+                ttl.unwrap_or(self.ttl),
+                self.grace,
+                self.max_stale.unwrap_or(self.grace),
+            ),
+            // Absences are neither served stale nor kept for fail-safe, as in memory.
+            None => (self.negative_ttl, Duration::ZERO, Duration::ZERO),
+        };
+        let fresh = herdless::jitter::jittered(base, self.jitter, unit());
+        let mut entry = new_entry(value, fresh, grace, retain, load_duration);
+        entry.epoch = epoch;
+        (entry, fresh)
+    }
+}
+
+/// How long a shared entry is still fresh from now (zero once it is not).
+pub fn fresh_for(entry: &StoredEntry) -> Duration {
+    Duration::from_millis(entry.fresh_until_ms.saturating_sub(now_ms()))
+}
+
+/// Uniform in [0, 1) for jitter, from one generator per process (seeded from the OS, so
+/// processes do not jitter in lock step).
+fn unit() -> f64 {
+    static RNG: OnceLock<Mutex<herdless::DefaultRng>> = OnceLock::new();
+    let rng = RNG.get_or_init(|| Mutex::new(herdless::DefaultRng::seed_from_u64(seed())));
+    let bits = rng.lock().unwrap_or_else(|e| e.into_inner()).next_u64() >> 11;
+    bits as f64 / (1u64 << 53) as f64
+}
+
+fn seed() -> u64 {
+    crate::backend::random_secret()
+        .map(|s| u64::from_le_bytes(s[..8].try_into().expect("8 bytes")))
+        .unwrap_or(0x9E37_79B9_7F4A_7C15)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_get_grace_and_retention_absences_do_not() {
+        let s = Duration::from_secs;
+        let life = Lifetimes {
+            ttl: s(60),
+            grace: s(30),
+            negative_ttl: s(10),
+            max_stale: Some(s(600)),
+            jitter: 0.0,
+        };
+        let (e, fresh) = life.entry(Some(b"1".to_vec()), s(1), 7, None);
+        assert_eq!(fresh, s(60));
+        assert_eq!(e.epoch, 7);
+        assert_eq!(e.stale_until_ms - e.fresh_until_ms, 30_000);
+        assert_eq!(e.retain_until_ms - e.fresh_until_ms, 600_000);
+        let (a, fresh) = life.entry(None, s(1), 7, Some(s(5)));
+        assert_eq!(fresh, s(10), "an absence keeps negative_ttl");
+        assert_eq!(a.retain_until_ms, a.fresh_until_ms);
+        let (_, fresh) = life.entry(Some(vec![]), s(1), 7, Some(s(5)));
+        assert_eq!(fresh, s(5));
+        assert!(fresh_for(&e) > s(59));
+    }
+
+    #[test]
+    fn jitter_spreads_within_its_band() {
+        let life = Lifetimes {
+            ttl: Duration::from_secs(300),
+            grace: Duration::ZERO,
+            negative_ttl: Duration::from_secs(10),
+            max_stale: None,
+            jitter: 0.25,
+        };
+        let fresh: Vec<_> = (0..200)
+            .map(|_| life.entry(Some(vec![]), Duration::ZERO, 0, None).1)
+            .collect();
+        let (lo, hi) = herdless::jitter::bounds(life.ttl, life.jitter);
+        assert!(fresh.iter().all(|f| *f >= lo && *f <= hi));
+        assert!(
+            fresh.iter().max().unwrap().as_secs_f64() - fresh.iter().min().unwrap().as_secs_f64()
+                > 40.0
+        );
+    }
+}
