@@ -1,0 +1,448 @@
+//! Sequences of engine operations on a `Cache<u32>` with a virtual clock and a seeded rng,
+//! driven single-threaded through `Lookup` / `LoadGuard` / `Waiter`, checked against a model.
+//!
+//! The model knows, per key, the last write the cache must hold (a `set`, or a load that
+//! completed while nothing superseded it), and which loads are running. Invariants:
+//! - a value served (`Hit`, `get`) is the model's current write for the key, served no later
+//!   than `ttl * (1 + jitter/2) + grace` after it was written (no fail-safe configured), and
+//!   `Fresh` only within `ttl * (1 + jitter/2)`; nothing written before an `invalidate`,
+//!   `bump` or `clear` of the key is served after it;
+//! - single flight: while a load of the key runs (and nothing superseded it), a lookup waits
+//!   or gets a hit without a refresh; otherwise it never waits;
+//! - with capacity for every key, an entry that is surely live is never lost;
+//! - waiters end with their leader's outcome (value, absence, error, panic, hand-over), or
+//!   with `WaitTimeout` only once `wait_timeout` has passed;
+//! - `flights_in_progress()` never exceeds the guards held (0 when none), and
+//!   `metrics().entries <= capacity`; nothing panics.
+#![no_main]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use arbitrary::Arbitrary;
+use herdless::{
+    Cache, DefaultRng, Error, HitState, LoadError, LoadGuard, Lookup, ManualClock, Waited, Waiter,
+};
+use libfuzzer_sys::fuzz_target;
+use rand_core::SeedableRng;
+
+const KEYS: [&str; 4] = ["a:1", "a:2", "b:1", "b:2"];
+/// Float rounding of jittered TTLs (seconds as f64, then nanoseconds).
+const SLACK: Duration = Duration::from_millis(1);
+
+#[derive(Arbitrary, Debug)]
+struct Config {
+    ttl_s: u8,
+    grace_s: u8,
+    negative_s: u8,
+    jitter: u8,
+    beta: bool,
+    capacity: u8,
+    wait_s: u8,
+    seed: u64,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum How {
+    /// A value, with `set_ttl(seconds)` when given.
+    Value(Option<u8>),
+    Absent,
+    Error,
+    Panicked,
+    Abandon,
+    /// Dropped unfinished outside a panic: handed over.
+    Drop,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    Lookup(u8),
+    Finish(u8, How),
+    Set(u8, Option<u8>),
+    SetAbsent(u8),
+    Invalidate(u8),
+    Bump(bool),
+    Clear,
+    Advance(u16),
+    Get(u8),
+}
+
+/// A write the cache must hold for a key, with the bounds of its lifetime.
+#[derive(Clone, Copy, Debug)]
+struct Written {
+    value: Option<u32>,
+    at: Duration,
+    fresh_min: Duration,
+    fresh_max: Duration,
+    grace: Duration,
+}
+
+impl Written {
+    fn stale_max(&self) -> Duration {
+        self.at + self.fresh_max + self.grace + SLACK
+    }
+    /// Fresh or stale for sure at `now`.
+    fn surely_live(&self, now: Duration) -> bool {
+        now + SLACK < self.at + self.fresh_min + self.grace
+    }
+}
+
+/// What the waiters of a finished load must end with.
+#[derive(Clone, Debug)]
+enum Outcome {
+    Loaded(Option<u32>),
+    LoadError,
+    Panicked,
+    Retry,
+}
+
+struct Load {
+    key: usize,
+    guard: Option<LoadGuard<u32>>,
+    superseded: bool,
+    outcome: Option<Outcome>,
+}
+
+struct Waiting {
+    load: usize,
+    until: Duration,
+    waiter: Waiter<u32>,
+}
+
+struct Sim {
+    cache: Cache<u32>,
+    clock: ManualClock,
+    ttl: Duration,
+    grace: Duration,
+    negative: Duration,
+    jitter: f64,
+    capacity: u64,
+    entries: [Option<Written>; KEYS.len()],
+    loads: Vec<Load>,
+    waiters: Vec<Waiting>,
+    next_value: u32,
+}
+
+impl Sim {
+    fn new(c: &Config) -> Self {
+        let s = |n: u8, lo: u8, hi: u8| Duration::from_secs(u64::from(n % (hi - lo + 1) + lo));
+        let clock = ManualClock::new();
+        let (ttl, grace, negative) = (
+            s(c.ttl_s, 1, 30),
+            s(c.grace_s, 0, 10),
+            s(c.negative_s, 1, 10),
+        );
+        let jitter = [0.0, 0.1, 0.2, 0.5][usize::from(c.jitter % 4)];
+        let capacity = u64::from(c.capacity % 6 + 1);
+        let cache = Cache::builder()
+            .ttl(ttl)
+            .grace(grace)
+            .negative_ttl(negative)
+            .jitter(jitter)
+            .beta(if c.beta { 1.0 } else { 0.0 })
+            .capacity(capacity)
+            .shards(1)
+            .wait_timeout(s(c.wait_s, 1, 10))
+            .clock(clock.clone())
+            .rng(DefaultRng::seed_from_u64(c.seed))
+            .build()
+            .expect("valid config");
+        Sim {
+            cache,
+            clock,
+            ttl,
+            grace,
+            negative,
+            jitter,
+            capacity,
+            entries: [None; KEYS.len()],
+            loads: Vec::new(),
+            waiters: Vec::new(),
+            next_value: 0,
+        }
+    }
+
+    fn now(&self) -> Duration {
+        use herdless::Clock;
+        self.clock.now()
+    }
+
+    fn value(&mut self) -> u32 {
+        self.next_value += 1;
+        self.next_value
+    }
+
+    fn written(&self, value: Option<u32>, ttl: Option<Duration>) -> Written {
+        let (ttl, grace) = match value {
+            Some(_) => (ttl.unwrap_or(self.ttl), self.grace),
+            None => (self.negative, Duration::ZERO),
+        };
+        let j = self.jitter / 2.0;
+        Written {
+            value,
+            at: self.now(),
+            fresh_min: ttl.mul_f64(1.0 - j).saturating_sub(SLACK),
+            fresh_max: ttl.mul_f64(1.0 + j) + SLACK,
+            grace,
+        }
+    }
+
+    /// The running, not superseded load of `key`, if any (there is at most one).
+    fn current(&self, key: usize) -> Option<usize> {
+        let mut it = self
+            .loads
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.key == key && l.guard.is_some() && !l.superseded)
+            .map(|(i, _)| i);
+        let first = it.next();
+        assert!(it.next().is_none(), "two current loads of {}", KEYS[key]);
+        first
+    }
+
+    fn supersede(&mut self, keys: impl Fn(usize) -> bool) {
+        for l in &mut self.loads {
+            if keys(l.key) {
+                l.superseded = true;
+            }
+        }
+        for (k, e) in self.entries.iter_mut().enumerate() {
+            if keys(k) {
+                *e = None;
+            }
+        }
+    }
+
+    /// A value served for `key` now must be its current write, within its lifetime.
+    fn check_served(&self, key: usize, value: Option<u32>, state: HitState) {
+        let now = self.now();
+        let w = self.entries[key]
+            .unwrap_or_else(|| panic!("served {value:?} for {} which holds nothing", KEYS[key]));
+        assert_eq!(w.value, value, "served another write of {}", KEYS[key]);
+        assert!(
+            now < w.stale_max(),
+            "served {value:?} past ttl + grace: {w:?} at {now:?}"
+        );
+        match state {
+            HitState::Fresh => assert!(now < w.at + w.fresh_max, "fresh past ttl: {w:?}"),
+            HitState::Stale => {
+                assert!(value.is_some(), "a stale absence");
+                assert!(now + SLACK >= w.at + w.fresh_min, "stale before ttl: {w:?}");
+            }
+            HitState::FailSafe => panic!("fail-safe served without max_stale"),
+        }
+    }
+
+    fn lookup(&mut self, key: usize) {
+        let current = self.current(key);
+        let live = self.entries[key].is_some_and(|w| w.surely_live(self.now()));
+        let roomy = self.capacity >= KEYS.len() as u64;
+        match self.cache.lookup(KEYS[key]).expect("valid key") {
+            Lookup::Hit(hit) => {
+                self.check_served(key, hit.value, hit.state);
+                if let Some(guard) = hit.refresh {
+                    assert!(current.is_none(), "a refresh while {} loads", KEYS[key]);
+                    self.loads.push(Load {
+                        key,
+                        guard: Some(guard),
+                        superseded: false,
+                        outcome: None,
+                    });
+                }
+            }
+            Lookup::Lead(guard) => {
+                assert!(current.is_none(), "a second leader for {}", KEYS[key]);
+                assert!(!(live && roomy), "lost the live entry of {}", KEYS[key]);
+                self.entries[key] = None;
+                self.loads.push(Load {
+                    key,
+                    guard: Some(guard),
+                    superseded: false,
+                    outcome: None,
+                });
+            }
+            Lookup::Wait(waiter) => {
+                let load = current.unwrap_or_else(|| panic!("waiting on no load of {}", KEYS[key]));
+                assert!(
+                    !(live && roomy),
+                    "waiting beside the live entry of {}",
+                    KEYS[key]
+                );
+                let until = self.now() + self.cache.options().wait_timeout;
+                self.waiters.push(Waiting {
+                    load,
+                    until,
+                    waiter,
+                });
+            }
+        }
+    }
+
+    fn finish(&mut self, pick: u8, how: How) {
+        let running: Vec<usize> = (0..self.loads.len())
+            .filter(|&i| self.loads[i].guard.is_some())
+            .collect();
+        if running.is_empty() {
+            return;
+        }
+        let i = running[usize::from(pick) % running.len()];
+        let mut guard = self.loads[i].guard.take().expect("running");
+        let (key, storable) = (self.loads[i].key, !self.loads[i].superseded);
+        let outcome = match how {
+            How::Value(ttl) => {
+                let v = self.value();
+                let ttl = ttl.map(|s| Duration::from_secs(u64::from(s % 30 + 1)));
+                if let Some(t) = ttl {
+                    guard.set_ttl(t);
+                }
+                let r = guard.complete(Ok(Some(v)));
+                assert!(matches!(r, Ok(Some(x)) if x == v), "{r:?}");
+                if storable {
+                    self.entries[key] = Some(self.written(Some(v), ttl));
+                }
+                Outcome::Loaded(Some(v))
+            }
+            How::Absent => {
+                let r = guard.complete(Ok(None));
+                assert!(matches!(r, Ok(None)), "{r:?}");
+                if storable {
+                    self.entries[key] = Some(self.written(None, None));
+                }
+                Outcome::Loaded(None)
+            }
+            How::Error => {
+                let r = guard.complete(Err(LoadError::new(std::io::Error::other("origin down"))));
+                assert!(matches!(r, Err(Error::Load(_))), "{r:?}");
+                Outcome::LoadError
+            }
+            How::Panicked => {
+                guard.panicked(Some("boom".into()));
+                Outcome::Panicked
+            }
+            How::Abandon => {
+                guard.abandon();
+                Outcome::Retry
+            }
+            How::Drop => {
+                drop(guard);
+                Outcome::Retry
+            }
+        };
+        self.loads[i].outcome = Some(outcome);
+    }
+
+    /// Polls every waiter once: each ends with its load's outcome, or times out on time.
+    fn poll_waiters(&mut self) {
+        let now = self.now();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut i = 0;
+        while i < self.waiters.len() {
+            let w = &mut self.waiters[i];
+            let load = &self.loads[w.load];
+            match Pin::new(&mut w.waiter).poll(&mut cx) {
+                Poll::Pending => {
+                    assert!(load.outcome.is_none(), "a waiter missed its load's end");
+                    assert!(now < w.until, "a waiter outlived wait_timeout");
+                    i += 1;
+                    continue;
+                }
+                Poll::Ready(r) => match (&load.outcome, r) {
+                    (Some(Outcome::Loaded(v)), Ok(Waited::Loaded(got))) => assert_eq!(*v, got),
+                    (Some(Outcome::LoadError), Err(Error::Load(_))) => {}
+                    (Some(Outcome::Panicked), Err(Error::LoaderPanicked { .. })) => {}
+                    (Some(Outcome::Retry), Ok(Waited::Retry)) => {}
+                    (None, Err(Error::WaitTimeout { .. })) => {
+                        assert!(now >= w.until, "timed out early")
+                    }
+                    (want, got) => panic!("waiter got {got:?}, its load ended {want:?}"),
+                },
+            }
+            self.waiters.swap_remove(i);
+        }
+    }
+
+    fn step(&mut self, op: &Op) {
+        let k = |i: &u8| usize::from(*i) % KEYS.len();
+        match op {
+            Op::Lookup(key) => self.lookup(k(key)),
+            Op::Finish(pick, how) => self.finish(*pick, *how),
+            Op::Set(key, ttl) => {
+                let (key, v) = (k(key), self.value());
+                let ttl = ttl.map(|s| Duration::from_secs(u64::from(s % 30 + 1)));
+                match ttl {
+                    Some(t) => self.cache.set_with_ttl(KEYS[key], v, t),
+                    None => self.cache.set(KEYS[key], v),
+                }
+                .expect("valid set");
+                self.supersede(|x| x == key);
+                self.entries[key] = Some(self.written(Some(v), ttl));
+            }
+            Op::SetAbsent(key) => {
+                let key = k(key);
+                self.cache.set_absent(KEYS[key]).expect("valid set");
+                self.supersede(|x| x == key);
+                self.entries[key] = Some(self.written(None, None));
+            }
+            Op::Invalidate(key) => {
+                let key = k(key);
+                let live = self.entries[key].is_some_and(|w| w.surely_live(self.now()));
+                let removed = self.cache.invalidate(KEYS[key]).expect("valid key");
+                if live && self.capacity >= KEYS.len() as u64 {
+                    assert!(removed, "invalidate found no live entry");
+                }
+                self.supersede(|x| x == key);
+            }
+            Op::Bump(b) => {
+                let ns = if *b { "b" } else { "a" };
+                self.cache.bump(ns);
+                self.supersede(|x| KEYS[x].starts_with(ns));
+            }
+            Op::Clear => {
+                self.cache.clear();
+                self.supersede(|_| true);
+            }
+            Op::Advance(ms) => self.clock.advance(Duration::from_millis(u64::from(*ms))),
+            Op::Get(key) => {
+                let key = k(key);
+                if let Some(v) = self.cache.get(KEYS[key]) {
+                    let now = self.now();
+                    let w = self.entries[key].expect("get served a value it does not hold");
+                    let state = if now < w.at + w.fresh_min {
+                        HitState::Fresh
+                    } else {
+                        HitState::Stale
+                    };
+                    self.check_served(key, Some(v), state);
+                }
+            }
+        }
+        self.poll_waiters();
+        let held = self.loads.iter().filter(|l| l.guard.is_some()).count();
+        assert!(self.cache.flights_in_progress() <= held, "a flight leaked");
+        assert!(
+            self.cache.metrics().entries <= self.capacity,
+            "over capacity"
+        );
+    }
+}
+
+fuzz_target!(|input: (Config, Vec<Op>)| {
+    let (config, ops) = input;
+    let mut sim = Sim::new(&config);
+    for op in ops.iter().take(256) {
+        sim.step(op);
+    }
+    // Hand every load still running over: nothing may stay in flight.
+    while sim.loads.iter().any(|l| l.guard.is_some()) {
+        sim.finish(0, How::Drop);
+    }
+    sim.poll_waiters();
+    assert!(sim.waiters.is_empty(), "a waiter outlived every load");
+    assert_eq!(
+        sim.cache.flights_in_progress(),
+        0,
+        "a flight outlived its guard"
+    );
+});
