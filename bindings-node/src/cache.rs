@@ -95,7 +95,10 @@ pub(crate) fn get_value(js: Js, inner: &Inner, key: Value) -> Result<Value> {
     let mut buf = [0u8; KEY_BUF];
     let key = key_arg(js, key, &mut buf)?;
     // Read in place: no clone and drop of the value's handle (two atomic operations) per hit.
-    match inner.cache.get_with(key.as_str(), |v| inner.table.load(js, v)) {
+    match inner
+        .cache
+        .get_with(key.as_str(), |v| inner.table.load(js, v))
+    {
         Some(v) => v,
         None => js.undefined(),
     }
