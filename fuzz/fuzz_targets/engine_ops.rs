@@ -10,7 +10,8 @@
 //! - single flight: while a load of the key runs (and nothing superseded it), a lookup waits
 //!   or gets a hit without a refresh; otherwise it never waits;
 //! - with capacity for every key, an entry that is surely live is never lost;
-//! - waiters end with their leader's outcome (value, absence, error, panic, hand-over), or
+//! - waiters end with their leader's outcome (value, absence, error, timeout, panic,
+//!   hand-over) or the engine's hard timeout (ended by a lookup or a waiter), or
 //!   with `WaitTimeout` only once `wait_timeout` has passed;
 //! - `flights_in_progress()` never exceeds the guards held (0 when none), and
 //!   `metrics().entries <= capacity`; nothing panics.
@@ -41,6 +42,8 @@ struct Config {
     beta: bool,
     capacity: u8,
     wait_s: u8,
+    /// The engine's hard timeout, in seconds (XFetch is then off, see `Sim::lookup`).
+    hard_s: Option<u8>,
     seed: u64,
 }
 
@@ -50,6 +53,8 @@ enum How {
     Value(Option<u8>),
     Absent,
     Error,
+    /// The driver's timeout (`fail(LoadTimeout)`), as the bindings enforce it.
+    TimedOut,
     Panicked,
     Abandon,
     /// Dropped unfinished outside a panic: handed over.
@@ -94,6 +99,9 @@ impl Written {
 enum Outcome {
     Loaded(Option<u32>),
     LoadError,
+    TimedOut,
+    /// Ended by the engine at its hard timeout, before the leader finished.
+    HardTimeout,
     Panicked,
     Retry,
 }
@@ -102,6 +110,10 @@ struct Load {
     key: usize,
     guard: Option<LoadGuard<u32>>,
     superseded: bool,
+    /// In the engine's flight table (at most one per key).
+    in_table: bool,
+    /// When the engine gives it up, if a hard timeout is configured.
+    deadline: Option<Duration>,
     outcome: Option<Outcome>,
 }
 
@@ -119,6 +131,7 @@ struct Sim {
     negative: Duration,
     jitter: f64,
     capacity: u64,
+    hard: Option<Duration>,
     entries: [Option<Written>; KEYS.len()],
     loads: Vec<Load>,
     waiters: Vec<Waiting>,
@@ -136,12 +149,17 @@ impl Sim {
         );
         let jitter = [0.0, 0.1, 0.2, 0.5][usize::from(c.jitter % 4)];
         let capacity = u64::from(c.capacity % 6 + 1);
-        let cache = Cache::builder()
+        let hard = c.hard_s.map(|h| s(h, 1, 10));
+        let mut builder = Cache::builder();
+        if let Some(h) = hard {
+            builder = builder.hard_timeout(h);
+        }
+        let cache = builder
             .ttl(ttl)
             .grace(grace)
             .negative_ttl(negative)
             .jitter(jitter)
-            .beta(if c.beta { 1.0 } else { 0.0 })
+            .beta(if c.beta && hard.is_none() { 1.0 } else { 0.0 })
             .capacity(capacity)
             .shards(1)
             .wait_timeout(s(c.wait_s, 1, 10))
@@ -157,6 +175,7 @@ impl Sim {
             negative,
             jitter,
             capacity,
+            hard,
             entries: [None; KEYS.len()],
             loads: Vec::new(),
             waiters: Vec::new(),
@@ -195,7 +214,7 @@ impl Sim {
             .loads
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.key == key && l.guard.is_some() && !l.superseded)
+            .filter(|(_, l)| l.key == key && l.in_table && !l.superseded && l.outcome.is_none())
             .map(|(i, _)| i);
         let first = it.next();
         assert!(it.next().is_none(), "two current loads of {}", KEYS[key]);
@@ -235,33 +254,57 @@ impl Sim {
         }
     }
 
+    fn start(&mut self, key: usize, guard: LoadGuard<u32>) {
+        assert!(
+            self.loads.iter().all(|l| l.key != key || !l.in_table),
+            "two flights of {} in the table",
+            KEYS[key]
+        );
+        let deadline = self.hard.map(|h| self.now() + h);
+        assert_eq!(guard.hard_deadline(), deadline);
+        self.loads.push(Load {
+            key,
+            guard: Some(guard),
+            superseded: false,
+            in_table: true,
+            deadline,
+            outcome: None,
+        });
+    }
+
     fn lookup(&mut self, key: usize) {
-        let current = self.current(key);
         let live = self.entries[key].is_some_and(|w| w.surely_live(self.now()));
         let roomy = self.capacity >= KEYS.len() as u64;
-        match self.cache.lookup(KEYS[key]).expect("valid key") {
+        let answer = self.cache.lookup(KEYS[key]).expect("valid key");
+        // Every answer but a fresh hit comes from the slow path (XFetch is off whenever a
+        // hard timeout is set, so a fresh hit is surely the fast path then), which first
+        // drops the key's flight if it is outdated, and ends it if it is past its deadline.
+        if !matches!(&answer, Lookup::Hit(h) if h.state == HitState::Fresh) {
+            let now = self.now();
+            for l in self.loads.iter_mut().filter(|l| l.key == key && l.in_table) {
+                let hung = l.deadline.is_some_and(|d| now >= d);
+                if hung && l.outcome.is_none() {
+                    l.outcome = Some(Outcome::HardTimeout);
+                }
+                if hung || l.superseded {
+                    l.in_table = false;
+                }
+            }
+        }
+        let current = self.current(key);
+        match answer {
             Lookup::Hit(hit) => {
                 self.check_served(key, hit.value, hit.state);
                 if let Some(guard) = hit.refresh {
                     assert!(current.is_none(), "a refresh while {} loads", KEYS[key]);
-                    self.loads.push(Load {
-                        key,
-                        guard: Some(guard),
-                        superseded: false,
-                        outcome: None,
-                    });
+                    self.start(key, guard);
                 }
             }
             Lookup::Lead(guard) => {
                 assert!(current.is_none(), "a second leader for {}", KEYS[key]);
                 assert!(!(live && roomy), "lost the live entry of {}", KEYS[key]);
                 self.entries[key] = None;
-                self.loads.push(Load {
-                    key,
-                    guard: Some(guard),
-                    superseded: false,
-                    outcome: None,
-                });
+                self.start(key, guard);
             }
             Lookup::Wait(waiter) => {
                 let load = current.unwrap_or_else(|| panic!("waiting on no load of {}", KEYS[key]));
@@ -289,7 +332,11 @@ impl Sim {
         }
         let i = running[usize::from(pick) % running.len()];
         let mut guard = self.loads[i].guard.take().expect("running");
-        let (key, storable) = (self.loads[i].key, !self.loads[i].superseded);
+        // Already ended by the engine: the leader's answer is neither stored nor sent.
+        let ended = self.loads[i].outcome.is_some();
+        let key = self.loads[i].key;
+        let storable = !self.loads[i].superseded && !ended;
+        self.loads[i].in_table = false;
         let outcome = match how {
             How::Value(ttl) => {
                 let v = self.value();
@@ -317,6 +364,12 @@ impl Sim {
                 assert!(matches!(r, Err(Error::Load(_))), "{r:?}");
                 Outcome::LoadError
             }
+            How::TimedOut => {
+                let after = Duration::from_secs(1);
+                let r = guard.fail(Error::LoadTimeout { after });
+                assert!(matches!(r, Err(Error::LoadTimeout { .. })), "{r:?}");
+                Outcome::TimedOut
+            }
             How::Panicked => {
                 guard.panicked(Some("boom".into()));
                 Outcome::Panicked
@@ -330,7 +383,9 @@ impl Sim {
                 Outcome::Retry
             }
         };
-        self.loads[i].outcome = Some(outcome);
+        if !ended {
+            self.loads[i].outcome = Some(outcome);
+        }
     }
 
     /// Polls every waiter once: each ends with its load's outcome, or times out on time.
@@ -340,7 +395,12 @@ impl Sim {
         let mut i = 0;
         while i < self.waiters.len() {
             let w = &mut self.waiters[i];
-            let load = &self.loads[w.load];
+            let load = &mut self.loads[w.load];
+            // A waiter ends a load past its hard deadline itself.
+            if load.outcome.is_none() && load.deadline.is_some_and(|d| now >= d) {
+                load.outcome = Some(Outcome::HardTimeout);
+                load.in_table = false;
+            }
             match Pin::new(&mut w.waiter).poll(&mut cx) {
                 Poll::Pending => {
                     assert!(load.outcome.is_none(), "a waiter missed its load's end");
@@ -351,6 +411,10 @@ impl Sim {
                 Poll::Ready(r) => match (&load.outcome, r) {
                     (Some(Outcome::Loaded(v)), Ok(Waited::Loaded(got))) => assert_eq!(*v, got),
                     (Some(Outcome::LoadError), Err(Error::Load(_))) => {}
+                    (
+                        Some(Outcome::TimedOut | Outcome::HardTimeout),
+                        Err(Error::LoadTimeout { .. }),
+                    ) => {}
                     (Some(Outcome::Panicked), Err(Error::LoaderPanicked { .. })) => {}
                     (Some(Outcome::Retry), Ok(Waited::Retry)) => {}
                     (None, Err(Error::WaitTimeout { .. })) => {
