@@ -106,7 +106,7 @@ impl Tier {
         backend.listen(Arc::new(move |n: Notice<'_>| {
             let l1 = slot.lock().unwrap_or_else(|e| e.into_inner()).clone();
             if let Some(l1) = l1 {
-                on_notice(&l1, n);
+                herdless_redis::apply_notice(&l1, n);
             }
         }));
         Ok(Self {
@@ -197,24 +197,4 @@ pub(crate) fn warn_unshareable(js: Js, key: &str) -> Result<()> {
     let kind = js.string("HerdlessWarning")?;
     js.call_method(process, "emitWarning", &[message, kind])?;
     Ok(())
-}
-
-/// Keeps the L1 coherent with other processes' changes (runs on the backend's thread).
-fn on_notice(l1: &herdless::Cache<Val>, n: Notice<'_>) {
-    match n {
-        // A waiting local leader reads the new entry itself.
-        Notice::Written { awaited: true, .. } | Notice::Released { .. } => {}
-        Notice::Written { key, .. } | Notice::Invalidated { key } => {
-            let _ = l1.invalidate(key);
-        }
-        Notice::Bumped { namespace, .. } => {
-            l1.bump(namespace);
-        }
-        // Messages may have been lost: every L1 copy may be outdated.
-        Notice::Lost => {
-            for ns in l1.metrics().namespaces {
-                l1.bump(&ns.namespace);
-            }
-        }
-    }
 }

@@ -161,7 +161,9 @@ impl Tier {
         }
         let backend = b.build()?;
         let l1 = l1.clone();
-        backend.listen(Arc::new(move |n: Notice<'_>| on_notice(&l1, n)));
+        backend.listen(Arc::new(move |n: Notice<'_>| {
+            herdless_redis::apply_notice(&l1, n)
+        }));
         Ok(Self {
             fleet: backend.fleet(fleet),
             backend,
@@ -198,26 +200,5 @@ impl Tier {
     /// How long a shared entry is still fresh from now.
     pub(crate) fn fresh_for(e: &StoredEntry) -> Duration {
         herdless_redis::fresh_for(e)
-    }
-}
-
-/// Keeps the L1 coherent with other processes' changes (runs on the backend's thread; it
-/// never needs the GIL: dropped values are released by pyo3 later).
-fn on_notice(l1: &herdless::Cache<PyValue>, n: Notice<'_>) {
-    match n {
-        // A waiting local leader reads the new entry itself.
-        Notice::Written { awaited: true, .. } | Notice::Released { .. } => {}
-        Notice::Written { key, .. } | Notice::Invalidated { key } => {
-            let _ = l1.invalidate(key);
-        }
-        Notice::Bumped { namespace, .. } => {
-            l1.bump(namespace);
-        }
-        // Messages may have been lost: every L1 copy may be outdated.
-        Notice::Lost => {
-            for ns in l1.metrics().namespaces {
-                l1.bump(&ns.namespace);
-            }
-        }
     }
 }

@@ -45,6 +45,7 @@
 
 mod backend;
 pub mod codec;
+mod coherence;
 mod conn;
 mod deadline;
 mod error;
@@ -60,6 +61,7 @@ pub mod wire;
 
 pub use backend::{RedisBackend, RedisBuilder, lock_value, now_ms};
 pub use codec::{Codec, CodecError, Json, RawBytes};
+pub use coherence::apply_notice;
 pub use error::Error;
 pub use fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
 pub use lifetimes::{Lifetimes, fresh_for};

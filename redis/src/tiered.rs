@@ -19,6 +19,7 @@ use herdless::{Builder, Cache, Error, LoadError, LoadGuard, Lookup, MetricsSnaps
 
 use crate::backend::{RedisBackend, now_ms};
 use crate::codec::Codec;
+use crate::coherence::apply_notice;
 use crate::deadline::WithDeadline;
 use crate::fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome};
 use crate::lifetimes::{Lifetimes, fresh_for};
@@ -187,23 +188,7 @@ struct Inner<V: Clone + Send + Sync + 'static, C> {
 
 impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
     fn on_notice(&self, n: Notice<'_>) {
-        match n {
-            // A waiting local leader reads the new entry itself; dropping the flight's
-            // result would only cost another round trip.
-            Notice::Written { awaited: true, .. } | Notice::Released { .. } => {}
-            Notice::Written { key, .. } | Notice::Invalidated { key } => {
-                let _ = self.l1.invalidate(key);
-            }
-            Notice::Bumped { namespace, .. } => {
-                self.l1.bump(namespace);
-            }
-            Notice::Lost => self.clear_l1(),
-        }
-    }
-
-    /// Drops every L1 entry and stops loads that began before from storing.
-    fn clear_l1(&self) {
-        self.l1.clear();
+        apply_notice(&self.l1, n);
     }
 
     /// The shared entry for a value just loaded (or set), and its fresh TTL.
