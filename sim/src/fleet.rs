@@ -1,0 +1,150 @@
+//! Fleet-wide coalescing, modelled: one shared tier and one lock per key across the
+//! simulated processes.
+//!
+//! This is a MODEL of the Redis tier (crate `herdless-redis`, PROTOCOL.md), not the tier
+//! itself: the local leader of a process reads the shared entry, and if it is not fresh
+//! takes the key's fleet lock; the lock holder loads from the origin, writes the shared
+//! entry and notifies; the other processes' leaders wait for the notice and adopt the shared
+//! value into their engine ([`LoadGuard::adopt`]). Network latency, lock leases, crashed
+//! holders and lost notices are not modelled; the real behaviour is tested in `redis/`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use herdless::{Error, LoadError, LoadGuard};
+
+use crate::client::World;
+use crate::origin::SimValue;
+use crate::strategy::Strategy;
+
+/// A shared entry.
+#[derive(Clone, Copy)]
+struct Shared {
+    value: Option<SimValue>,
+    fresh_until: Duration,
+    delta: Duration,
+}
+
+/// Held while a key is being loaded for the whole fleet; wakes the waiting processes.
+#[derive(Default)]
+struct Notice {
+    done: Cell<bool>,
+    wakers: RefCell<Vec<Waker>>,
+}
+
+/// The shared tier and the per-key fleet locks.
+#[derive(Default)]
+pub(crate) struct FleetTier {
+    entries: RefCell<HashMap<String, Shared>>,
+    locks: RefCell<HashMap<String, Rc<Notice>>>,
+    /// Local leaders that found the fleet lock taken and waited for its holder.
+    pub(crate) lock_waits: Cell<u64>,
+}
+
+impl FleetTier {
+    /// Writes a shared entry directly (a scenario's prefill).
+    pub(crate) fn insert(&self, key: &str, v: SimValue, fresh_until: Duration, delta: Duration) {
+        self.entries.borrow_mut().insert(
+            key.to_string(),
+            Shared {
+                value: Some(v),
+                fresh_until,
+                delta,
+            },
+        );
+    }
+
+    fn unlock(&self, key: &str) {
+        if let Some(n) = self.locks.borrow_mut().remove(key) {
+            n.done.set(true);
+            for w in n.wakers.take() {
+                w.wake();
+            }
+        }
+    }
+}
+
+struct Notified(Rc<Notice>);
+
+impl Future for Notified {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0.done.get() {
+            return Poll::Ready(());
+        }
+        self.0.wakers.borrow_mut().push(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// Loads `guard`'s key for the fleet: adopt a fresh shared value (newer than `held`, the
+/// birth of the value the caller already has), or win the fleet lock and load, or wait for
+/// the holder and try again.
+pub(crate) async fn load(
+    w: &Rc<World>,
+    guard: LoadGuard<SimValue>,
+    held: Option<Duration>,
+) -> Result<Option<SimValue>, Error> {
+    let tier = w.fleet.as_ref().expect("fleet mode");
+    let key = guard.key().to_string();
+    loop {
+        let now = w.now();
+        let shared = tier.entries.borrow().get(&key).copied();
+        if let Some(s) = shared.filter(|s| now < s.fresh_until) {
+            let newer = match (held, s.value) {
+                (Some(h), Some(v)) => v.born > h,
+                _ => true,
+            };
+            if newer {
+                return guard.adopt(s.value, s.fresh_until - now, s.delta);
+            }
+        }
+        let taken = tier.locks.borrow().get(&key).cloned();
+        if let Some(notice) = taken {
+            tier.lock_waits.set(tier.lock_waits.get() + 1);
+            Notified(notice).await;
+            continue;
+        }
+        tier.locks
+            .borrow_mut()
+            .insert(key.clone(), Rc::new(Notice::default()));
+        let result = w.origin.call(&w.handle, &key).await;
+        let now = w.now();
+        return match result {
+            Ok(v) => {
+                // Jitter once, on the shared entry; the engines are built without it.
+                let jitter = match w.strategy {
+                    Strategy::Jitter | Strategy::Combined => w.knobs.jitter,
+                    _ => 0.0,
+                };
+                let base = match v {
+                    Some(_) => w.knobs.ttl,
+                    None => w.knobs.negative_ttl.unwrap_or(Duration::from_nanos(1)),
+                };
+                let ttl = herdless::jitter::jittered(base, jitter, w.unit());
+                let delta = v.map_or(Duration::ZERO, |v| v.delta);
+                tier.entries.borrow_mut().insert(
+                    key.clone(),
+                    Shared {
+                        value: v,
+                        fresh_until: now + ttl,
+                        delta,
+                    },
+                );
+                tier.unlock(&key);
+                let mut guard = guard;
+                guard.set_ttl(ttl);
+                guard.complete(Ok(v))
+            }
+            Err(e) => {
+                tier.unlock(&key);
+                guard.complete(Err(LoadError::new(e)))
+            }
+        };
+    }
+}

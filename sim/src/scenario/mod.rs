@@ -1,0 +1,236 @@
+//! Scenarios from the seeds: who asks for what, when, against which origin. Each is a plain
+//! struct of parameters (with defaults), turned into traffic by [`Run`].
+
+mod cold_restart;
+mod fleet;
+mod hot_key;
+mod internet_archive;
+mod mass_expiry;
+mod miss_storm;
+mod traffic;
+mod xfetch_study;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use herdless::{Builder, ConfigError, DefaultRng, MetricsSnapshot};
+use rand_core::SeedableRng;
+
+pub use self::cold_restart::ColdRestart;
+pub use self::fleet::Fleet;
+pub use self::hot_key::HotKey;
+pub use self::internet_archive::{IaStrategy, InternetArchive};
+pub use self::mass_expiry::MassExpiry;
+pub use self::miss_storm::MissStorm;
+pub use self::xfetch_study::XfetchStudy;
+
+use crate::client::{Recorder, World};
+use crate::clock::SimClock;
+use crate::executor::Executor;
+use crate::fleet::FleetTier;
+use crate::origin::{Origin, OriginConfig, SimValue};
+use crate::report::{Outcome, Row};
+use crate::strategy::{Knobs, Strategy};
+
+/// Virtual time allowed after the traffic stops for the requests in flight to finish.
+const DRAIN: Duration = Duration::from_secs(120);
+
+/// What every scenario tells the runner.
+pub(crate) trait Setup {
+    /// Short name in tables ("hot-key", ...).
+    fn name(&self) -> &'static str;
+    /// The variant run (e.g. "warm-up on"), empty when the scenario has none.
+    fn variant(&self) -> String {
+        String::new()
+    }
+    /// Engine options handed to the strategies.
+    fn knobs(&self) -> Knobs;
+    /// The origin.
+    fn origin(&self) -> OriginConfig;
+    /// Whether the origin has a value for `key` (else it answers absent).
+    fn exists(&self) -> fn(&str) -> bool {
+        |_| true
+    }
+    /// Simulated processes, each with its own engine.
+    fn processes(&self) -> usize {
+        1
+    }
+    /// Whether processes coalesce fleet-wide (a model of the Redis lock).
+    fn fleet_wide(&self) -> bool {
+        false
+    }
+    /// How long clients send requests.
+    fn duration(&self) -> Duration;
+    /// Spawns the scenario's tasks (prefill, warm-up, clients).
+    fn start(&self, w: &Rc<World>);
+}
+
+/// A scenario with its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scenario {
+    /// One hot key expiring under load.
+    HotKey(HotKey),
+    /// Many keys written together, expiring together.
+    MassExpiry(MassExpiry),
+    /// A restart with an empty cache, with or without warm-up.
+    ColdRestart(ColdRestart),
+    /// Requests for random absent ids.
+    MissStorm(MissStorm),
+    /// Several processes, each with its own engine.
+    Fleet(Fleet),
+    /// XFetch on a hot key for one beta.
+    XfetchStudy(XfetchStudy),
+    /// The Internet Archive's RedisConf 2017 experiment.
+    InternetArchive(InternetArchive),
+}
+
+impl Scenario {
+    fn setup(&self) -> &dyn Setup {
+        match self {
+            Scenario::HotKey(s) => s,
+            Scenario::MassExpiry(s) => s,
+            Scenario::ColdRestart(s) => s,
+            Scenario::MissStorm(s) => s,
+            Scenario::Fleet(s) => s,
+            Scenario::XfetchStudy(s) => s,
+            Scenario::InternetArchive(s) => s,
+        }
+    }
+
+    /// Short name in tables.
+    pub fn name(&self) -> &'static str {
+        self.setup().name()
+    }
+
+    /// The variant, empty when the scenario has none.
+    pub fn variant(&self) -> String {
+        self.setup().variant()
+    }
+
+    /// How long clients send requests.
+    pub fn duration(&self) -> Duration {
+        self.setup().duration()
+    }
+}
+
+macro_rules! into_scenario {
+    ($($t:ident),*) => {$(
+        impl From<$t> for Scenario {
+            fn from(s: $t) -> Self {
+                Scenario::$t(s)
+            }
+        }
+    )*};
+}
+into_scenario!(
+    HotKey,
+    MassExpiry,
+    ColdRestart,
+    MissStorm,
+    Fleet,
+    XfetchStudy,
+    InternetArchive
+);
+
+type Configure = Rc<dyn Fn(Builder<SimValue>) -> Builder<SimValue>>;
+
+/// One scenario under one strategy, on a seed.
+///
+/// ```
+/// use herdless_sim::{HotKey, Run, Strategy};
+/// use std::time::Duration;
+///
+/// let hot = HotKey { rate: 200.0, duration: Duration::from_secs(25), ..HotKey::default() };
+/// let out = Run::new(hot, Strategy::SingleFlight).seed(7).run()?;
+/// assert_eq!(out.origin.peak_per_key, 1); // the key never herded
+/// # Ok::<(), herdless::ConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct Run {
+    scenario: Scenario,
+    strategy: Strategy,
+    seed: u64,
+    configure: Option<Configure>,
+}
+
+impl Run {
+    /// `scenario` under `strategy`, seed 1.
+    pub fn new(scenario: impl Into<Scenario>, strategy: Strategy) -> Self {
+        Self {
+            scenario: scenario.into(),
+            strategy,
+            seed: 1,
+            configure: None,
+        }
+    }
+
+    /// The seed of every random choice (arrivals, keys, the engines' jitter and XFetch).
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Adjusts each engine's builder after the strategy configured it (and after the
+    /// simulator set its clock and rng), e.g. to try an option the strategies do not name.
+    pub fn configure(
+        mut self,
+        f: impl Fn(Builder<SimValue>) -> Builder<SimValue> + 'static,
+    ) -> Self {
+        self.configure = Some(Rc::new(f));
+        self
+    }
+
+    /// Runs the simulation to the end and reports what happened.
+    pub fn run(&self) -> Result<Outcome, ConfigError> {
+        let setup = self.scenario.setup();
+        let knobs = setup.knobs();
+        let clock = SimClock::new();
+        let mut executor = Executor::new(clock.clone());
+        let fleet_wide = setup.fleet_wide() && !self.strategy.is_naive();
+        let mut processes = Vec::new();
+        for p in 0..setup.processes() as u64 {
+            let mut b = self
+                .strategy
+                .builder(&knobs)
+                .clock(clock.clone())
+                .rng(DefaultRng::seed_from_u64(self.seed ^ (p + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+            if fleet_wide {
+                // The shared entry is jittered once, when written; the engines keep its TTL.
+                b = b.jitter(0.0);
+            }
+            if let Some(f) = &self.configure {
+                b = f(b);
+            }
+            processes.push(b.build()?);
+        }
+        let world = Rc::new(World {
+            handle: executor.handle(),
+            origin: Origin::new(setup.origin(), setup.exists()),
+            processes,
+            strategy: self.strategy,
+            knobs,
+            fleet: fleet_wide.then(FleetTier::default),
+            rec: RefCell::new(Recorder::default()),
+            rng: RefCell::new(DefaultRng::seed_from_u64(self.seed)),
+            prefill_misses: Default::default(),
+        });
+        setup.start(&world);
+        executor.run(setup.duration() + DRAIN);
+        let metrics: Vec<MetricsSnapshot> = world.processes.iter().map(|c| c.metrics()).collect();
+        let origin = world.origin.stats();
+        let row = Row::new(
+            &self.scenario,
+            self.strategy,
+            &world,
+            &origin,
+            &metrics,
+        );
+        Ok(Outcome {
+            row,
+            origin,
+            metrics,
+            fleet_lock_waits: world.fleet.as_ref().map_or(0, |f| f.lock_waits.get()),
+        })
+    }
+}
