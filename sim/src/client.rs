@@ -120,7 +120,8 @@ async fn engine(w: &Rc<World>, process: usize, key: &str, arrived: Duration) {
                 if let Some(guard) = hit.refresh {
                     let held = hit.value.map(|v| v.born);
                     let w2 = w.clone();
-                    w.handle.spawn(async move { refresh(&w2, guard, held).await });
+                    w.handle
+                        .spawn(async move { refresh(&w2, guard, held).await });
                 }
                 w.serve(arrived, hit.value, hit.state != HitState::Fresh);
             }
@@ -182,8 +183,8 @@ async fn naive(w: &Rc<World>, process: usize, key: &str, arrived: Duration, xfet
     if let Some(v) = cache.get(key) {
         // The value was set the instant it was born, with the cache's TTL (no jitter).
         let gap = (v.born + w.knobs.ttl).saturating_sub(w.now());
-        let early = xfetch
-            && herdless::xfetch::should_refresh(gap, v.delta, w.knobs.beta, 1.0 - w.unit());
+        let early =
+            xfetch && herdless::xfetch::should_refresh(gap, v.delta, w.knobs.beta, 1.0 - w.unit());
         if !early {
             w.serve(arrived, Some(v), false);
             return;

@@ -38,6 +38,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cli;
 mod client;
 mod clock;
 mod executor;
@@ -52,7 +53,7 @@ pub use clock::SimClock;
 pub use origin::{OriginConfig, OriginError, OriginStats, SimValue};
 pub use report::{Outcome, Row, table, total};
 pub use scenario::{
-    ColdRestart, Fleet, HotKey, IaStrategy, InternetArchive, MassExpiry, MissStorm, Run,
-    Scenario, XfetchStudy,
+    ColdRestart, Fleet, HotKey, IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive, MassExpiry,
+    MissStorm, Run, Scenario, XfetchStudy, comparison,
 };
 pub use strategy::{Knobs, Strategy};

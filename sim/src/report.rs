@@ -132,6 +132,15 @@ pub struct Outcome {
     pub metrics: Vec<MetricsSnapshot>,
     /// Local leaders that waited for another process's load (fleet-wide mode).
     pub fleet_lock_waits: u64,
+    /// Client latency in milliseconds at p50, p90, p99, p99.9 and max.
+    pub latency_ms: [f64; 5],
+}
+
+/// Client latency in milliseconds at p50, p90, p99, p99.9 and max.
+pub(crate) fn latency_curve(w: &World) -> [f64; 5] {
+    let mut lat = w.rec.borrow().latencies.clone();
+    lat.sort_unstable();
+    [0.5, 0.9, 0.99, 0.999, 1.0].map(|q| ms(quantile(&lat, q)))
 }
 
 fn dur(ms: f64) -> String {

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::traffic::{self, JoinAll, Zipf};
 use super::Setup;
+use super::traffic::{self, JoinAll, Zipf};
 use crate::client::{self, World};
 use crate::origin::OriginConfig;
+use crate::report::human;
 use crate::strategy::Knobs;
 
 /// Parameters of the cold-restart scenario.
@@ -77,13 +78,27 @@ impl Setup for ColdRestart {
     fn duration(&self) -> Duration {
         self.duration
     }
+    fn title(&self) -> String {
+        format!(
+            "Cold restart: {} keys (Zipf {}), {} req/s, load {}, pool {}",
+            self.keys,
+            self.alpha,
+            self.rate,
+            human(self.origin.load_time),
+            self.origin
+                .pool
+                .map_or("unlimited".to_string(), |p| p.to_string())
+        )
+    }
     fn start(&self, w: &Rc<World>) {
         let this = self.clone();
         let w = w.clone();
         w.handle.clone().spawn(async move {
             if let Some(n) = this.warm_top {
                 let queue: Rc<RefCell<VecDeque<String>>> = Rc::new(RefCell::new(
-                    (0..n.min(this.keys)).map(|i| format!("restart:{i}")).collect(),
+                    (0..n.min(this.keys))
+                        .map(|i| format!("restart:{i}"))
+                        .collect(),
                 ));
                 let workers = (0..this.warm_concurrency.max(1))
                     .map(|_| {

@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::{Setup, traffic};
 use crate::client::World;
 use crate::origin::OriginConfig;
+use crate::report::human;
 use crate::strategy::Knobs;
 
 /// The key every client reads.
@@ -52,7 +53,11 @@ impl Setup for Fleet {
         "fleet"
     }
     fn variant(&self) -> String {
-        let scope = if self.fleet_wide { "fleet-wide" } else { "local" };
+        let scope = if self.fleet_wide {
+            "fleet-wide"
+        } else {
+            "local"
+        };
         format!("{} processes, {scope}", self.processes)
     }
     fn knobs(&self) -> Knobs {
@@ -70,13 +75,25 @@ impl Setup for Fleet {
     fn duration(&self) -> Duration {
         self.duration
     }
+    fn title(&self) -> String {
+        format!(
+            "Fleet: {} processes, one hot key at {} req/s, load {}, TTL {}",
+            self.processes,
+            self.rate,
+            human(self.origin.load_time),
+            human(self.knobs.ttl)
+        )
+    }
     fn start(&self, w: &Rc<World>) {
         let n = self.processes.max(1);
         for p in 0..n {
             traffic::prefill(w, p, FLEET_KEY, self.origin.load_time);
         }
-        w.handle.spawn(traffic::poisson(w.clone(), self.rate, self.duration, move |w| {
-            (w.below(n as u64) as usize, FLEET_KEY.to_string())
-        }));
+        w.handle.spawn(traffic::poisson(
+            w.clone(),
+            self.rate,
+            self.duration,
+            move |w| (w.below(n as u64) as usize, FLEET_KEY.to_string()),
+        ));
     }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{Setup, traffic};
 use crate::client::World;
 use crate::origin::OriginConfig;
+use crate::report::human;
 use crate::strategy::Knobs;
 
 /// The key every client reads.
@@ -53,11 +54,20 @@ impl Setup for HotKey {
     fn duration(&self) -> Duration {
         self.duration
     }
+    fn title(&self) -> String {
+        format!(
+            "Hot key: {} req/s, load {}, TTL {}",
+            self.rate,
+            human(self.origin.load_time),
+            human(self.knobs.ttl)
+        )
+    }
     fn start(&self, w: &Rc<World>) {
         traffic::prefill(w, 0, HOT_KEY, self.origin.load_time);
         let w2 = w.clone();
-        w.handle.spawn(traffic::poisson(w2, self.rate, self.duration, |_| {
-            (0, HOT_KEY.to_string())
-        }));
+        w.handle
+            .spawn(traffic::poisson(w2, self.rate, self.duration, |_| {
+                (0, HOT_KEY.to_string())
+            }));
     }
 }

@@ -17,6 +17,8 @@ use serde::Serialize;
 use super::{Setup, traffic};
 use crate::client::{self, World};
 use crate::origin::OriginConfig;
+use crate::report::Outcome;
+use crate::report::human;
 use crate::strategy::{Knobs, Strategy};
 
 /// The key the workers read.
@@ -108,6 +110,15 @@ impl Setup for InternetArchive {
     fn duration(&self) -> Duration {
         self.duration
     }
+    fn title(&self) -> String {
+        format!(
+            "Internet Archive experiment: {} workers, expiry {}, recompute {}, beta {}",
+            self.workers,
+            human(self.knobs.ttl),
+            human(self.origin.load_time),
+            self.knobs.beta
+        )
+    }
     fn start(&self, w: &Rc<World>) {
         // Their first round of workers fills the cache and is not tallied: start cached.
         traffic::prefill(w, 0, IA_KEY, self.origin.load_time);
@@ -127,4 +138,119 @@ impl Setup for InternetArchive {
             });
         }
     }
+}
+
+/// The final tally of one published run of `stampede.php` (github.com/internetarchive/xfetch,
+/// `samples/<strategy>.log` at commit 44e4efff51c711ec1eed1e1dcd8260198afe0abd: 50 workers,
+/// 20 s expiration, 500 ms recompute, beta 1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct IaAnchor {
+    /// Their strategy.
+    pub strategy: IaStrategy,
+    /// How long their run lasted, in seconds.
+    pub seconds: f64,
+    /// Reads tallied ("samples").
+    pub samples: u64,
+    /// Reads that found no value ("misses").
+    pub misses: u64,
+    /// Recomputations ("recomputes").
+    pub recomputes: u64,
+    /// Recomputations that started while another was running ("simul. recomputes").
+    pub simultaneous: u64,
+    /// Reads whose XFetch draw fired ("earlies").
+    pub earlies: u64,
+}
+
+/// Their four published tallies, copied from the logs named in [`IaAnchor`].
+pub const IA_ANCHORS: [IaAnchor; 4] = [
+    IaAnchor {
+        strategy: IaStrategy::Fetch,
+        seconds: 290.0,
+        samples: 27_179,
+        misses: 484,
+        recomputes: 484,
+        simultaneous: 471,
+        earlies: 0,
+    },
+    IaAnchor {
+        strategy: IaStrategy::Locked,
+        seconds: 294.0,
+        samples: 27_765,
+        misses: 519,
+        recomputes: 14,
+        simultaneous: 0,
+        earlies: 0,
+    },
+    IaAnchor {
+        strategy: IaStrategy::Xfetch,
+        seconds: 450.0,
+        samples: 42_944,
+        misses: 0,
+        recomputes: 52,
+        simultaneous: 28,
+        earlies: 52,
+    },
+    IaAnchor {
+        strategy: IaStrategy::Xlocked,
+        seconds: 317.0,
+        samples: 30_025,
+        misses: 0,
+        recomputes: 17,
+        simultaneous: 0,
+        earlies: 53,
+    },
+];
+
+/// Their tallies beside ours, raw and per 100 s of reads (their runs lasted 290 to 450 s).
+pub fn comparison(outcomes: &[Outcome], seconds: f64) -> String {
+    let head = [
+        "strategy",
+        "source",
+        "modelled by",
+        "seconds",
+        "samples",
+        "misses",
+        "recomputes",
+        "simul.",
+        "earlies",
+        "recomputes/100 s",
+        "misses/100 s",
+    ];
+    let per100 = |n: u64, s: f64| format!("{:.1}", n as f64 * 100.0 / s);
+    let mut cells = Vec::new();
+    for a in IA_ANCHORS {
+        cells.push(vec![
+            a.strategy.name().to_string(),
+            "Internet Archive".to_string(),
+            String::new(),
+            format!("{:.0}", a.seconds),
+            a.samples.to_string(),
+            a.misses.to_string(),
+            a.recomputes.to_string(),
+            a.simultaneous.to_string(),
+            a.earlies.to_string(),
+            per100(a.recomputes, a.seconds),
+            per100(a.misses, a.seconds),
+        ]);
+        let ours = outcomes
+            .iter()
+            .find(|o| o.row.strategy == a.strategy.strategy());
+        if let Some(o) = ours {
+            let r = &o.row;
+            cells.push(vec![
+                a.strategy.name().to_string(),
+                "herdless-sim".to_string(),
+                r.strategy.name().to_string(),
+                format!("{seconds:.0}"),
+                r.requests.to_string(),
+                r.misses.to_string(),
+                r.origin_calls.to_string(),
+                r.simultaneous.to_string(),
+                r.early_refreshes.to_string(),
+                per100(r.origin_calls, seconds),
+                per100(r.misses, seconds),
+            ]);
+        }
+    }
+    crate::report::render(&head, &cells)
 }

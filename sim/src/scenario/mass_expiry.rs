@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{Setup, traffic};
 use crate::client::World;
 use crate::origin::OriginConfig;
+use crate::report::human;
 use crate::strategy::Knobs;
 
 /// Parameters of the mass-expiry scenario.
@@ -58,13 +59,25 @@ impl Setup for MassExpiry {
     fn duration(&self) -> Duration {
         self.duration
     }
+    fn title(&self) -> String {
+        format!(
+            "Mass expiry: {} keys written together, TTL {}, jitter {} (jitter, combined), {} req/s",
+            self.keys,
+            human(self.knobs.ttl),
+            self.knobs.jitter,
+            self.rate
+        )
+    }
     fn start(&self, w: &Rc<World>) {
         for i in 0..self.keys {
             traffic::prefill(w, 0, &format!("mass:{i}"), self.origin.load_time);
         }
         let keys = self.keys as u64;
-        w.handle.spawn(traffic::poisson(w.clone(), self.rate, self.duration, move |w| {
-            (0, format!("mass:{}", w.below(keys)))
-        }));
+        w.handle.spawn(traffic::poisson(
+            w.clone(),
+            self.rate,
+            self.duration,
+            move |w| (0, format!("mass:{}", w.below(keys))),
+        ));
     }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{Setup, traffic};
 use crate::client::World;
 use crate::origin::OriginConfig;
+use crate::report::human;
 use crate::strategy::Knobs;
 
 /// Parameters of the miss-storm scenario.
@@ -62,10 +63,21 @@ impl Setup for MissStorm {
     fn duration(&self) -> Duration {
         self.duration
     }
+    fn title(&self) -> String {
+        format!(
+            "Miss storm: {} req/s over {} absent ids, lookup {}",
+            self.rate,
+            self.ids,
+            human(self.origin.load_time)
+        )
+    }
     fn start(&self, w: &Rc<World>) {
         let ids = self.ids;
-        w.handle.spawn(traffic::poisson(w.clone(), self.rate, self.duration, move |w| {
-            (0, format!("storm:{}", w.below(ids)))
-        }));
+        w.handle.spawn(traffic::poisson(
+            w.clone(),
+            self.rate,
+            self.duration,
+            move |w| (0, format!("storm:{}", w.below(ids))),
+        ));
     }
 }

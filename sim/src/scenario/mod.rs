@@ -20,7 +20,7 @@ use rand_core::SeedableRng;
 pub use self::cold_restart::ColdRestart;
 pub use self::fleet::Fleet;
 pub use self::hot_key::HotKey;
-pub use self::internet_archive::{IaStrategy, InternetArchive};
+pub use self::internet_archive::{IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive, comparison};
 pub use self::mass_expiry::MassExpiry;
 pub use self::miss_storm::MissStorm;
 pub use self::xfetch_study::XfetchStudy;
@@ -64,6 +64,8 @@ pub(crate) trait Setup {
     fn duration(&self) -> Duration;
     /// Spawns the scenario's tasks (prefill, warm-up, clients).
     fn start(&self, w: &Rc<World>);
+    /// A one-line description with the parameters, for plot titles.
+    fn title(&self) -> String;
 }
 
 /// A scenario with its parameters.
@@ -111,6 +113,16 @@ impl Scenario {
     /// How long clients send requests.
     pub fn duration(&self) -> Duration {
         self.setup().duration()
+    }
+
+    /// A one-line description with the parameters, for plot titles.
+    pub fn title(&self) -> String {
+        self.setup().title()
+    }
+
+    /// The origin's load time on an idle origin.
+    pub fn load_time(&self) -> Duration {
+        self.setup().origin().load_time
     }
 }
 
@@ -181,6 +193,16 @@ impl Run {
         self
     }
 
+    /// The scenario run.
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// The strategy run.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
     /// Runs the simulation to the end and reports what happened.
     pub fn run(&self) -> Result<Outcome, ConfigError> {
         let setup = self.scenario.setup();
@@ -190,11 +212,13 @@ impl Run {
         let fleet_wide = setup.fleet_wide() && !self.strategy.is_naive();
         let mut processes = Vec::new();
         for p in 0..setup.processes() as u64 {
-            let mut b = self
-                .strategy
-                .builder(&knobs)
-                .clock(clock.clone())
-                .rng(DefaultRng::seed_from_u64(self.seed ^ (p + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+            let mut b =
+                self.strategy
+                    .builder(&knobs)
+                    .clock(clock.clone())
+                    .rng(DefaultRng::seed_from_u64(
+                        self.seed ^ (p + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                    ));
             if fleet_wide {
                 // The shared entry is jittered once, when written; the engines keep its TTL.
                 b = b.jitter(0.0);
@@ -219,18 +243,13 @@ impl Run {
         executor.run(setup.duration() + DRAIN);
         let metrics: Vec<MetricsSnapshot> = world.processes.iter().map(|c| c.metrics()).collect();
         let origin = world.origin.stats();
-        let row = Row::new(
-            &self.scenario,
-            self.strategy,
-            &world,
-            &origin,
-            &metrics,
-        );
+        let row = Row::new(&self.scenario, self.strategy, &world, &origin, &metrics);
         Ok(Outcome {
             row,
             origin,
             metrics,
             fleet_lock_waits: world.fleet.as_ref().map_or(0, |f| f.lock_waits.get()),
+            latency_ms: crate::report::latency_curve(&world),
         })
     }
 }

@@ -27,8 +27,7 @@ pub(crate) async fn poisson(
             return;
         }
         let (process, key) = pick(&w);
-        w.handle
-            .spawn(client::request(w.clone(), process, key));
+        w.handle.spawn(client::request(w.clone(), process, key));
     }
 }
 
@@ -70,7 +69,9 @@ impl Zipf {
 
     /// The key index for a uniform draw `u` in [0, 1).
     pub(crate) fn sample(&self, u: f64) -> usize {
-        self.cdf.partition_point(|&c| c <= u).min(self.cdf.len() - 1)
+        self.cdf
+            .partition_point(|&c| c <= u)
+            .min(self.cdf.len() - 1)
     }
 }
 

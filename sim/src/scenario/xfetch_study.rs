@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{HotKey, Setup};
 use crate::client::World;
 use crate::origin::OriginConfig;
+use crate::report::human;
 use crate::strategy::Knobs;
 
 /// Parameters of the XFetch study (a hot key; `knobs.beta` is the beta studied).
@@ -34,6 +35,14 @@ impl Setup for XfetchStudy {
     }
     fn duration(&self) -> Duration {
         self.hot.duration
+    }
+    fn title(&self) -> String {
+        format!(
+            "XFetch study: hot key at {} req/s, load {}, TTL {}",
+            self.hot.rate,
+            human(self.hot.origin.load_time),
+            human(self.hot.knobs.ttl)
+        )
     }
     fn start(&self, w: &Rc<World>) {
         self.hot.start(w)
