@@ -42,9 +42,13 @@ pub(crate) struct World {
     /// The fleet-wide lock and shared tier, when processes coalesce across the fleet.
     pub(crate) fleet: Option<FleetTier>,
     pub(crate) rec: RefCell<Recorder>,
+    /// Draws of the traffic (arrivals, keys, pauses).
     pub(crate) rng: RefCell<herdless::DefaultRng>,
-    /// Misses the engines counted while the scenario filled them before traffic.
-    pub(crate) prefill_misses: Cell<u64>,
+    /// Draws of the strategies (client-side XFetch, the fleet tier's jitter): a stream of
+    /// its own, so every strategy sees the same arrivals.
+    pub(crate) decide: RefCell<herdless::DefaultRng>,
+    /// Misses the engines counted while the scenario filled or warmed them before traffic.
+    pub(crate) setup_misses: Cell<u64>,
 }
 
 impl World {
@@ -55,6 +59,11 @@ impl World {
     /// Uniform in [0, 1).
     pub(crate) fn unit(&self) -> f64 {
         (self.rng.borrow_mut().next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform in [0, 1), from the strategies' stream.
+    pub(crate) fn decide_unit(&self) -> f64 {
+        (self.decide.borrow_mut().next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Uniform in [0, n).
@@ -183,8 +192,8 @@ async fn naive(w: &Rc<World>, process: usize, key: &str, arrived: Duration, xfet
     if let Some(v) = cache.get(key) {
         // The value was set the instant it was born, with the cache's TTL (no jitter).
         let gap = (v.born + w.knobs.ttl).saturating_sub(w.now());
-        let early =
-            xfetch && herdless::xfetch::should_refresh(gap, v.delta, w.knobs.beta, 1.0 - w.unit());
+        let early = xfetch
+            && herdless::xfetch::should_refresh(gap, v.delta, w.knobs.beta, 1.0 - w.decide_unit());
         if !early {
             w.serve(arrived, Some(v), false);
             return;
@@ -214,11 +223,14 @@ pub(crate) async fn warm(w: &Rc<World>, process: usize, key: &str) {
         }
         return;
     }
+    let counted = |w: &World| w.setup_misses.set(w.setup_misses.get() + 1);
     match cache.lookup(key) {
         Ok(Lookup::Lead(guard)) => {
+            counted(w);
             let _ = lead(w, guard).await;
         }
         Ok(Lookup::Wait(waiter)) => {
+            counted(w);
             let _ = waiter.await;
         }
         _ => {}

@@ -126,7 +126,7 @@ pub(crate) async fn load(
                     Some(_) => w.knobs.ttl,
                     None => w.knobs.negative_ttl.unwrap_or(Duration::from_nanos(1)),
                 };
-                let ttl = herdless::jitter::jittered(base, jitter, w.unit());
+                let ttl = herdless::jitter::jittered(base, jitter, w.decide_unit());
                 let delta = v.map_or(Duration::ZERO, |v| v.delta);
                 tier.entries.borrow_mut().insert(
                     key.clone(),

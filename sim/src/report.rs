@@ -95,7 +95,7 @@ impl Row {
             oldest_served_s: rec.oldest.as_secs_f64(),
             errors: rec.errors,
             timeouts: rec.timeouts,
-            misses: total.misses.saturating_sub(w.prefill_misses.get()),
+            misses: total.misses.saturating_sub(w.setup_misses.get()),
             early_refreshes: total.early_refreshes + rec.early,
             coalesced: total.coalesced_waiters,
         }

@@ -237,7 +237,8 @@ impl Run {
             fleet: fleet_wide.then(FleetTier::default),
             rec: RefCell::new(Recorder::default()),
             rng: RefCell::new(DefaultRng::seed_from_u64(self.seed)),
-            prefill_misses: Default::default(),
+            decide: RefCell::new(DefaultRng::seed_from_u64(!self.seed)),
+            setup_misses: Default::default(),
         });
         setup.start(&world);
         executor.run(setup.duration() + DRAIN);

@@ -41,7 +41,7 @@ pub(crate) fn prefill(w: &World, process: usize, key: &str, delta: Duration) {
     if w.strategy.is_naive() {
         let _ = cache.set(key, v);
     } else if let Ok(Lookup::Lead(guard)) = cache.lookup(key) {
-        w.prefill_misses.set(w.prefill_misses.get() + 1);
+        w.setup_misses.set(w.setup_misses.get() + 1);
         let _ = guard.adopt(Some(v), w.knobs.ttl, delta);
     }
     if let Some(tier) = &w.fleet {
