@@ -84,11 +84,11 @@ fn draw_origin(path: &Path, title: &str, runs: &[Outcome], until: Duration) -> D
             &outstanding,
         ),
     ];
-    for (area, caption, y_desc, series) in panels {
+    for (panel, caption, y_desc, series) in panels {
+        let (area, key) = panel.split_horizontally(760);
         let peak = series.iter().flatten().map(|p| p.1).fold(1.0f64, f64::max);
-        // Two decades of headroom: the legend sits above the highest spike.
-        let y_end = 10f64.powi(peak.log10().floor() as i32 + 2);
-        let mut chart = ChartBuilder::on(area)
+        let y_end = 10f64.powi(peak.log10().floor() as i32 + 1);
+        let mut chart = ChartBuilder::on(&area)
             .caption(caption, ("sans-serif", 19))
             .margin_left(20)
             .margin_right(30)
@@ -110,34 +110,45 @@ fn draw_origin(path: &Path, title: &str, runs: &[Outcome], until: Duration) -> D
             .label_style(("sans-serif", 14))
             .axis_desc_style(("sans-serif", 15))
             .draw()?;
-        for (i, (o, points)) in runs.iter().zip(series.iter()).enumerate() {
+        for (i, points) in series.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
             // Earlier lines are wider, so lines drawn over them on equal values stay visible.
             let stroke = (runs.len() - i) as u32 + 1;
-            chart
-                .draw_series(LineSeries::new(
-                    points.iter().copied(),
-                    color.stroke_width(stroke),
-                ))?
-                .label(format!(
+            chart.draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(stroke),
+            ))?;
+        }
+        let entries: Vec<String> = runs
+            .iter()
+            .map(|o| {
+                format!(
                     "{}: {} calls, peak {}",
                     label(o),
                     o.row.origin_calls,
                     o.row.peak_origin
-                ))
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 18, y)], color.stroke_width(3))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw()?;
+                )
+            })
+            .collect();
+        legend(&key, &entries)?;
     }
     root.present()?;
+    Ok(())
+}
+
+/// The legend, beside the chart: one colour and one line of text per run (a label too
+/// long for one line breaks after its colon).
+fn legend(area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>, entries: &[String]) -> Draw {
+    let font = ("sans-serif", 14).into_font().color(&BLACK);
+    let mut y = 40;
+    for (i, text) in entries.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        area.draw(&Rectangle::new([(8, y + 2), (26, y + 12)], color.filled()))?;
+        let (name, rest) = text.split_once(": ").unwrap_or((text, ""));
+        area.draw_text(name, &font, (34, y))?;
+        area.draw_text(rest, &font, (34, y + 17))?;
+        y += 42;
+    }
     Ok(())
 }
 
@@ -212,6 +223,7 @@ fn draw_latency(path: &Path, title: &str, runs: &[Outcome]) -> Draw {
             .color(&BLACK),
         (20, 18),
     )?;
+    let (body, key) = body.split_horizontally(760);
     let names = ["p50", "p90", "p99", "p99.9", "max"];
     // Each percentile is a group of one bar per run plus a gap.
     let slots = runs.len().max(1) as i32 + 1;
@@ -220,10 +232,10 @@ fn draw_latency(path: &Path, title: &str, runs: &[Outcome]) -> Draw {
         .iter()
         .flat_map(|o| o.latency_ms.iter().copied())
         .fold(1.0f64, f64::max)
-        * 1.45;
+        * 1.1;
     let mut chart = ChartBuilder::on(&body)
         .caption(
-            "Client latency percentiles (a hit takes 0 ms; a zero bar is drawn as a line)",
+            "Client latency percentiles (a hit takes 0 ms: a zero bar is a line)",
             ("sans-serif", 19),
         )
         .margin_left(20)
@@ -259,24 +271,21 @@ fn draw_latency(path: &Path, title: &str, runs: &[Outcome]) -> Draw {
             let x = g as i32 * slots + i as i32;
             Rectangle::new([(x, 0.0), (x + 1, y.max(thin))], color.filled())
         });
-        chart
-            .draw_series(bars)?
-            .label(format!(
+        chart.draw_series(bars)?;
+    }
+    let entries: Vec<String> = runs
+        .iter()
+        .map(|o| {
+            format!(
                 "{}: p50 {}, p99 {}, max {}",
                 label(o),
                 human(Duration::from_secs_f64(o.row.p50_ms / 1000.0)),
                 human(Duration::from_secs_f64(o.row.p99_ms / 1000.0)),
                 human(Duration::from_secs_f64(o.row.max_ms / 1000.0)),
-            ))
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()?;
+            )
+        })
+        .collect();
+    legend(&key, &entries)?;
     root.present()?;
     Ok(())
 }
