@@ -50,6 +50,9 @@ pub struct Cli {
     /// Print the rows as JSON instead of a table.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Print Markdown tables instead of plain text.
+    #[arg(long, global = true, conflicts_with = "json")]
+    pub markdown: bool,
     /// Write SVG plots into this directory (sim-<scenario>-origin.svg, -latency.svg).
     #[arg(long, global = true, value_name = "DIR")]
     pub svg: Option<PathBuf>,

@@ -51,7 +51,7 @@ mod strategy;
 
 pub use clock::SimClock;
 pub use origin::{OriginConfig, OriginError, OriginStats, SimValue};
-pub use report::{Outcome, Row, table, total};
+pub use report::{Outcome, Row, markdown, table, total};
 pub use scenario::{
     ColdRestart, Fleet, HotKey, IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive, MassExpiry,
     MissStorm, Run, Scenario, XfetchStudy, comparison,

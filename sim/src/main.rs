@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use herdless_sim::cli::{Cli, Command, plan};
-use herdless_sim::{Outcome, comparison, plot, table};
+use herdless_sim::{Outcome, comparison, markdown, plot, table};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -30,12 +30,20 @@ fn main() -> ExitCode {
             }
         }
     } else {
-        print!("{}", table(&rows));
+        if cli.markdown {
+            print!("{}", markdown(&rows));
+        } else {
+            print!("{}", table(&rows));
+        }
         if let (Command::InternetArchive { .. }, Some(run)) = (&cli.scenario, runs.first()) {
             println!();
             print!(
                 "{}",
-                comparison(&outcomes, run.scenario().duration().as_secs_f64())
+                comparison(
+                    &outcomes,
+                    run.scenario().duration().as_secs_f64(),
+                    cli.markdown
+                )
             );
         }
     }

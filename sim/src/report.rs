@@ -155,6 +155,17 @@ fn dur(ms: f64) -> String {
 
 /// The rows as a plain-text table.
 pub fn table(rows: &[Row]) -> String {
+    let (head, cells) = table_cells(rows);
+    render(&head, &cells)
+}
+
+/// The rows as a Markdown table (for BENCHMARKS.md).
+pub fn markdown(rows: &[Row]) -> String {
+    let (head, cells) = table_cells(rows);
+    render_markdown(&head, &cells)
+}
+
+fn table_cells(rows: &[Row]) -> ([&'static str; 14], Vec<Vec<String>>) {
     let head = [
         "scenario",
         "variant",
@@ -192,7 +203,20 @@ pub fn table(rows: &[Row]) -> String {
             ]
         })
         .collect();
-    render(&head, &cells)
+    (head, cells)
+}
+
+/// Renders a Markdown table: text columns left-aligned, figures right-aligned.
+pub(crate) fn render_markdown(head: &[&str], cells: &[Vec<String>]) -> String {
+    let mut out = format!("| {} |\n|", head.join(" | "));
+    for i in 0..head.len() {
+        out.push_str(if i < 3 { "---|" } else { "---:|" });
+    }
+    out.push('\n');
+    for row in cells {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out
 }
 
 /// Renders a table with left-aligned text columns (the first three) and right-aligned

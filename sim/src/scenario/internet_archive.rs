@@ -201,8 +201,9 @@ pub const IA_ANCHORS: [IaAnchor; 4] = [
     },
 ];
 
-/// Their tallies beside ours, raw and per 100 s of reads (their runs lasted 290 to 450 s).
-pub fn comparison(outcomes: &[Outcome], seconds: f64) -> String {
+/// Their tallies beside ours, raw and per 100 s of reads (their runs lasted 290 to 450 s);
+/// as Markdown when `markdown`.
+pub fn comparison(outcomes: &[Outcome], seconds: f64, markdown: bool) -> String {
     let head = [
         "strategy",
         "source",
@@ -252,5 +253,9 @@ pub fn comparison(outcomes: &[Outcome], seconds: f64) -> String {
             ]);
         }
     }
-    crate::report::render(&head, &cells)
+    if markdown {
+        crate::report::render_markdown(&head, &cells)
+    } else {
+        crate::report::render(&head, &cells)
+    }
 }
