@@ -57,3 +57,8 @@ pub use scenario::{
     MissStorm, Run, Scenario, XfetchStudy, comparison,
 };
 pub use strategy::{Knobs, Strategy};
+
+/// The README's Rust example, compiled and run as a doctest so it never lies.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -231,18 +231,20 @@ fn draw_latency(path: &Path, title: &str, runs: &[Outcome]) -> Draw {
     let top = runs
         .iter()
         .flat_map(|o| o.latency_ms.iter().copied())
-        .fold(1.0f64, f64::max)
-        * 1.1;
+        .fold(1.0f64, f64::max);
+    // Log scale: a 60 s herd and a 200 ms wait both readable; zero sits at the floor.
+    let floor = 0.1;
+    let top = 10f64.powi(top.log10().floor() as i32 + 1);
     let mut chart = ChartBuilder::on(&body)
         .caption(
-            "Client latency percentiles (a hit takes 0 ms: a zero bar is a line)",
+            "Client latency percentiles (log scale; a hit takes 0 ms, drawn at the floor)",
             ("sans-serif", 19),
         )
         .margin_left(20)
         .margin_right(30)
         .x_label_area_size(45)
         .y_label_area_size(80)
-        .build_cartesian_2d(0i32..x_end, 0f64..top)?;
+        .build_cartesian_2d(0i32..x_end, (floor..top).log_scale())?;
     let center = (slots - 1) / 2;
     chart
         .configure_mesh()
@@ -250,6 +252,15 @@ fn draw_latency(path: &Path, title: &str, runs: &[Outcome]) -> Draw {
         .x_labels(x_end as usize + 1)
         .x_desc("percentile of client requests")
         .y_desc("latency (ms)")
+        .y_label_formatter(&|v| {
+            if *v <= floor {
+                "0".into()
+            } else if *v < 1.0 {
+                format!("{v}")
+            } else {
+                format!("{v:.0}")
+            }
+        })
         .x_label_formatter(&|x| {
             if x.rem_euclid(slots) == center {
                 names
@@ -264,12 +275,13 @@ fn draw_latency(path: &Path, title: &str, runs: &[Outcome]) -> Draw {
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 15))
         .draw()?;
-    let thin = top * 0.004;
+    // A zero bar is a sliver above the floor, so every run shows in every group.
+    let thin = floor * 1.15;
     for (i, o) in runs.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let bars = o.latency_ms.iter().enumerate().map(|(g, &y)| {
             let x = g as i32 * slots + i as i32;
-            Rectangle::new([(x, 0.0), (x + 1, y.max(thin))], color.filled())
+            Rectangle::new([(x, floor), (x + 1, y.max(thin))], color.filled())
         });
         chart.draw_series(bars)?;
     }
