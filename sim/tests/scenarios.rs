@@ -283,3 +283,28 @@ fn a_test_can_configure_the_engine_and_read_its_metrics() {
         .run();
     assert!(bad.is_err());
 }
+
+#[test]
+fn a_loaded_origin_slows_down_and_a_full_pool_times_calls_out() {
+    let base = run(hot(), Strategy::Naive);
+    // Each running call makes a new one 5 % slower: the herd's late calls take far longer
+    // (the first call of a herd starts on an idle origin, so the herd's window does not move).
+    let mut slow = hot();
+    slow.origin.slowdown = 0.05;
+    let slow = run(slow, Strategy::Naive);
+    assert!(slow.row.max_ms > 2.0 * base.row.max_ms);
+    // Two connections and a 100 ms queue timeout: most of a naive herd fails, and says so.
+    let mut tight = hot();
+    tight.origin.pool = Some(2);
+    tight.origin.queue_timeout = Some(ms(100));
+    let tight = run(tight, Strategy::Naive);
+    assert!(tight.origin.errors > 0);
+    assert_eq!(tight.row.errors, tight.origin.errors);
+    assert!(tight.origin.peak <= tight.origin.calls as u32);
+    // Single-flight never needs more than one connection for one key.
+    let mut tight_sf = hot();
+    tight_sf.origin.pool = Some(2);
+    tight_sf.origin.queue_timeout = Some(ms(100));
+    let tight_sf = run(tight_sf, Strategy::SingleFlight);
+    assert_eq!(tight_sf.origin.errors, 0);
+}
