@@ -308,3 +308,33 @@ fn a_loaded_origin_slows_down_and_a_full_pool_times_calls_out() {
     let tight_sf = run(tight_sf, Strategy::SingleFlight);
     assert_eq!(tight_sf.origin.errors, 0);
 }
+
+#[test]
+fn an_observer_sees_the_engines_on_virtual_time() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let seen: Rc<RefCell<Vec<(Duration, u64)>>> = Rc::default();
+    let log = seen.clone();
+    let out = Run::new(hot(), Strategy::SingleFlight)
+        .observe(secs(1), move |now, engines| {
+            let misses = herdless_sim::total(&[engines[0].metrics()]).misses;
+            log.borrow_mut().push((now, misses));
+        })
+        .run()
+        .expect("valid");
+    let seen = seen.borrow();
+    // Every second of the 35 s run, in order, with the misses growing at each expiry.
+    assert_eq!(seen.len(), 35);
+    assert_eq!(seen[0].0, secs(1));
+    assert_eq!(seen[34].0, secs(35));
+    assert_eq!(
+        seen[8].1, 1,
+        "the prefill's miss only, before the first expiry at 10 s"
+    );
+    assert!(seen[12].1 > seen[8].1);
+    assert_eq!(
+        out.row.coalesced + 3 + 1,
+        seen[34].1,
+        "misses = waiters + leaders + prefill"
+    );
+}

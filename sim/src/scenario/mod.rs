@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
-use herdless::{Builder, ConfigError, DefaultRng, MetricsSnapshot};
+use herdless::{Builder, Cache, ConfigError, DefaultRng, MetricsSnapshot};
 use rand_core::SeedableRng;
 
 pub use self::cold_restart::ColdRestart;
@@ -146,6 +146,7 @@ into_scenario!(
 );
 
 type Configure = Rc<dyn Fn(Builder<SimValue>) -> Builder<SimValue>>;
+type Observe = Rc<RefCell<dyn FnMut(Duration, &[Cache<SimValue>])>>;
 
 /// One scenario under one strategy, on a seed.
 ///
@@ -164,6 +165,7 @@ pub struct Run {
     strategy: Strategy,
     seed: u64,
     configure: Option<Configure>,
+    observe: Option<(Duration, Observe)>,
 }
 
 impl Run {
@@ -174,6 +176,7 @@ impl Run {
             strategy,
             seed: 1,
             configure: None,
+            observe: None,
         }
     }
 
@@ -190,6 +193,19 @@ impl Run {
         f: impl Fn(Builder<SimValue>) -> Builder<SimValue> + 'static,
     ) -> Self {
         self.configure = Some(Rc::new(f));
+        self
+    }
+
+    /// Calls `f` with the virtual time and every process's engine each `every` of virtual
+    /// time while clients send requests (e.g. to sample metrics, or to feed a detector on
+    /// rolling windows). It runs between events, like a monitoring thread would.
+    pub fn observe(
+        mut self,
+        every: Duration,
+        f: impl FnMut(Duration, &[Cache<SimValue>]) + 'static,
+    ) -> Self {
+        let f: Observe = Rc::new(RefCell::new(f));
+        self.observe = Some((every.max(Duration::from_nanos(1)), f));
         self
     }
 
@@ -241,6 +257,15 @@ impl Run {
             setup_misses: Default::default(),
         });
         setup.start(&world);
+        if let Some((every, f)) = self.observe.clone() {
+            let (w, until) = (world.clone(), setup.duration());
+            world.handle.spawn(async move {
+                while w.now() + every <= until {
+                    w.handle.sleep(every).await;
+                    (f.borrow_mut())(w.now(), &w.processes);
+                }
+            });
+        }
         executor.run(setup.duration() + DRAIN);
         let metrics: Vec<MetricsSnapshot> = world.processes.iter().map(|c| c.metrics()).collect();
         let origin = world.origin.stats();
