@@ -655,6 +655,17 @@ where
     /// overwrite it) and drops the other processes' L1 copies. On a Redis error the L1 copy
     /// is dropped too and the error returned.
     pub async fn set_async(&self, key: &str, value: V) -> Result<(), Error> {
+        // The L1's key rules, checked before anything is written to Redis.
+        let max = self.inner.l1.options().max_key_len;
+        if key.is_empty() {
+            return Err(Error::EmptyKey);
+        }
+        if key.len() > max {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max,
+            });
+        }
         let bytes = self
             .inner
             .codec
