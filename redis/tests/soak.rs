@@ -65,7 +65,10 @@ fn cache(url: &str, prefix: &str) -> TieredCache<u64, Json> {
         .wait_timeout(Duration::from_millis(500))
         .lease(Duration::from_millis(500))
         .recheck(Duration::from_millis(50))
-        .l1(|b| b.capacity(CAPACITY).failsafe_backoff(Duration::from_millis(50)))
+        .l1(|b| {
+            b.capacity(CAPACITY)
+                .failsafe_backoff(Duration::from_millis(50))
+        })
         .build()
         .expect("cache")
 }
@@ -105,7 +108,8 @@ fn two_processes_and_a_redis_restart_never_serve_wrong_or_too_old_data() {
     let mut threads = Vec::new();
     for (p, c) in caches.iter().enumerate() {
         for t in 0..READERS {
-            let (cache, origin, stop, n) = (c.clone(), origin.clone(), stop.clone(), counts.clone());
+            let (cache, origin, stop, n) =
+                (c.clone(), origin.clone(), stop.clone(), counts.clone());
             threads.push(std::thread::spawn(move || {
                 let mut r = Rand(0x9e37_79b9 + (p * 100 + t) as u64);
                 while !stop.load(Ordering::Relaxed) {
@@ -225,13 +229,22 @@ fn two_processes_and_a_redis_restart_never_serve_wrong_or_too_old_data() {
     assert_eq!(origin.unverifiable.load(Ordering::Relaxed), 0);
     assert!(checked > 1_000, "the soak read little: {checked}");
     for c in &caches {
-        assert_eq!(c.l1().flights_in_progress(), 0, "flight records left behind");
+        assert_eq!(
+            c.l1().flights_in_progress(),
+            0,
+            "flight records left behind"
+        );
         assert!(c.l1().metrics().entries <= CAPACITY);
     }
     // Reads after the restart went through Redis again: the caches recovered by themselves.
     let k = key(0);
     caches[0].set(&k, 7).unwrap();
-    assert_eq!(caches[1].get_or_load(&k, || Ok::<_, LoadFailed>(Some(8))).unwrap(), Some(7));
+    assert_eq!(
+        caches[1]
+            .get_or_load(&k, || Ok::<_, LoadFailed>(Some(8)))
+            .unwrap(),
+        Some(7)
+    );
     assert!(
         rss_end <= rss_start + rss_start / 4 + (16 << 20),
         "RSS grew from {rss_start} to {rss_end} bytes"
