@@ -698,7 +698,13 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
 
     /// Invalidates every key of `namespace` in O(1) by moving to a new epoch; returns it.
     /// Loads that began under the old epoch are not stored.
+    ///
+    /// A namespace longer than `max_key_len` can hold no key, so there is nothing to
+    /// invalidate: it is not registered (names must not grow memory) and 0 is returned.
     pub fn bump(&self, namespace: &str) -> u64 {
+        if namespace.len() > self.inner.cfg.max_key_len {
+            return 0;
+        }
         self.inner.namespaces.bump(namespace)
     }
 

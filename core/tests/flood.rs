@@ -222,3 +222,20 @@ fn the_same_flood_from_several_threads_coalesces_and_stays_bounded() {
     let m = cache.metrics();
     assert!(m.weight <= bound && m.entries <= bound);
 }
+
+#[test]
+fn bumps_of_huge_or_many_namespaces_do_not_grow_memory() {
+    let cache = cache(Some(ManualClock::new()), CAPACITY);
+    let max = cache.options().max_key_len;
+    let huge = "n".repeat(10 << 20);
+    for i in 0..2_000 {
+        // A namespace longer than any key holds no key: nothing to bump, nothing kept.
+        assert_eq!(cache.bump(&huge[..max + 1 + i]), 0);
+    }
+    // Many short ones: registered up to `max_namespaces` (1,024), then one overflow.
+    for i in 0..5_000 {
+        assert!(cache.bump(&format!("ns{i}")) >= 1);
+    }
+    let names = cache.metrics().namespaces.len();
+    assert!(names <= 1_025, "{names} namespaces tracked");
+}
