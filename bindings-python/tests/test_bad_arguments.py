@@ -82,6 +82,7 @@ REDIS_CASES: dict[str, str] = {
     "redis get_or_load 10 MB key": "rcache.get_or_load('r:' + 'x' * 10_000_000, lambda: 1)",
     "redis set 16 MB value": "rcache.set('r:6', 'x' * 16_000_000)",
     "redis bump int": "rcache.bump(7)",
+    "redis bump huge": "rcache.bump('n' * 10_000_000)",
 }
 
 CHILD = r"""
@@ -223,6 +224,8 @@ def test_values_the_codec_cannot_encode_raise_the_codecs_own_error(server: Redis
     # Over the Redis tier's entry limit (8 MiB): refused before Redis, with the reason.
     expect(r, "redis set 16 MB value", "BackendError", "max_entry_bytes")
     expect(r, "redis bump int", "TypeError")
+    assert r["redis bump huge"] == ("ok", "0")
+    assert command(server.port, "DBSIZE") == 0, "a refused write or bump reached Redis"
     # Nothing of the refused writes reached Redis.
     for key in ["r:1", "r:2", "r:3", "r:4", "r:6"]:
         assert command(server.port, "EXISTS", value_key(prefix, key)) == 0, key

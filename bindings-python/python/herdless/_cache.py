@@ -47,7 +47,7 @@ class WarmReport:
     """Keys whose load failed, with the exception."""
 
 
-def _check_loader(loader: object) -> None:
+def _check_loader(loader: Any) -> None:
     # Raised once, rather than reported as the same failure for every key.
     if not callable(loader):
         raise TypeError(f"`loader` must be a callable of the key, got {type(loader).__qualname__}")
