@@ -29,6 +29,20 @@ pub struct Cache {
 /// Reads a key argument into `buf`, or throws a `TypeError`.
 fn key_arg<'b>(js: Js, key: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
     match js.get_str(key, buf) {
+        // Node-API turns a lone surrogate into U+FFFD, which would fold different keys
+        // ('k:\ud800', 'k:\udfff', 'k:\ufffd') onto one: such keys are refused. Only a key
+        // that reads back with U+FFFD pays for the check.
+        Ok(s) if !matches!(s, StrBuf::Ascii(_)) && s.as_str().contains('\u{FFFD}') => {
+            let well_formed = js.call_method(key, "isWellFormed", &[])?;
+            if js.get_bool(well_formed)? {
+                Ok(s)
+            } else {
+                Err(type_error(
+                    js,
+                    "the key has a lone surrogate (it is not valid Unicode, so it cannot be a key)",
+                ))
+            }
+        }
         Ok(s) => Ok(s),
         Err(_) => {
             let got = js.type_of(key).map_or("an unknown value", Type::name);
@@ -217,6 +231,10 @@ impl Cache {
             ));
         };
         let inner = &self.inner;
+        // Longer than any key: it holds no key, and Redis gets no epoch key of that name.
+        if ns.len() > inner.cache.options().max_key_len {
+            return js.resolved(js.number(0.0)?);
+        }
         let local = inner.cache.bump(&ns);
         match &inner.tier {
             None => js.resolved(js.number(local as f64)?),

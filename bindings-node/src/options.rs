@@ -161,7 +161,16 @@ fn duration(js: Js, obj: Value, name: &str, zero_ok: bool) -> Result<Option<Dura
             &format!("option `{name}` must be a duration in milliseconds {need}, got {ms}"),
         ));
     }
-    Ok(Some(Duration::from_secs_f64(ms / 1000.0)))
+    // `from_secs_f64` would panic past ~584 billion years, and a panic here aborts Node.
+    Duration::try_from_secs_f64(ms / 1000.0)
+        .map(Some)
+        .map_err(|_| {
+            bad(
+                js,
+                ErrorKind::Range,
+                &format!("option `{name}` is too large: {ms} ms"),
+            )
+        })
 }
 
 fn count(js: Js, obj: Value, name: &str) -> Result<Option<u64>> {

@@ -291,13 +291,15 @@ test('a finished program exits: nothing keeps the event loop alive', { timeout: 
 
 test('keys: non-ASCII, lone surrogates and long keys are read exactly', { timeout: 10_000 }, async () => {
   const cache = new Cache({ maxKeyLen: 4096 })
-  const keys = ['ключ:1', 'emoji:🔥', 'mixed:a\u00e9b', 'lone:\ud800', `long:${'x'.repeat(200)}`, `longer:${'y'.repeat(3000)}`, `wide:${'я'.repeat(300)}`]
+  const keys = ['ключ:1', 'emoji:🔥', 'mixed:a\u00e9b', 'real:\ufffd', `long:${'x'.repeat(200)}`, `longer:${'y'.repeat(3000)}`, `wide:${'я'.repeat(300)}`]
   keys.forEach((k, i) => cache.set(k, i))
   keys.forEach((k, i) => assert.equal(cache.get(k), i, k.slice(0, 20)))
   assert.equal(cache.get(`long:${'x'.repeat(199)}`), undefined)
   assert.equal(await cache.getOrLoad(keys[5], async () => 'unused'), 5)
-  // A lone surrogate reads as U+FFFD, as Node-API gives it.
-  assert.equal(cache.get('lone:\ufffd'), 3)
+  // A lone surrogate would read as U+FFFD (Node-API's conversion), folding 'lone:\ud800',
+  // 'lone:\udfff' and 'lone:\ufffd' onto one key: it is refused instead.
+  assert.throws(() => cache.get('real:\ud800'), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
+  await assert.rejects(cache.set('lone:\ud800', 1), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
 })
 
 test('the instance fast paths and the prototype methods agree', async () => {

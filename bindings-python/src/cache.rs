@@ -242,6 +242,10 @@ impl Cache {
     /// fleet); returns the new epoch.
     fn bump(&self, py: Python<'_>, namespace: Bound<'_, PyAny>) -> PyResult<u64> {
         let ns = self::namespace(py, "namespace", &namespace)?;
+        // Longer than any key: it holds no key, and Redis gets no epoch key of that name.
+        if ns.len() > self.engine.l1.options().max_key_len {
+            return Ok(0);
+        }
         let here = self.engine.l1.bump(&ns);
         let Some(tier) = &self.engine.tier else {
             return Ok(here);

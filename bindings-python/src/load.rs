@@ -47,12 +47,22 @@ pub(crate) enum Loader {
 
 impl Loader {
     pub(crate) fn call<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self {
+        let value = match self {
             Loader::Call0(f) => f.bind(py).call0(),
             Loader::Call(f, args, kwargs) => f
                 .bind(py)
                 .call(args.bind(py), kwargs.as_ref().map(|k| k.bind(py))),
+        }?;
+        // An async function given to the sync API: caching its coroutine object would hand
+        // every caller the same never-awaited coroutine. Refused, and closed (no warning).
+        if value.get_type().name()? == "coroutine" {
+            let _ = value.call_method0("close");
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "the loader returned a coroutine: get_or_load and sync functions run sync \
+                 loaders; use aget_or_load (or decorate the async function itself)",
+            ));
         }
+        Ok(value)
     }
 }
 

@@ -418,9 +418,15 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             }
             _ => {
                 let (ns, fallback) = match (phase, shard.store.get(hash, key)) {
-                    (Some(Phase::FailSafe), Some(node)) => {
-                        (node.entry.ns.clone(), node.entry.value.clone())
-                    }
+                    // The fallback keeps its retention deadline: it is never handed out
+                    // past it, however long the load or the wait lasts.
+                    (Some(Phase::FailSafe), Some(node)) => (
+                        node.entry.ns.clone(),
+                        node.entry
+                            .value
+                            .clone()
+                            .map(|v| (v, Duration::from_nanos(node.entry.timing.retain_until))),
+                    ),
                     _ => (self.inner.namespaces.get(namespace_of(key)), None),
                 };
                 let c = &ns.metrics.c;
@@ -455,7 +461,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         hash: u64,
         ns: Arc<Namespace>,
         now: Duration,
-        fallback: Option<V>,
+        fallback: Option<(V, Duration)>,
     ) -> Result<LoadGuard<V>, Error> {
         let max = self.inner.cfg.max_flights;
         if self.inner.flights.load(Ordering::Relaxed) >= max {
@@ -692,7 +698,13 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
 
     /// Invalidates every key of `namespace` in O(1) by moving to a new epoch; returns it.
     /// Loads that began under the old epoch are not stored.
+    ///
+    /// A namespace longer than `max_key_len` can hold no key, so there is nothing to
+    /// invalidate: it is not registered (names must not grow memory) and 0 is returned.
     pub fn bump(&self, namespace: &str) -> u64 {
+        if namespace.len() > self.inner.cfg.max_key_len {
+            return 0;
+        }
         self.inner.namespaces.bump(namespace)
     }
 

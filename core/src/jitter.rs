@@ -20,12 +20,13 @@ pub fn jittered(ttl: Duration, j: f64, u: f64) -> Duration {
     Duration::try_from_secs_f64((ttl.as_secs_f64() * factor).max(0.0)).unwrap_or(Duration::MAX)
 }
 
-/// The interval every jittered TTL falls in: `[ttl * (1 - j/2), ttl * (1 + j/2)]`.
+/// The interval every jittered TTL falls in: `[ttl * (1 - j/2), ttl * (1 + j/2)]`
+/// (saturating at `Duration::MAX`, like [`jittered`]).
 pub fn bounds(ttl: Duration, j: f64) -> (Duration, Duration) {
-    (
-        Duration::from_secs_f64(ttl.as_secs_f64() * (1.0 - j / 2.0)),
-        Duration::from_secs_f64(ttl.as_secs_f64() * (1.0 + j / 2.0)),
-    )
+    let scaled = |f: f64| {
+        Duration::try_from_secs_f64((ttl.as_secs_f64() * f).max(0.0)).unwrap_or(Duration::MAX)
+    };
+    (scaled(1.0 - j / 2.0), scaled(1.0 + j / 2.0))
 }
 
 #[cfg(test)]
@@ -46,5 +47,7 @@ mod tests {
         }
         assert_eq!(jittered(ttl, 0.0, 0.9), ttl);
         assert_eq!(jittered(Duration::MAX, 0.5, 0.99), Duration::MAX);
+        // Found by core/tests/properties.rs: `bounds` used to panic near `Duration::MAX`.
+        assert_eq!(bounds(Duration::MAX, 0.0).1, Duration::MAX);
     }
 }

@@ -67,6 +67,8 @@ pub struct LoadGuard<V: Clone + Send + Sync + 'static> {
     cache: Cache<V>,
     flight: Arc<Flight<V>>,
     fallback: Option<V>,
+    /// The fallback's retention deadline (`retain_until`), on the cache's clock.
+    fallback_until: Duration,
     permit: Option<Permit>,
     began: Option<Duration>,
     ttl: Option<Duration>,
@@ -80,11 +82,17 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         self.ttl = Some(ttl).filter(|t| !t.is_zero());
     }
 
-    pub(crate) fn new(cache: Cache<V>, flight: Arc<Flight<V>>, fallback: Option<V>) -> Self {
+    pub(crate) fn new(
+        cache: Cache<V>,
+        flight: Arc<Flight<V>>,
+        fallback: Option<(V, Duration)>,
+    ) -> Self {
+        let (fallback, fallback_until) = split_fallback(fallback);
         Self {
             cache,
             flight,
             fallback,
+            fallback_until,
             permit: None,
             began: None,
             ttl: None,
@@ -98,9 +106,11 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     }
 
     /// The fail-safe value answered if the load fails (an entry past grace, within
-    /// `max_stale`).
+    /// `max_stale`); `None` once it is past `max_stale`, however long the load took.
     pub fn fallback(&self) -> Option<&V> {
-        self.fallback.as_ref()
+        self.fallback
+            .as_ref()
+            .filter(|_| self.cache.inner.clock.now() < self.fallback_until)
     }
 
     /// When the soft timeout falls, on the cache's clock.
@@ -220,7 +230,8 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     pub fn fail(mut self, error: Error) -> Result<Option<V>, Error> {
         let took = self.took();
         self.end(Outcome::Failed(error.clone()), took);
-        match self.fallback.take() {
+        let now = self.cache.inner.clock.now();
+        match self.fallback.take().filter(|_| now < self.fallback_until) {
             Some(v) => {
                 self.flight
                     .ns
@@ -354,6 +365,8 @@ pub struct Waiter<V: Clone + Send + Sync + 'static> {
     cache: Cache<V>,
     flight: Arc<Flight<V>>,
     fallback: Option<V>,
+    /// The fallback's retention deadline (`retain_until`), on the cache's clock.
+    fallback_until: Duration,
     arrived: Duration,
     deadline: Duration,
     slot: Option<usize>,
@@ -365,14 +378,16 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
     pub(crate) fn new(
         cache: Cache<V>,
         flight: Arc<Flight<V>>,
-        fallback: Option<V>,
+        fallback: Option<(V, Duration)>,
         now: Duration,
     ) -> Self {
         let deadline = now.saturating_add(cache.inner.cfg.wait_timeout);
+        let (fallback, fallback_until) = split_fallback(fallback);
         Self {
             cache,
             flight,
             fallback,
+            fallback_until,
             arrived: now,
             deadline,
             slot: None,
@@ -410,18 +425,20 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
         match outcome {
             Outcome::Loaded(v) => Ok(Waited::Loaded(v)),
             Outcome::Abandoned => Ok(Waited::Retry),
-            Outcome::Failed(e) => match self.fallback.take() {
-                Some(v) => {
-                    self.flight
-                        .ns
-                        .metrics
-                        .c
-                        .failsafe_served
-                        .fetch_add(1, Ordering::Relaxed);
-                    Ok(Waited::Stale(v))
+            Outcome::Failed(e) => {
+                match self.fallback.take().filter(|_| now < self.fallback_until) {
+                    Some(v) => {
+                        self.flight
+                            .ns
+                            .metrics
+                            .c
+                            .failsafe_served
+                            .fetch_add(1, Ordering::Relaxed);
+                        Ok(Waited::Stale(v))
+                    }
+                    None => Err(e),
                 }
-                None => Err(e),
-            },
+            }
         }
     }
 }
@@ -435,6 +452,10 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         let now = this.cache.inner.clock.now();
+        // Past its retention the fallback is gone: a late wait ends in the error instead.
+        if now >= this.fallback_until {
+            this.fallback = None;
+        }
         // A hung leader cannot hold its waiters past the hard timeout: a waiter ends it.
         if this.flight.hard_deadline.is_some_and(|d| now >= d) {
             this.cache.time_out(&this.flight);
@@ -486,5 +507,13 @@ impl<V: Clone + Send + Sync + 'static> Drop for Waiter<V> {
         if !self.done {
             self.leave();
         }
+    }
+}
+
+/// A fallback and its retention deadline, kept apart (none: no deadline to keep).
+fn split_fallback<V>(fallback: Option<(V, Duration)>) -> (Option<V>, Duration) {
+    match fallback {
+        Some((v, until)) => (Some(v), until),
+        None => (None, Duration::ZERO),
     }
 }

@@ -59,7 +59,11 @@ pub struct RedisBuilder {
     heartbeat: Duration,
     threads: usize,
     handle: Option<Handle>,
+    max_entry_bytes: usize,
 }
+
+/// Default of [`RedisBuilder::max_entry_bytes`]: 8 MiB.
+pub const DEFAULT_MAX_ENTRY_BYTES: usize = 8 << 20;
 
 impl RedisBuilder {
     /// Prefix of every Redis key and channel (default `hl`): fleets that must not share
@@ -95,6 +99,15 @@ impl RedisBuilder {
         self
     }
 
+    /// Largest stored entry, in bytes (the encoded value plus its [`wire::HEADER_LEN`](crate::wire::HEADER_LEN)-byte header; default
+    /// [`DEFAULT_MAX_ENTRY_BYTES`], 8 MiB). A larger write is refused with
+    /// [`Error::EntryTooLarge`] before it reaches Redis, so one oversized value cannot
+    /// stall the shared connection or fill Redis's memory.
+    pub fn max_entry_bytes(mut self, bytes: usize) -> Self {
+        self.max_entry_bytes = bytes;
+        self
+    }
+
     /// Runs connections and timers on this tokio runtime instead of an own one. Its worker
     /// threads must keep running; the blocking API must not be called on them.
     pub fn runtime(mut self, handle: Handle) -> Self {
@@ -113,6 +126,9 @@ impl RedisBuilder {
             if d.is_zero() {
                 return Err(Error::Config(format!("`{name}` must not be zero")));
             }
+        }
+        if self.max_entry_bytes == 0 {
+            return Err(Error::Config("`max_entry_bytes` must not be zero".into()));
         }
         if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
             return Err(Error::Config(
@@ -146,6 +162,7 @@ impl RedisBuilder {
             metrics,
             prefix: self.prefix,
             op_timeout: self.op_timeout,
+            max_entry_bytes: self.max_entry_bytes,
             sharded,
             rt,
         });
@@ -183,6 +200,7 @@ struct Inner {
     metrics: Arc<Metrics>,
     prefix: String,
     op_timeout: Duration,
+    max_entry_bytes: usize,
     sharded: bool,
     // Last: connections and tasks go before their runtime.
     rt: Runtime,
@@ -217,6 +235,7 @@ fn builder(target: Target) -> RedisBuilder {
         heartbeat: Duration::from_secs(1),
         threads: 1,
         handle: None,
+        max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
     }
 }
 
@@ -461,6 +480,13 @@ impl Backend for RedisBackend {
             let n = self.names(key);
             let px = entry.retain_until_ms.saturating_sub(now_ms()).max(1);
             let bytes = wire::encode(&entry);
+            let max = self.inner.max_entry_bytes;
+            if bytes.len() > max {
+                return Err(Error::EntryTooLarge {
+                    bytes: bytes.len(),
+                    max,
+                });
+            }
             let mut live = self.inner.cmd.live().await?;
             let (ok, version, epoch): (i64, u64, u64) = SCRIPTS
                 .commit

@@ -28,6 +28,13 @@ pub enum Error {
     Config(String),
     /// The OS random source failed (lock tokens must be unguessable, so there is no fallback).
     Random(String),
+    /// An entry larger than `max_entry_bytes` was not written.
+    EntryTooLarge {
+        /// Size of the encoded entry, in bytes.
+        bytes: usize,
+        /// The configured limit.
+        max: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -41,6 +48,10 @@ impl fmt::Display for Error {
             ),
             Self::Config(why) => write!(f, "invalid herdless-redis option: {why}"),
             Self::Random(why) => write!(f, "OS random source failed: {why}"),
+            Self::EntryTooLarge { bytes, max } => write!(
+                f,
+                "the entry is {bytes} bytes; `max_entry_bytes` allows {max}: not written"
+            ),
         }
     }
 }

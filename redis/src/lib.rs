@@ -59,7 +59,7 @@ pub mod scripts;
 mod tiered;
 pub mod wire;
 
-pub use backend::{RedisBackend, RedisBuilder, lock_value, now_ms};
+pub use backend::{DEFAULT_MAX_ENTRY_BYTES, RedisBackend, RedisBuilder, lock_value, now_ms};
 pub use codec::{Codec, CodecError, Json, RawBytes};
 pub use coherence::apply_notice;
 pub use error::Error;

@@ -655,6 +655,17 @@ where
     /// overwrite it) and drops the other processes' L1 copies. On a Redis error the L1 copy
     /// is dropped too and the error returned.
     pub async fn set_async(&self, key: &str, value: V) -> Result<(), Error> {
+        // The L1's key rules, checked before anything is written to Redis.
+        let max = self.inner.l1.options().max_key_len;
+        if key.is_empty() {
+            return Err(Error::EmptyKey);
+        }
+        if key.len() > max {
+            return Err(Error::KeyTooLong {
+                len: key.len(),
+                max,
+            });
+        }
         let bytes = self
             .inner
             .codec
@@ -698,8 +709,13 @@ where
     }
 
     /// Invalidates every key of `namespace` in the whole fleet in O(1); returns the new
-    /// fleet epoch.
+    /// fleet epoch (0 for a namespace longer than `max_key_len`, which holds no key).
     pub async fn bump_async(&self, namespace: &str) -> Result<u64, Error> {
+        // No key has a namespace longer than a key: nothing to invalidate, and Redis is
+        // spared an epoch key of that name (as the L1 is, see `Cache::bump`).
+        if namespace.len() > self.inner.l1.options().max_key_len {
+            return Ok(0);
+        }
         self.inner.l1.bump(namespace);
         let r = self.inner.fleet.bump(namespace).await;
         if r.is_err() {

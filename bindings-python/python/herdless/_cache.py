@@ -47,6 +47,12 @@ class WarmReport:
     """Keys whose load failed, with the exception."""
 
 
+def _check_loader(loader: Any) -> None:
+    # Raised once, rather than reported as the same failure for every key.
+    if not callable(loader):
+        raise TypeError(f"`loader` must be a callable of the key, got {type(loader).__qualname__}")
+
+
 class Cache(_native.Cache):
     """A stampede-proof cache of Python objects, in memory (or over Redis with ``redis=``).
 
@@ -192,6 +198,7 @@ class Cache(_native.Cache):
         """Loads ``keys`` that are not fresh yet with ``loader(key)``, at most ``concurrency``
         at once (and never more than the origin budget), e.g. before traffic arrives after a
         restart. Failures are reported, not raised."""
+        _check_loader(loader)
         keys = list(keys)
         workers = self._warm_concurrency(concurrency, len(keys))
         counter = _Counter()
@@ -217,6 +224,7 @@ class Cache(_native.Cache):
         ttl: float | None = None,
     ) -> WarmReport:
         """``warm`` for an async ``loader(key)``, as tasks of the running event loop."""
+        _check_loader(loader)
         keys = list(keys)
         limit = asyncio.Semaphore(self._warm_concurrency(concurrency, len(keys)))
         loaded = 0
