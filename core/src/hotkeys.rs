@@ -65,7 +65,8 @@ impl Summary {
         }
         let miss = u64::from(miss);
         if slots.len() < cap {
-            self.index.insert_unique(hash, slots.len(), |&i| slots[i].hash);
+            self.index
+                .insert_unique(hash, slots.len(), |&i| slots[i].hash);
             slots.push(Slot {
                 key: key.into(),
                 hash,
@@ -122,7 +123,9 @@ impl HotKeys {
     /// A fresh hit whose striped counter was `counter` before it was incremented.
     #[inline]
     pub(crate) fn hit(&self, counter: u64, key: &str, hash: u64) {
-        if counter & self.mask == 0 {
+        // Scrambled, so traffic that reads keys in a fixed order does not alias with the
+        // sampling period (one multiply).
+        if (counter.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40) & self.mask == 0 {
             self.sample_hit(key, hash);
         }
     }

@@ -6,7 +6,7 @@
 //! (`lookup` → hit / lead / wait) or through `get` + `set` (the naive cache-aside), with an
 //! origin whose latency grows with its concurrency. Run with `--nocapture` for the figures.
 
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use herdless::{
@@ -232,7 +232,10 @@ fn naive_hot_key_expiring_is_named_with_its_key_and_the_sawtooth() {
     assert!(spike.cures.contains(&Cure::XFetch) && spike.cures.contains(&Cure::SingleFlight));
     // The key first expired at 60 s (set at ~0.1 s): fired within two TTL periods.
     let delay = World::at(spike).saturating_sub(secs(60));
-    eprintln!("  detection delay (miss spike): {:.1}s", delay.as_secs_f64());
+    eprintln!(
+        "  detection delay (miss spike): {:.1}s",
+        delay.as_secs_f64()
+    );
     assert!(World::at(spike) < 2 * TTL);
     let saw = w.first(AlertKind::Sawtooth, "feed").expect("a sawtooth");
     assert_eq!(saw.key.as_deref(), Some("feed:top"));
@@ -278,7 +281,9 @@ fn mass_expiry_of_keys_written_together_asks_for_jitter() {
         }
         background(w, &mut rng);
     });
-    let spike = w.first(AlertKind::MissSpike, "catalog").expect("a miss spike");
+    let spike = w
+        .first(AlertKind::MissSpike, "catalog")
+        .expect("a miss spike");
     assert_eq!(spike.cause, Cause::MassExpiry);
     assert_eq!(spike.key, None);
     assert_eq!(spike.cures[0], Cure::Jitter);

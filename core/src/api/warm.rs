@@ -91,7 +91,7 @@ impl Shared<'_> {
     }
 
     fn into_report(self) -> WarmReport {
-        self.report.into_inner()
+        core::mem::take(&mut *self.report.lock())
     }
 }
 
@@ -217,7 +217,11 @@ impl Future for JoinAll<'_> {
                 }
             }
         }
-        if pending { Poll::Pending } else { Poll::Ready(()) }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
     }
 }
 

@@ -184,7 +184,10 @@ impl Detector {
         let Some(last) = st.last_tick else {
             // The first look: every counter so far is the baseline, not a tick.
             for ns in snapshot() {
-                let state = st.namespaces.entry(ns.namespace.as_str().into()).or_default();
+                let state = st
+                    .namespaces
+                    .entry(ns.namespace.as_str().into())
+                    .or_default();
                 state.window.prev = ns.counters;
             }
             st.last_tick = Some(now);
@@ -213,7 +216,10 @@ impl Detector {
             }
         }
         for ns in snapshot() {
-            let state = st.namespaces.entry(ns.namespace.as_str().into()).or_default();
+            let state = st
+                .namespaces
+                .entry(ns.namespace.as_str().into())
+                .or_default();
             let bucket = Bucket::between(&ns.counters, &state.window.prev);
             state.window.prev = ns.counters.clone();
             // Ticks nobody looked at had no miss (a miss is a slow path, which ticks).
@@ -257,11 +263,14 @@ impl Detector {
         };
         // Alert 1 and the sawtooth.
         let spike = state.window.steady().filter(|&steady| {
-            b.misses >= o.min_spike_misses && b.misses as f64 > o.spike_factor * steady.max(1) as f64
+            b.misses >= o.min_spike_misses
+                && b.misses as f64 > o.spike_factor * steady.max(1) as f64
         });
         if let Some(steady) = spike {
             let top = hot.and_then(|h| h.top_misser(name));
-            let top_share = top.as_ref().map_or(0.0, |(_, m)| *m as f64 / b.misses as f64);
+            let top_share = top
+                .as_ref()
+                .map_or(0.0, |(_, m)| *m as f64 / b.misses as f64);
             let known = b.expired + b.cold;
             let expired_share = if known == 0 {
                 0.0

@@ -58,16 +58,18 @@ impl Series {
         }
         // Extend back while the intervals agree with the last one.
         let mut n = 1;
-        while n + 1 < s.len() && close(s[s.len() - 1 - n].at - s[s.len() - 2 - n].at, last, tick)
-        {
+        while n + 1 < s.len() && close(s[s.len() - 1 - n].at - s[s.len() - 2 - n].at, last, tick) {
             n += 1;
         }
         let first = s.len() - 1 - n;
         let period = (s[s.len() - 1].at - s[first].at) / n as u64;
-        let ttl = ttls
-            .iter()
-            .copied()
-            .find(|t| close(u64::try_from(t.as_nanos()).unwrap_or(u64::MAX), period, tick));
+        let ttl = ttls.iter().copied().find(|t| {
+            close(
+                u64::try_from(t.as_nanos()).unwrap_or(u64::MAX),
+                period,
+                tick,
+            )
+        });
         if n < 2 && ttl.is_none() {
             return None;
         }
