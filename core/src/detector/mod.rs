@@ -202,7 +202,6 @@ impl Detector {
         if ticks == 0 {
             return;
         }
-        let tick_start = last + (ticks - 1) * self.tick;
         let closed = last + ticks * self.tick;
         st.last_tick = Some(closed);
         self.next_tick
@@ -222,12 +221,17 @@ impl Detector {
                 .or_default();
             let bucket = Bucket::between(&ns.counters, &state.window.prev);
             state.window.prev = ns.counters.clone();
-            // Ticks nobody looked at had no miss (a miss is a slow path, which ticks).
+            // The misses since the last tick belong to the first tick that ended since: a
+            // miss is a slow path, and a slow path after that tick's end would have closed
+            // it. The ticks after it, nobody looked at: they had no miss.
+            let found = self.evaluate(&ns, state, bucket, last, now, hot);
+            state.window.push(bucket.misses);
             for _ in 1..ticks.min(window::RING as u64) {
                 state.window.push(0);
             }
-            state.window.push(bucket.misses);
-            let found = self.evaluate(&ns, state, bucket, tick_start, now, hot);
+            if ticks > 1 {
+                state.in_spike = false; // the quiet ticks after it ended the spike
+            }
             for (alert, active_until) in found {
                 raise(&mut st.alerts, alert, active_until);
             }
@@ -250,12 +254,19 @@ impl Detector {
         let mut out = Vec::new();
         let per_tick = o.tick.as_secs_f64();
         let name = &ns.namespace;
+        // Spikes are dated by their tick; latency by when it was read.
         let alert = |kind, cause, key, evidence, cures| Alert {
             kind,
             cause,
             namespace: name.clone(),
             key,
-            since: Duration::from_nanos(now),
+            since: Duration::from_nanos(
+                if kind == AlertKind::OriginLatency || kind == AlertKind::LockWait {
+                    now
+                } else {
+                    tick_start
+                },
+            ),
             last_seen: Duration::from_nanos(now),
             active: true,
             evidence,

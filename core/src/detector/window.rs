@@ -72,21 +72,16 @@ impl Window {
         self.len = (self.len + 1).min(RING);
     }
 
-    /// The steady state: the median misses per tick of the ticks before the last one, once
-    /// there are enough of them.
+    /// The steady state: the median misses per tick of the ticks recorded, once there are
+    /// enough of them.
     pub(crate) fn steady(&self) -> Option<u64> {
-        let history = self.len.saturating_sub(1);
-        if history < MIN_HISTORY {
+        if self.len < MIN_HISTORY {
             return None;
         }
-        let mut v = [0u64; RING];
-        for (i, slot) in v.iter_mut().enumerate().take(history) {
-            // Walk back from the tick before the last.
-            *slot = self.ring[(self.head + 2 * RING - 2 - i) % RING];
-        }
-        let v = &mut v[..history];
+        let mut v = self.ring;
+        let v = &mut v[..self.len];
         v.sort_unstable();
-        Some(v[history / 2])
+        Some(v[self.len / 2])
     }
 
     /// Adds a histogram mark when the last is at least `every` old.
@@ -139,14 +134,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn steady_is_the_median_before_the_last_tick() {
+    fn steady_is_the_median_of_the_ticks() {
         let mut w = Window::default();
-        for m in [0, 1, 2, 100, 1, 2, 1, 0] {
+        for m in [0, 1, 2, 100, 1, 2, 1] {
             w.push(m);
         }
         assert_eq!(w.steady(), None);
-        w.push(1000);
-        // history: 0 1 2 100 1 2 1 0 → sorted 0 0 1 1 1 2 2 100 → median 1
+        w.push(0);
+        // 0 1 2 100 1 2 1 0 → sorted 0 0 1 1 1 2 2 100 → median 1
         assert_eq!(w.steady(), Some(1));
         for _ in 0..200 {
             w.push(3);
