@@ -87,10 +87,87 @@ export declare class Cache {
   /** The metrics in Prometheus text exposition format. */
   prometheus(): string
   /**
+   * The stampede detector's findings, oldest first: what (`kind`, `cause`), where
+   * (`namespace`, `key`), since when, the evidence and the likely `cures`. Alerts stay
+   * listed for 10 minutes after their condition last held (`active`: it holds now).
+   */
+  alerts(): Array<Alert>
+  /** The `n` (default 100) most accessed keys, most first (counts are sampled estimates). */
+  hotKeys(n?: number | undefined | null): Array<HotKey>
+  /**
+   * The `n` (default 1000) hottest keys as JSON, for `importHotKeys` in the next
+   * instance.
+   */
+  exportHotKeys(n?: number | undefined | null): string
+  /**
+   * Reads what `exportHotKeys` wrote into this cache's tracker and returns the keys,
+   * hottest first, ready for `warm`. Throws a `TypeError` (code
+   * `HERDLESS_INVALID_ARGUMENT`) on anything else.
+   */
+  importHotKeys(json: string): Array<string>
+  /**
    * Internal counts for leak tests (values held, calls pending, loads in flight). Not a
    * stable API.
    */
   _internals(): Internals
+}
+
+/** One finding of the stampede detector. */
+export interface Alert {
+  /**
+   * `missSpike` (misses above 5x their steady state), `originLatency` (load p99 above
+   * 10x p50), `lockWait` (wait p99 above the rebuild time) or `sawtooth` (miss spikes
+   * repeating with a period, usually the TTL's).
+   */
+  kind: 'missSpike' | 'originLatency' | 'lockWait' | 'sawtooth'
+  /** What the misses looked like. */
+  cause: 'hotKey' | 'massExpiry' | 'missStorm' | 'unknown'
+  /** Where: the namespace. */
+  namespace: string
+  /** Where: the key, when one key dominates. */
+  key?: string
+  /** When it first fired, milliseconds on the cache's (monotonic) clock. */
+  sinceMs: number
+  /** When its condition last held, milliseconds on the cache's clock. */
+  lastSeenMs: number
+  /** Whether the condition held at the last evaluation. */
+  active: boolean
+  /** The figures. */
+  evidence: AlertEvidence
+  /** Likely cures, most likely first. */
+  cures: Array<'singleFlight' | 'xfetch' | 'grace' | 'jitter' | 'negativeCaching' | 'originBudget'>
+  /** The alert in one line, for humans. */
+  message: string
+}
+
+/** The figures behind an alert; which are set depends on `kind`. */
+export interface AlertEvidence {
+  /** `missSpike`: misses per second in the last tick. */
+  missesPerSecond?: number
+  /** `missSpike`: the steady state (median of the recent ticks), per second. */
+  steadyMissesPerSecond?: number
+  /** `missSpike`: share (0..1) of the misses on expired entries. */
+  expiredShare?: number
+  /** `missSpike`: share (0..1) of the misses on the most missed key. */
+  topKeyShare?: number
+  /** `originLatency`: median load duration, milliseconds. */
+  loadP50Ms?: number
+  /** `originLatency`: 99th percentile load duration, milliseconds. */
+  loadP99Ms?: number
+  /** `originLatency`: loads in the window. */
+  loads?: number
+  /** `lockWait`: 99th percentile wait, milliseconds. */
+  waitP99Ms?: number
+  /** `lockWait`: 99th percentile load duration (the rebuild time), milliseconds. */
+  rebuildP99Ms?: number
+  /** `lockWait`: waits in the window. */
+  waits?: number
+  /** `sawtooth`: the period of the spikes, milliseconds. */
+  periodMs?: number
+  /** `sawtooth`: spikes in the series. */
+  spikes?: number
+  /** `sawtooth`: the cache's TTL in milliseconds, when the period matches it. */
+  ttlMs?: number
 }
 
 /**
@@ -177,6 +254,11 @@ export interface CacheOptions {
    * crashed leader blocks the key for at most this long.
    */
   lease?: number
+  /**
+   * Width of one window tick of the stampede detector (`alerts()`), in milliseconds
+   * (default 1000); its steady state is the median of the last 64 ticks.
+   */
+  detectorTick?: number
 }
 
 /** Counters of one namespace (or of all). */
@@ -189,6 +271,10 @@ export interface Counters {
   staleServed: number
   /** Lookups with nothing servable: the caller led a load or waited for one. */
   misses: number
+  /** Misses that found the key's entry expired (past ttl + grace). */
+  expiredMisses: number
+  /** Misses that found neither an entry nor a load of the key. */
+  coldMisses: number
   /** Answers with stale data past grace because a load failed or timed out. */
   failsafeServed: number
   /** Loader calls started (origin requests). */
@@ -231,6 +317,16 @@ export interface Histogram {
   p50Ms: number | null
   /** 99th percentile estimate in milliseconds; null when empty. */
   p99Ms: number | null
+}
+
+/** One key of the hot-key tracker's top-K. */
+export interface HotKey {
+  /** The key. */
+  key: string
+  /** Estimated accesses (fresh hits are sampled and weighted). */
+  count: number
+  /** Misses recorded while the key was tracked. */
+  misses: number
 }
 
 /** See `Cache._internals()`. */
@@ -338,11 +434,22 @@ export interface WarmOptions {
   concurrency?: number
   /** TTL in milliseconds of the warmed values (default: the cache's). */
   ttl?: number
+  /** Called with the report so far after each key (what it throws is ignored). */
+  onProgress?: (progress: WarmReport) => void
 }
 
-/** What `warm` did. */
+/** What `warm` did (or has done so far, when handed to `onProgress`). */
 export interface WarmReport {
-  /** Keys that ended with a value (loaded, already cached, or absent). */
+  /** Keys asked for. */
+  total: number
+  /**
+   * Keys that ended through a load (this warm-up's, or one it waited for), with a value
+   * or an absence.
+   */
+  loaded: number
+  /** Keys already fresh, or loaded by another caller meanwhile. */
+  skipped: number
+  /** Keys that ended with a value (`loaded + skipped`). */
   ok: number
   /** Keys whose load failed. */
   failed: number

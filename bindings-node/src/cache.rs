@@ -446,6 +446,38 @@ impl Cache {
         text
     }
 
+    /// The stampede detector's findings, oldest first: what (`kind`, `cause`), where
+    /// (`namespace`, `key`), since when, the evidence and the likely `cures`. Alerts stay
+    /// listed for 10 minutes after their condition last held (`active`: it holds now).
+    #[napi]
+    pub fn alerts(&self) -> Vec<crate::detector::Alert> {
+        crate::detector::alerts(&self.inner.cache.alerts())
+    }
+
+    /// The `n` (default 100) most accessed keys, most first (counts are sampled estimates).
+    #[napi]
+    pub fn hot_keys(&self, n: Option<u32>) -> Vec<crate::detector::HotKey> {
+        crate::detector::hot_keys(self.inner.cache.hot_keys(n.unwrap_or(100) as usize))
+    }
+
+    /// The `n` (default 1000) hottest keys as JSON, for `importHotKeys` in the next
+    /// instance.
+    #[napi]
+    pub fn export_hot_keys(&self, n: Option<u32>) -> String {
+        self.inner.cache.export_hot_keys(n.unwrap_or(1000) as usize)
+    }
+
+    /// Reads what `exportHotKeys` wrote into this cache's tracker and returns the keys,
+    /// hottest first, ready for `warm`. Throws a `TypeError` (code
+    /// `HERDLESS_INVALID_ARGUMENT`) on anything else.
+    #[napi]
+    pub fn import_hot_keys(&self, env: &Env, json: String) -> Result<Vec<String>> {
+        match self.inner.cache.import_hot_keys(&json) {
+            Ok(keys) => Ok(keys.into_iter().map(|k| k.key).collect()),
+            Err(e) => Err(type_error(Js(env.raw()), &e.to_string())),
+        }
+    }
+
     /// Internal counts for leak tests (values held, calls pending, loads in flight). Not a
     /// stable API.
     #[napi(js_name = "_internals")]

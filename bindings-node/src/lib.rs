@@ -17,6 +17,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cache;
+pub mod detector;
 mod engine;
 mod error;
 mod fast;

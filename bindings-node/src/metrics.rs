@@ -16,6 +16,10 @@ pub struct Counters {
     pub stale_served: f64,
     /// Lookups with nothing servable: the caller led a load or waited for one.
     pub misses: f64,
+    /// Misses that found the key's entry expired (past ttl + grace).
+    pub expired_misses: f64,
+    /// Misses that found neither an entry nor a load of the key.
+    pub cold_misses: f64,
     /// Answers with stale data past grace because a load failed or timed out.
     pub failsafe_served: f64,
     /// Loader calls started (origin requests).
@@ -156,6 +160,8 @@ fn counters(c: &CounterSnapshot) -> Counters {
         negative_hits: c.negative_hits as f64,
         stale_served: c.stale_served as f64,
         misses: c.misses as f64,
+        expired_misses: c.expired_misses as f64,
+        cold_misses: c.cold_misses as f64,
         failsafe_served: c.failsafe_served as f64,
         loads: c.loads as f64,
         load_errors: c.load_errors as f64,

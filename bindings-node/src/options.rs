@@ -70,6 +70,9 @@ pub struct CacheOptions {
     /// How long the fleet lock of a loading key lasts unless extended (default 5000); a
     /// crashed leader blocks the key for at most this long.
     pub lease: Option<f64>,
+    /// Width of one window tick of the stampede detector (`alerts()`), in milliseconds
+    /// (default 1000); its steady state is the median of the last 64 ticks.
+    pub detector_tick: Option<f64>,
 }
 
 /// The options a cache was built with, as the binding needs them.
@@ -92,7 +95,7 @@ pub(crate) struct RedisOptions {
     pub(crate) life: Lifetimes,
 }
 
-const DURATIONS: [&str; 8] = [
+const DURATIONS: [&str; 9] = [
     "ttl",
     "grace",
     "negativeTtl",
@@ -101,6 +104,7 @@ const DURATIONS: [&str; 8] = [
     "failsafeBackoff",
     "softTimeout",
     "hardTimeout",
+    "detectorTick",
 ];
 const COUNTS: [&str; 5] = [
     "capacity",
@@ -251,6 +255,12 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     let grace = d("grace", true)?;
     if let Some(v) = grace {
         b = b.grace(v);
+    }
+    if let Some(tick) = d("detectorTick", false)? {
+        b = b.detector(herdless::DetectorOptions {
+            tick,
+            ..Default::default()
+        });
     }
     let negative_ttl = d("negativeTtl", false)?;
     if let Some(v) = negative_ttl {

@@ -19,12 +19,22 @@ pub struct WarmOptions {
     pub concurrency: Option<f64>,
     /// TTL in milliseconds of the warmed values (default: the cache's).
     pub ttl: Option<f64>,
+    /// Called with the report so far after each key (what it throws is ignored).
+    #[napi(ts_type = "(progress: WarmReport) => void")]
+    pub on_progress: Option<()>,
 }
 
-/// What `warm` did.
+/// What `warm` did (or has done so far, when handed to `onProgress`).
 #[napi(object, object_from_js = false)]
 pub struct WarmReport {
-    /// Keys that ended with a value (loaded, already cached, or absent).
+    /// Keys asked for.
+    pub total: u32,
+    /// Keys that ended through a load (this warm-up's, or one it waited for), with a value
+    /// or an absence.
+    pub loaded: u32,
+    /// Keys already fresh, or loaded by another caller meanwhile.
+    pub skipped: u32,
+    /// Keys that ended with a value (`loaded + skipped`).
     pub ok: u32,
     /// Keys whose load failed.
     pub failed: u32,
@@ -44,8 +54,10 @@ struct Warm {
     running: Cell<usize>,
     /// Set while `pump` runs, so completions met inside it do not recurse into it.
     pumping: Cell<bool>,
-    ok: Cell<u32>,
+    loaded: Cell<u32>,
+    skipped: Cell<u32>,
     failed: Cell<u32>,
+    on_progress: Option<Ref>,
     /// `{ key, error }` objects, in a JS array (errors may be primitives, which Node-API
     /// cannot reference one by one).
     errors: Ref,
@@ -74,7 +86,8 @@ impl Warm {
             let inner = &self.inner;
             let first = inner.cache.lookup(&key);
             if inner.hit_now(js, &first)?.is_some() {
-                self.ok.set(self.ok.get() + 1);
+                self.skipped.set(self.skipped.get() + 1);
+                self.progress(js)?;
                 continue;
             }
             self.running.set(self.running.get() + 1);
@@ -100,7 +113,7 @@ impl Warm {
     ) -> Result<()> {
         self.running.set(self.running.get() - 1);
         match outcome {
-            Ok(_) => self.ok.set(self.ok.get() + 1),
+            Ok(_) => self.loaded.set(self.loaded.get() + 1),
             Err(e) => {
                 let item = js.object()?;
                 js.set(item, "key", js.string(&key)?)?;
@@ -109,15 +122,31 @@ impl Warm {
                 self.failed.set(self.failed.get() + 1);
             }
         }
+        self.progress(js)?;
         if self.pumping.get() {
             return Ok(());
         }
         self.pump(js)
     }
 
+    /// Hands the report so far to `onProgress`, if given.
+    fn progress(&self, js: Js) -> Result<()> {
+        if let Some(f) = &self.on_progress {
+            let report = self.report(js)?;
+            // A throwing callback must not stop the warm-up: its exception is dropped.
+            let _ = js.call(f.get(js)?, js.undefined()?, &[report])?;
+        }
+        Ok(())
+    }
+
     fn report(&self, js: Js) -> Result<Value> {
         let report = js.object()?;
-        js.set(report, "ok", js.number(f64::from(self.ok.get()))?)?;
+        let n = |v: u32| js.number(f64::from(v));
+        js.set(report, "total", n(self.keys.len() as u32)?)?;
+        js.set(report, "loaded", n(self.loaded.get())?)?;
+        js.set(report, "skipped", n(self.skipped.get())?)?;
+        let ok = self.loaded.get() + self.skipped.get();
+        js.set(report, "ok", n(ok)?)?;
         js.set(report, "failed", js.number(f64::from(self.failed.get()))?)?;
         js.set(report, "errors", self.errors.get(js)?)?;
         Ok(report)
@@ -147,9 +176,22 @@ pub(crate) fn warm(
     if js.type_of(loader)? != Type::Function {
         return Err(type_error(js, "the loader must be a function"));
     }
-    let (mut concurrency, mut ttl) = (8, None);
+    let (mut concurrency, mut ttl, mut on_progress) = (8, None, None);
     if let Some(o) = opts {
         ttl = options::ttl(js, o)?;
+        let p = js.get(o, "onProgress")?;
+        match js.type_of(p)? {
+            Type::Undefined => {}
+            Type::Function => on_progress = Some(js.reference(p)?),
+            t => {
+                return Err(error::throw_new(
+                    js,
+                    ErrorKind::Type,
+                    code::INVALID_OPTION,
+                    &format!("option `onProgress` must be a function, got {}", t.name()),
+                ));
+            }
+        }
         let c = js.get(o, "concurrency")?;
         match js.type_of(c)? {
             Type::Undefined => {}
@@ -175,6 +217,11 @@ pub(crate) fn warm(
             }
         }
     }
+    // Never more loads at once than the origin budget: the rest would only queue on it (and
+    // time out at `waitTimeout` behind slow loads).
+    if let Some(budget) = inner.cache.options().origin_budget {
+        concurrency = concurrency.min(budget);
+    }
     let (deferred, promise) = js.promise()?;
     let run = Rc::new(Warm {
         inner: Rc::clone(inner),
@@ -185,8 +232,10 @@ pub(crate) fn warm(
         next: Cell::new(0),
         running: Cell::new(0),
         pumping: Cell::new(false),
-        ok: Cell::new(0),
+        loaded: Cell::new(0),
+        skipped: Cell::new(0),
         failed: Cell::new(0),
+        on_progress,
         errors: js.reference(js.array(0)?)?,
         done: RefCell::new(Some(deferred)),
     });

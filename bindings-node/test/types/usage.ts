@@ -40,6 +40,25 @@ async function usage(signal: AbortSignal): Promise<void> {
   const text: string = cache.prometheus()
   void [maybe, sync, value, removed, epoch, p, s, failedKeys, hits, p99, text]
 
+  // The detector and the hot-key tracker.
+  for (const alert of cache.alerts()) {
+    const kind: 'missSpike' | 'originLatency' | 'lockWait' | 'sawtooth' = alert.kind
+    const since: number = alert.sinceMs
+    const key: string | undefined = alert.key
+    const perSecond: number | undefined = alert.evidence.missesPerSecond
+    const firstCure: string | undefined = alert.cures[0]
+    void [kind, since, key, perSecond, firstCure, alert.message]
+  }
+  const saved: string = cache.exportHotKeys(100)
+  const keys: string[] = new Cache({ detectorTick: 500 }).importHotKeys(saved)
+  const hottest: number | undefined = cache.hotKeys(10)[0]?.count
+  const warmed = await cache.warm(keys, async (k) => k, { onProgress: (r) => void r.skipped })
+  const loaded: number = warmed.loaded
+  void [hottest, loaded]
+  // @ts-expect-error: alert kinds are a closed set
+  const notAKind: 'stampede' = cache.alerts()[0].kind
+  void notAKind
+
   // @ts-expect-error: keys are strings
   await cache.getOrLoad(1, async () => 1)
   // @ts-expect-error: durations are numbers of milliseconds
