@@ -170,8 +170,28 @@ impl Table {
     pub(crate) fn load(&self, js: Js, v: &Val) -> Result<Value> {
         match v.cell {
             Cell::Ref(r) => js.reference_value(r),
-            Cell::Index(i) => js.get_element(self.array.get(js)?, i),
+            Cell::Index(i) => self.load_index(js, i),
         }
+    }
+
+    /// [`load`](Self::load) for the hit path, which runs it under the engine's read lock:
+    /// a failed Node-API call is answered as its status (returned in registers), and
+    /// reading a primitive's cell stays out of line.
+    #[inline(always)]
+    pub(crate) fn read(&self, js: Js, v: &Val) -> std::result::Result<Value, sys::napi_status> {
+        match v.cell {
+            Cell::Ref(r) => js.reference_value_raw(r),
+            Cell::Index(i) => self.read_index(js, i),
+        }
+    }
+
+    fn load_index(&self, js: Js, i: u32) -> Result<Value> {
+        js.get_element(self.array.get(js)?, i)
+    }
+
+    #[inline(never)]
+    fn read_index(&self, js: Js, i: u32) -> std::result::Result<Value, sys::napi_status> {
+        self.load_index(js, i).map_err(|e| e.status.into())
     }
 
     /// Lets go of the values whose handles were all dropped, so they can be collected.
