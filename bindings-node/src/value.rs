@@ -109,7 +109,29 @@ impl fmt::Debug for Slot {
 }
 
 /// What the engine stores: a shared handle to one value.
-pub(crate) type Val = Arc<Slot>;
+///
+/// It carries a copy of the slot's cell, so a hit reads where the value lives from the entry
+/// itself: one cache line fewer to fetch per hit than going through the `Arc` (measured on
+/// the `get` hit path, where the engine's memory traffic is most of the cost).
+#[derive(Clone)]
+pub(crate) struct Val {
+    cell: Cell,
+    slot: Arc<Slot>,
+}
+
+impl std::ops::Deref for Val {
+    type Target = Slot;
+
+    fn deref(&self) -> &Slot {
+        &self.slot
+    }
+}
+
+impl fmt::Debug for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.slot.fmt(f)
+    }
+}
 
 /// The values of one cache: a JS array for primitives, napi references for objects, and
 /// the array's free list. JS thread only (it lives in the cache's `Rc` state and holds raw
@@ -158,11 +180,14 @@ impl Table {
             }
         };
         self.stored.set(self.stored.get() + 1);
-        Ok(Arc::new(Slot {
+        Ok(Val {
             cell,
-            version: AtomicU64::new(0),
-            released: self.released.clone(),
-        }))
+            slot: Arc::new(Slot {
+                cell,
+                version: AtomicU64::new(0),
+                released: self.released.clone(),
+            }),
+        })
     }
 
     /// The JS value a handle names.
