@@ -8,13 +8,10 @@ use napi_derive::napi;
 
 use crate::engine::{Answer, CallOptions, Inner, Loader};
 use crate::error::{self, code, type_error};
-use crate::js::{ErrorKind, Js, StrBuf, Type, Value};
+use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
 use crate::metrics::{Metrics, snapshot};
 use crate::options;
 use crate::tier::Tier;
-
-/// Keys this long or shorter are read without allocating.
-const KEY_BUF: usize = 256;
 
 /// A stampede-proof cache of JS values under string keys.
 ///
@@ -26,32 +23,40 @@ pub struct Cache {
     inner: Rc<Inner>,
 }
 
-/// Reads a key argument into `buf`, or throws a `TypeError`.
-fn key_arg<'b>(js: Js, key: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
-    match js.get_str(key, buf) {
+/// Reads a key argument into `room`, or throws a `TypeError`.
+#[inline(always)]
+fn key_arg<'b>(js: Js, key: Value, room: &'b mut StrRoom) -> Result<StrBuf<'b>> {
+    match js.get_str(key, room) {
         // Node-API turns a lone surrogate into U+FFFD, which would fold different keys
         // ('k:\ud800', 'k:\udfff', 'k:\ufffd') onto one: such keys are refused. Only a key
         // that reads back with U+FFFD pays for the check.
         Ok(s) if !matches!(s, StrBuf::Ascii(_)) && s.as_str().contains('\u{FFFD}') => {
-            let well_formed = js.call_method(key, "isWellFormed", &[])?;
-            if js.get_bool(well_formed)? {
-                Ok(s)
-            } else {
-                Err(type_error(
-                    js,
-                    "the key has a lone surrogate (it is not valid Unicode, so it cannot be a key)",
-                ))
-            }
+            well_formed(js, key)?;
+            Ok(s)
         }
         Ok(s) => Ok(s),
-        Err(_) => {
-            let got = js.type_of(key).map_or("an unknown value", Type::name);
-            Err(type_error(
-                js,
-                &format!("the key must be a string, got {got}"),
-            ))
-        }
+        Err(_) => Err(not_a_key(js, key)),
     }
+}
+
+/// Refuses a key that is not valid Unicode (a lone surrogate).
+#[cold]
+fn well_formed(js: Js, key: Value) -> Result<()> {
+    let ok = js.call_method(key, "isWellFormed", &[])?;
+    if js.get_bool(ok)? {
+        Ok(())
+    } else {
+        Err(type_error(
+            js,
+            "the key has a lone surrogate (it is not valid Unicode, so it cannot be a key)",
+        ))
+    }
+}
+
+#[cold]
+fn not_a_key(js: Js, key: Value) -> napi::Error {
+    let got = js.type_of(key).map_or("an unknown value", Type::name);
+    type_error(js, &format!("the key must be a string, got {got}"))
 }
 
 /// Checks that `v` is an options object (or undefined): `None` for undefined.
@@ -105,15 +110,17 @@ pub(crate) fn rejecting(js: Js, r: Result<Value>) -> Result<Value> {
 }
 
 /// `cache.get(key)`: shared by the method and the fast path (`crate::fast`).
+#[inline]
 pub(crate) fn get_value(js: Js, inner: &Inner, key: Value) -> Result<Value> {
-    let mut buf = [0u8; KEY_BUF];
-    let key = key_arg(js, key, &mut buf)?;
+    let mut room = StrRoom::new();
+    let key = key_arg(js, key, &mut room)?;
     // Read in place: no clone and drop of the value's handle (two atomic operations) per hit.
     match inner
         .cache
-        .get_with(key.as_str(), |v| inner.table.load(js, v))
+        .get_with(key.as_str(), |v| inner.table.read(js, v))
     {
-        Some(v) => v,
+        Some(Ok(v)) => Ok(v),
+        Some(Err(status)) => Err(js::failed(status)),
         None => js.undefined(),
     }
 }
@@ -138,8 +145,8 @@ fn get_or_load_impl(
     loader: Value,
     opts: Option<Value>,
 ) -> Result<Value> {
-    let mut buf = [0u8; KEY_BUF];
-    let key = key_arg(js, key, &mut buf)?;
+    let mut room = StrRoom::new();
+    let key = key_arg(js, key, &mut room)?;
     if js.type_of(loader)? != Type::Function {
         return Err(type_error(js, "the loader must be a function"));
     }
@@ -160,8 +167,8 @@ fn get_or_load_impl(
 
 impl Cache {
     fn set_impl(&self, js: Js, key: Value, value: Value, options: Option<Value>) -> Result<Value> {
-        let mut buf = [0u8; KEY_BUF];
-        let key = key_arg(js, key, &mut buf)?;
+        let mut room = StrRoom::new();
+        let key = key_arg(js, key, &mut room)?;
         let ttl = match options_arg(js, options, "set")? {
             Some(o) => options::ttl(js, o)?,
             None => None,
@@ -196,8 +203,8 @@ impl Cache {
     }
 
     fn invalidate_impl(&self, js: Js, key: Value) -> Result<Value> {
-        let mut buf = [0u8; KEY_BUF];
-        let key = key_arg(js, key, &mut buf)?;
+        let mut room = StrRoom::new();
+        let key = key_arg(js, key, &mut room)?;
         let inner = &self.inner;
         let r = inner.cache.invalidate(key.as_str());
         inner.settle(js)?;

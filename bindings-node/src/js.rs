@@ -22,14 +22,24 @@ pub(crate) fn pending() -> Error {
     Error::new(Status::PendingException, String::new())
 }
 
+#[inline(always)]
 fn check(status: sys::napi_status) -> Result<()> {
     match status {
         sys::Status::napi_ok => Ok(()),
-        sys::Status::napi_pending_exception => Err(pending()),
-        s => Err(Error::new(
+        s => Err(failed(s)),
+    }
+}
+
+/// The error of a failed Node-API call (kept out of line: the hit paths only test `ok`).
+#[cold]
+#[inline(never)]
+pub(crate) fn failed(status: sys::napi_status) -> Error {
+    match status {
+        sys::Status::napi_pending_exception => pending(),
+        s => Error::new(
             Status::from(s),
             format!("a Node-API call failed ({:?})", Status::from(s)),
-        )),
+        ),
     }
 }
 
@@ -164,44 +174,64 @@ impl Js {
         })
     }
 
-    /// The string `v`, read into `buf` when it fits (the hit path allocates nothing).
+    /// The string `v`, read into `room` when it fits (the hit path allocates nothing).
     /// Fails with `napi_string_expected` when `v` is not a string.
     ///
     /// Read as UTF-16 and narrowed when it is all ASCII (most keys): V8 copies a string's
     /// code units much faster than it encodes UTF-8. Other strings are read as UTF-8 (lone
     /// surrogates become U+FFFD either way).
-    pub(crate) fn get_str<'b>(self, v: Value, buf: &'b mut [u8]) -> Result<StrBuf<'b>> {
-        const UNITS: usize = 128;
-        let mut units = [std::mem::MaybeUninit::<u16>::uninit(); UNITS];
+    #[inline(always)]
+    pub(crate) fn get_str<'b>(self, v: Value, room: &'b mut StrRoom) -> Result<StrBuf<'b>> {
         let mut len = 0usize;
         napi_call!(napi_get_value_string_utf16(
             self.0,
             v,
-            units.as_mut_ptr().cast::<u16>(),
+            room.units.as_mut_ptr().cast::<u16>(),
             UNITS,
             &mut len
         ))?;
-        let len = len.min(UNITS);
-        // SAFETY: Node-API wrote `len` units (and a terminator) at the start of `units`.
-        let units = unsafe { std::slice::from_raw_parts(units.as_ptr().cast::<u16>(), len) };
-        // A full buffer may be truncated; a non-ASCII unit needs UTF-8 encoding.
-        if len + 1 < UNITS && len <= buf.len() && units.iter().all(|&u| u < 0x80) {
-            for (b, &u) in buf.iter_mut().zip(units) {
-                *b = u as u8;
+        // Node-API writes at most UNITS - 1 units and a terminator: a full buffer may be
+        // truncated.
+        if len + 1 < UNITS {
+            // SAFETY: Node-API wrote `len` units at the start of `units`.
+            let units =
+                unsafe { std::slice::from_raw_parts(room.units.as_ptr().cast::<u16>(), len) };
+            // One pass that narrows every unit and ORs them all: no early exit, so the
+            // compiler vectorises it (an `all(..)` check ran a unit at a time).
+            let mut any = 0u16;
+            for (b, &u) in room.bytes[..len].iter_mut().zip(units) {
+                any |= u;
+                b.write(u as u8);
             }
-            return Ok(StrBuf::Ascii(&buf[..len]));
+            if any < 0x80 {
+                // SAFETY: the loop wrote the first `len` bytes.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(room.bytes.as_ptr().cast::<u8>(), len) };
+                return Ok(StrBuf::Ascii(bytes));
+            }
         }
+        self.get_str_utf8(v, room)
+    }
+
+    /// [`get_str`](Self::get_str) for strings that are not short ASCII.
+    #[cold]
+    fn get_str_utf8<'b>(self, v: Value, room: &'b mut StrRoom) -> Result<StrBuf<'b>> {
         let mut len = 0usize;
         napi_call!(napi_get_value_string_utf8(
             self.0,
             v,
-            buf.as_mut_ptr().cast::<c_char>(),
-            buf.len(),
+            room.bytes.as_mut_ptr().cast::<c_char>(),
+            BYTES,
             &mut len
         ))?;
-        // napi writes at most buf.len() - 1 bytes and a NUL: a full buffer may be truncated.
-        if len + 1 < buf.len() {
-            return Ok(StrBuf::Stack(&buf[..len]));
+        // napi writes at most BYTES - 1 bytes, and only whole characters (up to 4 bytes
+        // each): a string that was cut short left fewer than 4 of them unused. (Testing for
+        // exactly BYTES - 1 bytes, as before, took a cut non-ASCII key for a whole one.)
+        if len + 4 < BYTES {
+            // SAFETY: Node-API wrote `len` bytes at the start of `bytes`.
+            let bytes =
+                unsafe { std::slice::from_raw_parts(room.bytes.as_ptr().cast::<u8>(), len) };
+            return Ok(StrBuf::Stack(bytes));
         }
         let mut full = 0usize;
         napi_call!(napi_get_value_string_utf8(
@@ -225,8 +255,8 @@ impl Js {
 
     /// The string `v` as an owned `String`.
     pub(crate) fn get_string(self, v: Value) -> Result<String> {
-        let mut buf = [0u8; 128];
-        Ok(self.get_str(v, &mut buf)?.as_str().to_owned())
+        let mut room = StrRoom::new();
+        Ok(self.get_str(v, &mut room)?.as_str().to_owned())
     }
 
     pub(crate) fn get(self, obj: Value, name: &str) -> Result<Value> {
@@ -457,6 +487,22 @@ impl Js {
         Ok(v)
     }
 
+    /// [`reference_value`](Self::reference_value) for the hit path: the status instead of
+    /// an `Error` (a `Result<Value, Error>` is returned through memory, this one in
+    /// registers).
+    #[inline(always)]
+    pub(crate) fn reference_value_raw(
+        self,
+        r: sys::napi_ref,
+    ) -> std::result::Result<Value, sys::napi_status> {
+        let mut v = ptr::null_mut();
+        // SAFETY: the module rule.
+        match unsafe { sys::napi_get_reference_value(self.0, r, &mut v) } {
+            sys::Status::napi_ok => Ok(v),
+            s => Err(s),
+        }
+    }
+
     /// Deletes a raw reference.
     pub(crate) fn delete_reference(self, r: sys::napi_ref) {
         // A failure (env torn down) only means the references are going away with it.
@@ -489,6 +535,29 @@ pub(crate) enum ErrorKind {
     Error,
     Type,
     Range,
+}
+
+/// UTF-16 units read by [`Js::get_str`] without allocating: keys up to this long (less one)
+/// that are ASCII, the common case.
+const UNITS: usize = 128;
+/// UTF-8 bytes read without allocating, for other strings.
+const BYTES: usize = 256;
+
+/// Stack room for [`Js::get_str`]. Left uninitialised (nothing is read before Node-API or
+/// the narrowing writes it): zeroing it cost the hit path a few ns per call.
+pub(crate) struct StrRoom {
+    units: [std::mem::MaybeUninit<u16>; UNITS],
+    bytes: [std::mem::MaybeUninit<u8>; BYTES],
+}
+
+impl StrRoom {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Self {
+            units: [const { std::mem::MaybeUninit::uninit() }; UNITS],
+            bytes: [const { std::mem::MaybeUninit::uninit() }; BYTES],
+        }
+    }
 }
 
 /// A string read by [`Js::get_str`].

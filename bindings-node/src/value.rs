@@ -109,7 +109,29 @@ impl fmt::Debug for Slot {
 }
 
 /// What the engine stores: a shared handle to one value.
-pub(crate) type Val = Arc<Slot>;
+///
+/// It carries a copy of the slot's cell, so a hit reads where the value lives from the entry
+/// itself: one cache line fewer to fetch per hit than going through the `Arc` (measured on
+/// the `get` hit path, where the engine's memory traffic is most of the cost).
+#[derive(Clone)]
+pub(crate) struct Val {
+    cell: Cell,
+    slot: Arc<Slot>,
+}
+
+impl std::ops::Deref for Val {
+    type Target = Slot;
+
+    fn deref(&self) -> &Slot {
+        &self.slot
+    }
+}
+
+impl fmt::Debug for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.slot.fmt(f)
+    }
+}
 
 /// The values of one cache: a JS array for primitives, napi references for objects, and
 /// the array's free list. JS thread only (it lives in the cache's `Rc` state and holds raw
@@ -158,11 +180,14 @@ impl Table {
             }
         };
         self.stored.set(self.stored.get() + 1);
-        Ok(Arc::new(Slot {
+        Ok(Val {
             cell,
-            version: AtomicU64::new(0),
-            released: self.released.clone(),
-        }))
+            slot: Arc::new(Slot {
+                cell,
+                version: AtomicU64::new(0),
+                released: self.released.clone(),
+            }),
+        })
     }
 
     /// The JS value a handle names.
@@ -170,8 +195,28 @@ impl Table {
     pub(crate) fn load(&self, js: Js, v: &Val) -> Result<Value> {
         match v.cell {
             Cell::Ref(r) => js.reference_value(r),
-            Cell::Index(i) => js.get_element(self.array.get(js)?, i),
+            Cell::Index(i) => self.load_index(js, i),
         }
+    }
+
+    /// [`load`](Self::load) for the hit path, which runs it under the engine's read lock:
+    /// a failed Node-API call is answered as its status (returned in registers), and
+    /// reading a primitive's cell stays out of line.
+    #[inline(always)]
+    pub(crate) fn read(&self, js: Js, v: &Val) -> std::result::Result<Value, sys::napi_status> {
+        match v.cell {
+            Cell::Ref(r) => js.reference_value_raw(r),
+            Cell::Index(i) => self.read_index(js, i),
+        }
+    }
+
+    fn load_index(&self, js: Js, i: u32) -> Result<Value> {
+        js.get_element(self.array.get(js)?, i)
+    }
+
+    #[inline(never)]
+    fn read_index(&self, js: Js, i: u32) -> std::result::Result<Value, sys::napi_status> {
+        self.load_index(js, i).map_err(|e| e.status.into())
     }
 
     /// Lets go of the values whose handles were all dropped, so they can be collected.

@@ -302,6 +302,23 @@ test('keys: non-ASCII, lone surrogates and long keys are read exactly', { timeou
   await assert.rejects(cache.set('lone:\ud800', 1), { name: 'TypeError', code: 'HERDLESS_INVALID_ARGUMENT' })
 })
 
+test('keys at the edges of the stack buffers (127 UTF-16 units, 255 UTF-8 bytes) are read whole', () => {
+  const cache = new Cache({ maxKeyLen: 4096 })
+  // Each length is stored under two keys that differ only in their last character, so a
+  // key cut at a buffer's edge would make them collide.
+  const lengths = [2, 15, 16, 17, 125, 126, 127, 128, 129, 253, 254, 255, 256, 257]
+  const keys = []
+  for (const n of lengths) {
+    for (const [fill, tail] of [['a', 'b'], ['a', 'c'], ['é', 'b'], ['é', 'c']]) {
+      keys.push(fill.repeat(n - 1) + tail)
+    }
+  }
+  assert.equal(new Set(keys).size, keys.length)
+  keys.forEach((k, i) => cache.set(k, i))
+  keys.forEach((k, i) => assert.equal(cache.get(k), i, `${k.length} units: ${k.slice(-3)}`))
+  assert.equal(cache.get('a'.repeat(126) + 'd'), undefined)
+})
+
 test('the instance fast paths and the prototype methods agree', async () => {
   const cache = new Cache()
   cache.set('f:1', 'one')
