@@ -23,8 +23,18 @@ fn contenders() -> Vec<(&'static str, Get)> {
         .unwrap();
     let quick = quick_cache::sync::Cache::<String, u64>::new(10 * N);
     let moka = moka::sync::Cache::<String, u64>::new(10 * N as u64);
+    // The same cache without the stampede detector and the hot-key tracker: their cost on
+    // the hit path is the difference with `herdless_get`.
+    let bare: Cache<u64> = Cache::builder()
+        .capacity(10 * N as u64)
+        .ttl(Duration::from_secs(3600))
+        .detector(herdless::DetectorOptions::off())
+        .hot_keys(0)
+        .build()
+        .unwrap();
     let mut map = hashbrown::HashMap::new();
     for (i, k) in keys.iter().enumerate() {
+        bare.set(k, i as u64).unwrap();
         herdless.set(k, i as u64).unwrap();
         quick.insert(k.clone(), i as u64);
         moka.insert(k.clone(), i as u64);
@@ -34,6 +44,10 @@ fn contenders() -> Vec<(&'static str, Get)> {
     let lookup = herdless.clone();
     vec![
         ("herdless_get", Arc::new(move |k: &str| herdless.get(k))),
+        (
+            "herdless_get_no_detector",
+            Arc::new(move |k: &str| bare.get(k)),
+        ),
         (
             "herdless_lookup",
             Arc::new(move |k: &str| match lookup.lookup(k) {

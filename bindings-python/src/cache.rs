@@ -68,7 +68,7 @@ impl Cache {
         *, ttl=None, grace=None, jitter=None, beta=None, negative_ttl=None, wait_timeout=None,
         max_stale=None, failsafe_backoff=None, soft_timeout=None, hard_timeout=None,
         capacity=None, origin_budget=None, max_flights=None, max_key_len=None, namespace=None,
-        redis=None, redis_prefix=None, codec=None, lease=None,
+        redis=None, redis_prefix=None, codec=None, lease=None, detector_tick=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
@@ -92,6 +92,7 @@ impl Cache {
         redis_prefix: Option<Bound<'py, PyAny>>,
         codec: Option<Bound<'py, PyAny>>,
         lease: Option<Bound<'py, PyAny>>,
+        detector_tick: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         let checked = Options {
             ttl,
@@ -113,6 +114,7 @@ impl Cache {
             redis_prefix,
             codec,
             lease,
+            detector_tick,
         }
         .check(py)?;
         let tier = match checked.redis {
@@ -340,6 +342,35 @@ impl Cache {
     /// Keys loading now (flight records); for tests and leak checks.
     fn _flights_in_progress(&self) -> usize {
         self.engine.l1.flights_in_progress()
+    }
+
+    /// The stampede detector's findings as plain data (see `herdless.Alert`).
+    fn _alerts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+        crate::detector::alerts(py, &self.engine.l1.alerts())
+    }
+
+    /// The `n` most accessed keys as `(key, count, misses)` (see `herdless.HotKey`).
+    fn _hot_keys(&self, n: usize) -> Vec<(String, u64, u64)> {
+        crate::detector::hot_keys(self.engine.l1.hot_keys(n))
+    }
+
+    /// The `n` hottest keys as JSON, for `import_hot_keys` in the next instance.
+    #[pyo3(signature = (n=1000))]
+    fn export_hot_keys(&self, n: usize) -> String {
+        self.engine.l1.export_hot_keys(n)
+    }
+
+    /// Reads an export into the tracker; the keys as `(key, count, misses)`, hottest first.
+    fn _import_hot_keys(&self, py: Python<'_>, json: &str) -> PyResult<Vec<(String, u64, u64)>> {
+        match self.engine.l1.import_hot_keys(json) {
+            Ok(keys) => Ok(crate::detector::hot_keys(keys)),
+            Err(e) => Err(crate::errors::herdless_err(
+                py,
+                "HotKeysFormatError",
+                e.to_string(),
+                &[],
+            )),
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 mod block;
 mod cache;
 mod cached;
+mod detector;
 mod errors;
 mod keys;
 mod load;

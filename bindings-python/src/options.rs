@@ -156,6 +156,7 @@ pub(crate) struct Options<'py> {
     pub(crate) redis_prefix: Option<Bound<'py, PyAny>>,
     pub(crate) codec: Option<Bound<'py, PyAny>>,
     pub(crate) lease: Option<Bound<'py, PyAny>>,
+    pub(crate) detector_tick: Option<Bound<'py, PyAny>>,
 }
 
 /// The engine's defaults (core/src/config.rs) for the options the Redis tier needs as
@@ -246,6 +247,12 @@ impl Options<'_> {
         }
         if let Some(v) = &self.max_key_len {
             b = b.max_key_len(count(py, "max_key_len", v, 1)? as usize);
+        }
+        if let Some(tick) = dur("detector_tick", &self.detector_tick, true)? {
+            b = b.detector(herdless::DetectorOptions {
+                tick,
+                ..Default::default()
+            });
         }
         let namespace = match &self.namespace {
             Some(v) => Some(namespace(py, "namespace", v)?),

@@ -33,6 +33,9 @@ pub(crate) struct Config<V> {
     pub(crate) max_key_len: usize,
     pub(crate) max_namespaces: usize,
     pub(crate) shards: usize,
+    pub(crate) detector: crate::detector::DetectorOptions,
+    pub(crate) hot_keys: usize,
+    pub(crate) hot_key_sample: u64,
 }
 
 /// The options a cache was built with, read back (e.g. by a binding that writes entries of
@@ -133,6 +136,9 @@ impl<V> Default for Builder<V> {
                 max_key_len: 1024,
                 max_namespaces: 1024,
                 shards: 0,
+                detector: Default::default(),
+                hot_keys: 1024,
+                hot_key_sample: 64,
             },
             clock: None,
             rng: None,
@@ -201,6 +207,15 @@ impl<V> Builder<V> {
         max_namespaces: usize => max_namespaces;
         /// Number of lock shards (rounded up to a power of two; default 4 per CPU).
         shards: usize => shards;
+        /// The stampede detector's options (default: on, with seed 000's thresholds; see
+        /// [`Cache::alerts`](crate::Cache::alerts)).
+        detector: crate::detector::DetectorOptions => detector;
+        /// Keys the hot-key tracker keeps (default 1,024; 0: off). See
+        /// [`Cache::hot_keys`](crate::Cache::hot_keys).
+        hot_keys: usize => hot_keys;
+        /// The hot-key tracker records one fresh hit in this many (rounded up to a power of
+        /// two; default 64), weighted by it; misses are always recorded.
+        hot_key_sample: u64 => hot_key_sample;
     }
 
     /// Weighs entries for the capacity bound, e.g. by size in bytes.
@@ -261,6 +276,7 @@ impl<V> Builder<V> {
                 return Err(ConfigError::Zero { option });
             }
         }
+        c.detector.validate()?;
         if let (Some(soft), Some(hard)) = (c.soft_timeout, c.hard_timeout) {
             if soft >= hard {
                 return Err(ConfigError::Inconsistent {

@@ -63,6 +63,10 @@ pub(crate) struct Inner<V> {
     flights: AtomicUsize,
     next_id: AtomicU64,
     pub(crate) spawner: Option<StdArc<dyn Spawn>>,
+    /// The stampede detector, unless switched off.
+    pub(crate) detector: Option<crate::detector::Detector>,
+    /// The hot-key tracker, unless switched off.
+    pub(crate) hot: Option<crate::hotkeys::HotKeys>,
 }
 
 /// A stampede-proof cache of `V` values under string keys.
@@ -116,6 +120,20 @@ impl<V: Clone + Send + Sync + 'static> Builder<V> {
         let shards = (wanted.min(1 << 16).next_power_of_two() as u64).min(most) as usize;
         let (per_shard, extra) = (capacity / shards as u64, capacity % shards as u64);
         let cfg = self.cfg;
+        let detector = cfg.detector.enabled.then(|| {
+            crate::detector::Detector::new(
+                cfg.detector.clone(),
+                crate::detector::Setup {
+                    ttl: cfg.ttl,
+                    negative_ttl: cfg.negative_ttl,
+                    grace: !cfg.grace.is_zero(),
+                    xfetch: cfg.beta > 0.0,
+                    budget: cfg.origin_budget.is_some(),
+                },
+            )
+        });
+        let hot = (cfg.hot_keys > 0)
+            .then(|| crate::hotkeys::HotKeys::new(cfg.hot_keys, cfg.hot_key_sample));
         Ok(Cache {
             inner: Arc::new(Inner {
                 shards: (0..shards as u64)
@@ -138,6 +156,8 @@ impl<V: Clone + Send + Sync + 'static> Builder<V> {
                 flights: AtomicUsize::new(0),
                 next_id: AtomicU64::new(1),
                 spawner,
+                detector,
+                hot,
                 cfg,
             }),
         })
@@ -200,6 +220,10 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         Ok(())
     }
 
+    pub(crate) fn hash(&self, key: &str) -> u64 {
+        self.inner.hasher.hash_one(key)
+    }
+
     #[inline]
     fn shard_index(&self, hash: u64) -> usize {
         hash.checked_shr(self.inner.shard_shift).unwrap_or(0) as usize
@@ -227,7 +251,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                     early = self.xfetch_fires(e, n);
                     if !early {
                         node.touch();
-                        self.count_hit(e, hash);
+                        self.count_hit(e, hash, key);
                         let value = e.value.clone();
                         return Ok(Lookup::Hit(Hit {
                             value,
@@ -258,13 +282,10 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         let shard = self.shard(hash).read();
         let Some(node) = shard.store.get(hash, key) else {
             drop(shard);
-            self.inner
-                .namespaces
-                .get(namespace_of(key))
-                .metrics
-                .c
-                .misses
-                .fetch_add(1, Ordering::Relaxed);
+            let c = &self.inner.namespaces.get(namespace_of(key)).metrics.c;
+            c.misses.fetch_add(1, Ordering::Relaxed);
+            c.cold_misses.fetch_add(1, Ordering::Relaxed);
+            self.observe_miss(key, hash, fast);
             return None;
         };
         let e = &node.entry;
@@ -275,30 +296,50 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         match phase {
             Phase::Fresh => {
                 node.touch();
-                self.count_hit(e, hash);
+                self.count_hit(e, hash, key);
                 e.value.as_ref().map(read)
             }
             Phase::Stale if e.value.is_some() => {
                 node.touch();
-                e.ns.metrics.c.stale_served.add(self.shard_index(hash));
+                let seen = e.ns.metrics.c.stale_served.add(self.shard_index(hash));
+                if let Some(hot) = &self.inner.hot {
+                    hot.hit(seen, key, hash);
+                }
                 e.value.as_ref().map(read)
             }
             _ => {
-                e.ns.metrics.c.misses.fetch_add(1, Ordering::Relaxed);
+                let c = &e.ns.metrics.c;
+                c.misses.fetch_add(1, Ordering::Relaxed);
+                c.expired_misses.fetch_add(1, Ordering::Relaxed);
+                drop(shard);
+                self.observe_miss(key, hash, fast);
                 None
             }
         }
     }
 
     #[inline]
-    fn count_hit(&self, e: &Entry<V>, hash: u64) {
+    fn count_hit(&self, e: &Entry<V>, hash: u64, key: &str) {
         let c = &e.ns.metrics.c;
         let stripe = self.shard_index(hash);
-        if e.value.is_some() {
+        let seen = if e.value.is_some() {
             c.hits.add(stripe)
         } else {
             c.negative_hits.add(stripe)
+        };
+        // The hot-key tracker samples on the count just taken: no extra atomic per hit.
+        if let Some(hot) = &self.inner.hot {
+            hot.hit(seen, key, hash);
         }
+    }
+
+    /// A miss seen by `get`: the hot-key tracker and the detector's tick.
+    #[cold]
+    fn observe_miss(&self, key: &str, hash: u64, now: u64) {
+        if let Some(hot) = &self.inner.hot {
+            hot.access(key, hash, true);
+        }
+        self.detect(now);
     }
 
     /// XFetch: should this read of a fresh entry refresh it early?
@@ -322,6 +363,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         early: bool,
     ) -> Result<Lookup<V>, Error> {
         let n = nanos(now);
+        self.detect(n);
         let stripe = self.shard_index(hash);
         let mut timed_out = None;
         let mut dead = None;
@@ -379,9 +421,9 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 }
                 let state = if p == Phase::Fresh {
                     if value.is_some() {
-                        c.hits.add(stripe)
+                        c.hits.add(stripe);
                     } else {
-                        c.negative_hits.add(stripe)
+                        c.negative_hits.add(stripe);
                     }
                     HitState::Fresh
                 } else {
@@ -425,6 +467,11 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 };
                 let c = &ns.metrics.c;
                 c.misses.fetch_add(1, Ordering::Relaxed);
+                if phase.is_some() {
+                    c.expired_misses.fetch_add(1, Ordering::Relaxed);
+                } else if flight.is_none() {
+                    c.cold_misses.fetch_add(1, Ordering::Relaxed);
+                }
                 match flight {
                     Some(f) => {
                         c.coalesced_waiters.fetch_add(1, Ordering::Relaxed);
@@ -441,6 +488,9 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             }
         };
         drop(shard);
+        if let Some(hot) = &self.inner.hot {
+            hot.access(key, hash, !matches!(result, Lookup::Hit(_)));
+        }
         if let Some(f) = timed_out {
             self.time_out(&f);
         }
@@ -565,6 +615,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         if let Some(wakers) = wakers {
             flight::wake_all(wakers);
         }
+        self.detect(n);
     }
 
     fn count_evictions(&self, evicted: &[Entry<V>]) {
@@ -641,6 +692,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             self.count_evictions(&dropped[before..]);
         }
         drop(dropped);
+        self.detect(n);
         Ok(())
     }
 

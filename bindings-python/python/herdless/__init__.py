@@ -15,6 +15,7 @@ See the README for the full tour.
 
 from ._cache import Cache, Codec, WarmReport
 from ._decorator import AsyncCachedFunction, Decorator
+from ._detector import Alert, HotKey
 from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
 from ._native import ABSENT, Absent, BoundCachedFunction, CachedFunction, KeyBuilder
 from .errors import (
@@ -23,6 +24,7 @@ from .errors import (
     ConfigTypeError,
     EmptyKey,
     HerdlessError,
+    HotKeysFormatError,
     InvalidKey,
     KeyBuildError,
     KeyTooLong,
@@ -38,6 +40,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ABSENT",
     "Absent",
+    "Alert",
     "AsyncCachedFunction",
     "BackendError",
     "BoundCachedFunction",
@@ -51,6 +54,8 @@ __all__ = [
     "EmptyKey",
     "HerdlessError",
     "Histogram",
+    "HotKey",
+    "HotKeysFormatError",
     "InvalidKey",
     "KeyBuildError",
     "KeyBuilder",

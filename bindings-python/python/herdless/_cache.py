@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, overload, runtime_checkable
 
 from . import _aio, _decorator, _native
+from ._detector import Alert, HotKey, alert_from_native, hot_key_from_native
 from ._metrics import Metrics, from_native
 from .errors import ConfigError, ConfigTypeError
 
@@ -37,14 +38,58 @@ class Codec(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class WarmReport:
-    """What ``Cache.warm`` / ``Cache.awarm`` did."""
+    """What ``Cache.warm`` / ``Cache.awarm`` did (or have done so far, when handed to the
+    ``progress`` callback)."""
 
     requested: int
     """Keys asked for."""
     loaded: int
-    """Loader calls made (keys already fresh, or loaded by another caller meanwhile, cost none)."""
+    """Keys the loader answered with a value."""
+    absent: int = 0
+    """Keys the loader answered ``ABSENT`` for (cached as absences)."""
+    skipped: int = 0
+    """Keys already fresh, or loaded by another caller meanwhile (no loader call)."""
     failed: dict[str, BaseException] = field(default_factory=dict)
     """Keys whose load failed, with the exception."""
+
+    @property
+    def done(self) -> int:
+        """Keys dealt with so far."""
+        return self.loaded + self.absent + self.skipped + len(self.failed)
+
+
+class _Tally:
+    """The running report of one warm-up (its keys may end on several threads)."""
+
+    def __init__(self, requested: int, progress: Callable[[WarmReport], object] | None) -> None:
+        self._lock = threading.Lock()
+        self._progress = progress
+        self.requested = requested
+        self.loaded = self.absent = self.skipped = 0
+        self.failed: dict[str, BaseException] = {}
+
+    def report(self) -> WarmReport:
+        return WarmReport(
+            requested=self.requested,
+            loaded=self.loaded,
+            absent=self.absent,
+            skipped=self.skipped,
+            failed=dict(self.failed),
+        )
+
+    def record(self, key: str, called: bool, result: object, exc: BaseException | None) -> None:
+        with self._lock:
+            if exc is not None:
+                self.failed[key] = exc
+            elif not called:
+                self.skipped += 1
+            elif result is _native.ABSENT:
+                self.absent += 1
+            else:
+                self.loaded += 1
+            report = self.report() if self._progress is not None else None
+        if self._progress is not None and report is not None:
+            self._progress(report)
 
 
 class Cache(_native.Cache):
@@ -83,6 +128,8 @@ class Cache(_native.Cache):
       able to run code.
     - ``lease`` (5): the fleet lock's lease, extended while the loader runs; a crashed
       leader blocks its key for at most this long.
+    - ``detector_tick`` (1): width of one window tick of the stampede detector
+      (``alerts()``); its steady state is the median of the last 64 ticks.
 
     A bad value raises ``ConfigError`` (a ``ValueError``); a wrong type ``ConfigTypeError``
     (also a ``TypeError``).
@@ -188,25 +235,35 @@ class Cache(_native.Cache):
         *,
         concurrency: int = 4,
         ttl: float | None = None,
+        progress: Callable[[WarmReport], object] | None = None,
     ) -> WarmReport:
         """Loads ``keys`` that are not fresh yet with ``loader(key)``, at most ``concurrency``
         at once (and never more than the origin budget), e.g. before traffic arrives after a
-        restart. Failures are reported, not raised."""
+        restart (``cache.warm(cache.import_hot_keys(saved), load)``). Failures are reported,
+        not raised; ``progress(report_so_far)`` is called after each key."""
         keys = list(keys)
         workers = self._warm_concurrency(concurrency, len(keys))
-        counter = _Counter()
-        failed: dict[str, BaseException] = {}
+        tally = _Tally(len(keys), progress)
 
         def one(k: str) -> None:
+            called = False
+
+            def load() -> Any:
+                nonlocal called
+                called = True
+                return loader(k)
+
             try:
-                self.get_or_load(k, lambda: counter.count(loader, k), ttl=ttl)
+                result = self.get_or_load(k, load, ttl=ttl)
             except Exception as exc:
-                failed[k] = exc
+                tally.record(k, called, None, exc)
+            else:
+                tally.record(k, called, result, None)
 
         if keys:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="herdless-warm") as pool:
                 list(pool.map(one, keys))
-        return WarmReport(requested=len(keys), loaded=counter.value, failed=failed)
+        return tally.report()
 
     async def awarm(
         self,
@@ -215,27 +272,31 @@ class Cache(_native.Cache):
         *,
         concurrency: int = 4,
         ttl: float | None = None,
+        progress: Callable[[WarmReport], object] | None = None,
     ) -> WarmReport:
         """``warm`` for an async ``loader(key)``, as tasks of the running event loop."""
         keys = list(keys)
         limit = asyncio.Semaphore(self._warm_concurrency(concurrency, len(keys)))
-        loaded = 0
-        failed: dict[str, BaseException] = {}
-
-        async def load(k: str) -> Any:
-            nonlocal loaded
-            loaded += 1
-            return await loader(k)
+        tally = _Tally(len(keys), progress)
 
         async def one(k: str) -> None:
+            called = False
+
+            async def load() -> Any:
+                nonlocal called
+                called = True
+                return await loader(k)
+
             async with limit:
                 try:
-                    await self.aget_or_load(k, lambda: load(k), ttl=ttl)
+                    result = await self.aget_or_load(k, load, ttl=ttl)
                 except Exception as exc:
-                    failed[k] = exc
+                    tally.record(k, called, None, exc)
+                else:
+                    tally.record(k, called, result, None)
 
         await asyncio.gather(*(one(k) for k in keys))
-        return WarmReport(requested=len(keys), loaded=loaded, failed=failed)
+        return tally.report()
 
     def _warm_concurrency(self, concurrency: int, n: int) -> int:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int):
@@ -253,18 +314,22 @@ class Cache(_native.Cache):
         """Counters, histograms and sizes at this moment, per namespace."""
         return from_native(self._metrics())
 
+    def alerts(self) -> list[Alert]:
+        """The stampede detector's findings, oldest first: what (``kind``, ``cause``), where
+        (``namespace``, ``key``), since when, the evidence and the likely ``cures``. Alerts
+        stay listed for 10 minutes after their condition last held (``active`` says whether
+        it holds now)."""
+        return [alert_from_native(a) for a in self._alerts()]
 
-class _Counter:
-    """Counts loader calls made by ``warm`` (from several threads)."""
+    def hot_keys(self, n: int = 100) -> list[HotKey]:
+        """The ``n`` most accessed keys, most first (counts are sampled estimates)."""
+        return [hot_key_from_native(k) for k in self._hot_keys(n)]
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.value = 0
-
-    def count(self, loader: Callable[[str], Any], key: str) -> Any:
-        with self._lock:
-            self.value += 1
-        return loader(key)
+    def import_hot_keys(self, json: str) -> list[str]:
+        """Reads what ``export_hot_keys`` wrote (e.g. by the previous instance) into this
+        cache's tracker and returns the keys, hottest first, ready for ``warm``. Raises
+        ``HotKeysFormatError`` on anything else."""
+        return [k for k, _count, _misses in self._import_hot_keys(json)]
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

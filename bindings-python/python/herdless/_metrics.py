@@ -24,6 +24,10 @@ class Counters:
     """Lookups answered by a stale value within grace while one refresh runs."""
     misses: int = 0
     """Lookups with nothing servable: the caller led a load or waited for one."""
+    expired_misses: int = 0
+    """Misses that found the key's entry expired (past ttl + grace)."""
+    cold_misses: int = 0
+    """Misses that found neither an entry nor a load of the key."""
     failsafe_served: int = 0
     """Answers with stale data past grace because a load failed or timed out."""
     loads: int = 0

@@ -22,6 +22,7 @@ __all__ = [
     "KeyTooLong",
     "LoadTimeout",
     "LoaderPanicked",
+    "HotKeysFormatError",
     "TooManyFlights",
     "UnsupportedKeyValue",
     "WaitTimeout",
@@ -60,6 +61,10 @@ class KeyTooLong(InvalidKey):
         super().__init__(message)
         self.length = length
         self.limit = limit
+
+
+class HotKeysFormatError(HerdlessError, ValueError):
+    """A hot-key export (``import_hot_keys``) is not the JSON ``export_hot_keys`` writes."""
 
 
 class KeyBuildError(InvalidKey):

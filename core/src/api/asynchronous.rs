@@ -129,7 +129,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// Runs the leader's load under the flight's deadlines. At the soft timeout, with a
     /// fail-safe value at hand and a spawner, it answers that value and moves the rest of
     /// the load to the spawner.
-    async fn lead<Fut, E>(
+    pub(super) async fn lead<Fut, E>(
         &self,
         guard: LoadGuard<V>,
         mut fut: Pin<Box<Fut>>,

@@ -4,6 +4,9 @@
 mod asynchronous;
 #[cfg(feature = "std")]
 mod blocking;
+mod warm;
+
+pub use self::warm::WarmReport;
 
 use alloc::boxed::Box;
 

@@ -22,8 +22,9 @@ pub(crate) struct Striped([CachePadded<AtomicU64>; STRIPES]);
 
 impl Striped {
     #[inline]
-    pub(crate) fn add(&self, stripe: usize) {
-        self.0[stripe % STRIPES].0.fetch_add(1, Ordering::Relaxed);
+    /// Adds one; returns the stripe's count before (the hot-key tracker samples on it).
+    pub(crate) fn add(&self, stripe: usize) -> u64 {
+        self.0[stripe % STRIPES].0.fetch_add(1, Ordering::Relaxed)
     }
     fn get(&self) -> u64 {
         self.0.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
@@ -83,6 +84,8 @@ counters! {
     }
     plain {
         misses: "Lookups with nothing servable: the caller led a load or waited for one.",
+        expired_misses: "Misses that found the key's entry expired (past ttl + grace).",
+        cold_misses: "Misses that found neither an entry nor a load of the key.",
         failsafe_served: "Answers with stale data past grace because a load failed or timed out.",
         loads: "Loader calls started (origin requests).",
         load_errors: "Loader calls that failed (errors and panics).",
