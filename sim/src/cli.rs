@@ -98,6 +98,12 @@ pub enum Command {
         /// Distinct absent ids.
         #[arg(long)]
         ids: Option<u64>,
+        /// When the storm begins (e.g. 60s; regular traffic before it).
+        #[arg(long, value_parser = parse_duration)]
+        storm_from: Option<Duration>,
+        /// Requests per second of regular traffic on 100 ids that exist, all along.
+        #[arg(long, default_value_t = 0.0)]
+        regular_rate: f64,
         /// Which variants to run.
         #[arg(long, value_enum, default_value_t = Both::Both)]
         negative: Both,
@@ -315,6 +321,8 @@ pub fn plan(cli: &Cli) -> Vec<Run> {
         }
         Command::MissStorm {
             ids,
+            storm_from,
+            regular_rate,
             negative,
             common,
         } => {
@@ -327,6 +335,8 @@ pub fn plan(cli: &Cli) -> Vec<Run> {
                     &mut s.duration,
                 );
                 s.ids = ids.unwrap_or(s.ids);
+                s.storm_from = storm_from.unwrap_or(s.storm_from);
+                s.regular_rate = regular_rate.max(0.0);
                 if !on {
                     s.knobs.negative_ttl = None;
                 }

@@ -116,6 +116,8 @@ fn add(a: &CounterSnapshot, b: &CounterSnapshot) -> CounterSnapshot {
     t.negative_hits += b.negative_hits;
     t.stale_served += b.stale_served;
     t.misses += b.misses;
+    t.expired_misses += b.expired_misses;
+    t.cold_misses += b.cold_misses;
     t.failsafe_served += b.failsafe_served;
     t.loads += b.loads;
     t.load_errors += b.load_errors;
@@ -283,6 +285,6 @@ mod tests {
         }
         // And the field list is the one `add` knows: a counter added to the engine later
         // must be added there too.
-        assert_eq!(one.fields().len(), 17);
+        assert_eq!(one.fields().len(), 19);
     }
 }

@@ -141,6 +141,7 @@ fn storm(negative: Option<Duration>) -> MissStorm {
         duration: secs(20),
         origin: OriginConfig::new(ms(50)),
         knobs,
+        ..MissStorm::default()
     }
 }
 

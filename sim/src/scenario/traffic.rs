@@ -20,6 +20,10 @@ pub(crate) async fn poisson(
     until: Duration,
     pick: impl Fn(&World) -> (usize, String),
 ) {
+    // No traffic at all (and no infinite gap to sleep on).
+    if !(rate > 0.0 && rate.is_finite()) {
+        return;
+    }
     loop {
         let gap = w.exp_gap(rate);
         w.handle.sleep(gap).await;
