@@ -29,6 +29,7 @@ impl Entries {
             ns,
             epoch,
             timing: Timing::new(0, Duration::from_secs(secs), Duration::ZERO, None),
+            quiet_until: 0,
             load_nanos: 0,
             backoff_until: 0,
         }
