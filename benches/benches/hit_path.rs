@@ -1,68 +1,17 @@
 //! The hit path, side by side in one run: herdless (`get` and `lookup`, freshness and XFetch
 //! checks included) against quick_cache, moka and a parking_lot `RwLock<HashMap>`, on one and
 //! two threads. Ratios matter, not absolute figures: the machine is shared and noisy.
+//! `hit_path_cpu/1_thread` repeats the one-thread group measuring the thread's CPU time
+//! instead of wall time, which does not count the time other processes hold the CPU.
 
 use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
+use criterion::measurement::Measurement;
 use criterion::{Criterion, criterion_group, criterion_main};
-use herdless::{Cache, Lookup};
-use herdless_benches::keys;
-
-const N: usize = 1_000;
-
-type Get = Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
-
-fn contenders() -> Vec<(&'static str, Get)> {
-    let keys = keys(N);
-    let herdless: Cache<u64> = Cache::builder()
-        .capacity(10 * N as u64)
-        .ttl(Duration::from_secs(3600))
-        .build()
-        .unwrap();
-    let quick = quick_cache::sync::Cache::<String, u64>::new(10 * N);
-    let moka = moka::sync::Cache::<String, u64>::new(10 * N as u64);
-    // The same cache without the stampede detector and the hot-key tracker: their cost on
-    // the hit path is the difference with `herdless_get`.
-    let bare: Cache<u64> = Cache::builder()
-        .capacity(10 * N as u64)
-        .ttl(Duration::from_secs(3600))
-        .detector(herdless::DetectorOptions::off())
-        .hot_keys(0)
-        .build()
-        .unwrap();
-    let mut map = hashbrown::HashMap::new();
-    for (i, k) in keys.iter().enumerate() {
-        bare.set(k, i as u64).unwrap();
-        herdless.set(k, i as u64).unwrap();
-        quick.insert(k.clone(), i as u64);
-        moka.insert(k.clone(), i as u64);
-        map.insert(k.clone(), i as u64);
-    }
-    let rw = Arc::new(parking_lot::RwLock::new(map));
-    let lookup = herdless.clone();
-    vec![
-        ("herdless_get", Arc::new(move |k: &str| herdless.get(k))),
-        (
-            "herdless_get_no_detector",
-            Arc::new(move |k: &str| bare.get(k)),
-        ),
-        (
-            "herdless_lookup",
-            Arc::new(move |k: &str| match lookup.lookup(k) {
-                Ok(Lookup::Hit(h)) => h.value,
-                _ => None,
-            }),
-        ),
-        ("quick_cache_get", Arc::new(move |k: &str| quick.get(k))),
-        ("moka_get", Arc::new(move |k: &str| moka.get(k))),
-        (
-            "rwlock_hashmap_get",
-            Arc::new(move |k: &str| rw.read().get(k).copied()),
-        ),
-    ]
-}
+use herdless_benches::hit::{Get, N, contenders};
+use herdless_benches::{ThreadCpuTime, keys};
 
 /// Runs `iters` gets on each of `threads` threads at once; the time is the wall time of the
 /// slowest thread divided by nothing: criterion divides by `iters`, giving time per get per
@@ -92,20 +41,34 @@ fn run(get: &Get, threads: usize, iters: u64) -> Duration {
         .unwrap()
 }
 
+fn one_thread<M: Measurement>(c: &mut Criterion<M>, group: &str) {
+    let mut group = c.benchmark_group(group);
+    for (name, get) in contenders() {
+        let keys = keys(N);
+        let mut i = 0;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                i = (i + 1) % N;
+                get(black_box(&keys[i]))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn hit_path_cpu(c: &mut Criterion<ThreadCpuTime>) {
+    one_thread(c, "hit_path_cpu/1_thread");
+}
+
 fn hit_path(c: &mut Criterion) {
     for threads in [1, 2] {
+        if threads == 1 {
+            one_thread(c, "hit_path/1_thread");
+            continue;
+        }
         let mut group = c.benchmark_group(format!("hit_path/{threads}_thread"));
         for (name, get) in contenders() {
-            if threads == 1 {
-                let keys = keys(N);
-                let mut i = 0;
-                group.bench_function(name, |b| {
-                    b.iter(|| {
-                        i = (i + 1) % N;
-                        get(black_box(&keys[i]))
-                    })
-                });
-            } else {
+            {
                 group.bench_function(name, |b| b.iter_custom(|iters| run(&get, threads, iters)));
             }
         }
@@ -118,4 +81,9 @@ criterion_group! {
     config = Criterion::default().measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
     targets = hit_path
 }
-criterion_main!(benches);
+criterion_group! {
+    name = cpu;
+    config = Criterion::default().with_measurement(ThreadCpuTime).measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    targets = hit_path_cpu
+}
+criterion_main!(benches, cpu);

@@ -215,6 +215,7 @@ mod system {
 
     #[cfg(target_os = "linux")]
     mod os {
+        use core::sync::atomic::{AtomicU64, Ordering};
         use core::time::Duration;
         use std::sync::OnceLock;
 
@@ -245,6 +246,36 @@ mod system {
             });
             read(libc::CLOCK_MONOTONIC_COARSE) + res
         }
+
+        /// [`now_fast`] in nanoseconds, for the engine's hit path: no `Duration` round trip.
+        #[inline]
+        pub(super) fn now_fast_nanos() -> u64 {
+            static RESOLUTION: AtomicU64 = AtomicU64::new(u64::MAX);
+            let mut res = RESOLUTION.load(Ordering::Relaxed);
+            if res == u64::MAX {
+                let mut ts = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                // SAFETY: as above.
+                unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+                res = (ts.tv_sec as u64)
+                    .saturating_mul(1_000_000_000)
+                    .saturating_add(ts.tv_nsec as u64)
+                    .min(u64::MAX - 1);
+                RESOLUTION.store(res, Ordering::Relaxed);
+            }
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: as above.
+            unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+            (ts.tv_sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(ts.tv_nsec as u64)
+                .saturating_add(res)
+        }
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -260,6 +291,10 @@ mod system {
 
         pub(super) fn now_fast() -> Duration {
             now()
+        }
+
+        pub(super) fn now_fast_nanos() -> u64 {
+            u64::try_from(now().as_nanos()).unwrap_or(u64::MAX)
         }
     }
 
@@ -315,6 +350,15 @@ mod system {
                     None => self.changed.wait(timers).unwrap_or_else(|e| e.into_inner()),
                 };
             }
+        }
+    }
+
+    impl SystemClock {
+        /// [`Clock::now_fast`] in nanoseconds, called directly by the engine's hit path when
+        /// the cache runs on the system clock (no virtual call, no `Duration` round trip).
+        #[inline]
+        pub(crate) fn now_fast_nanos() -> u64 {
+            os::now_fast_nanos()
         }
     }
 

@@ -52,12 +52,19 @@ impl<V> Shard<V> {
 pub(crate) struct Inner<V> {
     pub(crate) cfg: Config<V>,
     shards: Box<[RwLock<Shard<V>>]>,
-    shard_shift: u32,
+    /// Shards are picked by hash bits 32 and up, clear of the bits hashbrown uses inside a
+    /// shard's table (the low bits place a key, the top 7 are its tag): sharding by the top
+    /// bits made every key of a shard share part of its tag, so lookups compared more keys.
+    shard_mask: usize,
     /// Capacity of each shard: also the most one entry may weigh.
     shard_capacity: u64,
     hasher: hashbrown::DefaultHashBuilder,
     pub(crate) namespaces: Namespaces,
     pub(crate) clock: StdArc<dyn Clock>,
+    /// The clock is the default [`SystemClock`](crate::SystemClock): the hit path reads it
+    /// directly instead of through the trait object.
+    #[cfg_attr(not(feature = "std"), allow(dead_code))]
+    system_clock: bool,
     rng: SharedRng,
     pub(crate) budget: Option<Arc<Budget>>,
     flights: AtomicUsize,
@@ -95,6 +102,7 @@ impl<V: Clone + Send + Sync + 'static> Builder<V> {
     /// Checks every option and builds the cache.
     pub fn build(self) -> Result<Cache<V>, ConfigError> {
         self.validate()?;
+        let system_clock = cfg!(feature = "std") && self.clock.is_none();
         #[cfg(feature = "std")]
         let clock = self
             .clock
@@ -144,11 +152,12 @@ impl<V: Clone + Send + Sync + 'static> Builder<V> {
                         })
                     })
                     .collect(),
-                shard_shift: 64 - shards.trailing_zeros(),
+                shard_mask: shards - 1,
                 shard_capacity: per_shard,
                 hasher: Default::default(),
                 namespaces: Namespaces::new(cfg.max_namespaces),
                 clock,
+                system_clock,
                 rng: self
                     .rng
                     .unwrap_or_else(|| SharedRng::new(crate::default_rng())),
@@ -226,7 +235,17 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
 
     #[inline]
     fn shard_index(&self, hash: u64) -> usize {
-        hash.checked_shr(self.inner.shard_shift).unwrap_or(0) as usize
+        (hash >> 32) as usize & self.inner.shard_mask
+    }
+
+    /// The cheap clock reading of the hit path ([`Clock::now_fast`]), in nanoseconds.
+    #[inline]
+    fn now_fast(&self) -> u64 {
+        #[cfg(feature = "std")]
+        if self.inner.system_clock {
+            return crate::SystemClock::now_fast_nanos();
+        }
+        nanos(self.inner.clock.now_fast())
     }
 
     #[inline]
@@ -241,14 +260,15 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         self.check_key(key)?;
         let hash = self.inner.hasher.hash_one(key);
         // The cheap clock errs late, so a value it calls fresh is fresh.
-        let n = nanos(self.inner.clock.now_fast());
+        let n = self.now_fast();
         let mut early = false;
         {
             let shard = self.shard(hash).read();
             if let Some(node) = shard.store.get(hash, key) {
                 let e = &node.entry;
                 if e.phase(n) == Phase::Fresh {
-                    early = self.xfetch_fires(e, n);
+                    // Most reads are far from expiry: one compare rules XFetch out.
+                    early = n >= e.quiet_until && self.xfetch_fires(e, n);
                     if !early {
                         node.touch();
                         self.count_hit(e, hash, key);
@@ -278,7 +298,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     pub fn get_with<R>(&self, key: &str, read: impl FnOnce(&V) -> R) -> Option<R> {
         self.check_key(key).ok()?;
         let hash = self.inner.hasher.hash_one(key);
-        let fast = nanos(self.inner.clock.now_fast());
+        let fast = self.now_fast();
         let shard = self.shard(hash).read();
         let Some(node) = shard.store.get(hash, key) else {
             drop(shard);
@@ -661,11 +681,18 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
             let ttl = jitter::jittered(cfg.negative_ttl, cfg.jitter, self.inner.rng.unit());
             Timing::new(now, ttl, Duration::ZERO, None)
         };
+        let quiet_until = match value {
+            Some(_) => timing
+                .fresh_until
+                .saturating_sub(xfetch::reach_nanos(load_nanos, cfg.beta)),
+            None => timing.fresh_until,
+        };
         Entry {
             value,
             ns,
             epoch,
             timing,
+            quiet_until,
             load_nanos,
             backoff_until: 0,
         }

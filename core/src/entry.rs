@@ -13,6 +13,9 @@ pub(crate) struct Entry<V> {
     /// The namespace epoch the entry was written under.
     pub(crate) epoch: u64,
     pub(crate) timing: Timing,
+    /// Before this a read is fresh and beyond XFetch's reach (see [`crate::xfetch::reach_nanos`]),
+    /// so the hit path rules out an early refresh with one compare instead of float maths.
+    pub(crate) quiet_until: u64,
     /// How long the load that produced it took: XFetch's delta.
     pub(crate) load_nanos: u64,
     /// Fail-safe: no refresh is attempted before this after a failed one.

@@ -17,6 +17,22 @@ pub fn out_of_reach(gap: Duration, delta: Duration, beta: f64) -> bool {
     beta <= 0.0 || delta.is_zero() || gap.as_secs_f64() > delta.as_secs_f64() * beta * MAX_EXP_DRAW
 }
 
+/// How long before expiry, in nanoseconds, a draw can first trigger a refresh: a read at
+/// least this far (plus one nanosecond) from expiry is [`out_of_reach`]. Rounded up with a
+/// margin, so that an integer compare against it never rules out a read the exact test would
+/// let draw.
+pub(crate) fn reach_nanos(delta_nanos: u64, beta: f64) -> u64 {
+    if beta <= 0.0 || delta_nanos == 0 {
+        return 0;
+    }
+    let reach = delta_nanos as f64 * beta * MAX_EXP_DRAW * (1.0 + 1e-9) + 1.0;
+    if reach >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        libm::ceil(reach) as u64
+    }
+}
+
 /// The XFetch decision for a reader `gap` before expiry, with `u` uniform in (0, 1].
 #[inline]
 pub fn should_refresh(gap: Duration, delta: Duration, beta: f64, u: f64) -> bool {
@@ -60,5 +76,25 @@ mod tests {
         let gap = Duration::from_secs_f64(0.1 * MAX_EXP_DRAW + 0.001);
         assert!(out_of_reach(gap, delta, 1.0));
         assert!(!should_refresh(gap, delta, 1.0, 2f64.powi(-53)));
+    }
+
+    #[test]
+    fn beyond_the_integer_reach_every_read_is_out_of_reach() {
+        let mut d: u64 = 1;
+        while d < u64::MAX / 7 {
+            for beta in [0.001, 0.5, 1.0, 1.7, 3.0, 1e6] {
+                let reach = reach_nanos(d, beta);
+                if reach < u64::MAX {
+                    let gap = Duration::from_nanos(reach + 1);
+                    assert!(
+                        out_of_reach(gap, Duration::from_nanos(d), beta),
+                        "{d} {beta}"
+                    );
+                }
+            }
+            d = d * 3 + 1;
+        }
+        assert_eq!(reach_nanos(0, 1.0), 0);
+        assert_eq!(reach_nanos(1_000, 0.0), 0);
     }
 }

@@ -6,7 +6,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::{NIL, Store};
+use super::{NIL, Store, same_key};
 use crate::entry::Entry;
 use crate::epoch::Namespaces;
 use crate::expiry::Timing;
@@ -29,6 +29,7 @@ impl Entries {
             ns,
             epoch,
             timing: Timing::new(0, Duration::from_secs(secs), Duration::ZERO, None),
+            quiet_until: 0,
             load_nanos: 0,
             backoff_until: 0,
         }
@@ -213,4 +214,23 @@ fn weights_are_accounted_and_bound_the_store() {
     assert!(s.weight() <= 10);
     s.remove(hash("e"), "e");
     assert_eq!(s.weight(), s.len() as u64);
+}
+
+#[test]
+fn same_key_agrees_with_string_equality_at_every_length() {
+    let base = "abcdefghijklmnopqrstuvwxyz0123456789";
+    for n in 0..=base.len() {
+        let a = &base[..n];
+        assert!(same_key(a, a));
+        for i in 0..n {
+            // One byte different, at every position.
+            let mut b = a.as_bytes().to_vec();
+            b[i] = b'#';
+            let b = core::str::from_utf8(&b).unwrap();
+            assert!(!same_key(a, b), "{a} {b}");
+        }
+        if n > 0 {
+            assert!(!same_key(a, &base[..n - 1]));
+        }
+    }
 }
