@@ -14,10 +14,20 @@ use crate::spawn::Spawn;
 /// Weighs an entry for the capacity bound (e.g. its size in bytes).
 pub type Weigher<V> = StdArc<dyn Fn(&str, &V) -> u64 + Send + Sync>;
 
+/// Bytes charged per entry for herdless's own bookkeeping under
+/// [`Builder::max_bytes`]: the entry node, its slot in the shard's table and eviction ring,
+/// and allocator headers. Measured with a counting allocator at 137-210 bytes beyond key and
+/// value (1,000,000 down to 10,000 entries; BENCHMARKS.md, "Memory per entry"); with this
+/// charge a 1,000,000-key flood stays within 1.1x of the bound in RSS.
+pub const ENTRY_OVERHEAD_BYTES: u64 = 160;
+
 /// The validated options of a cache.
 pub(crate) struct Config<V> {
     pub(crate) capacity: u64,
     pub(crate) weigher: Option<Weigher<V>>,
+    /// Under [`Builder::max_bytes`]: bytes added to every entry's weight (its key's length
+    /// is added too, and a cached absence weighs no value bytes).
+    pub(crate) entry_overhead: Option<u64>,
     pub(crate) ttl: Duration,
     pub(crate) grace: Duration,
     pub(crate) jitter: f64,
@@ -121,6 +131,7 @@ impl<V> Default for Builder<V> {
             cfg: Config {
                 capacity: 10_000,
                 weigher: None,
+                entry_overhead: None,
                 ttl: Duration::from_secs(60),
                 grace: Duration::ZERO,
                 jitter: 0.2,
@@ -218,9 +229,37 @@ impl<V> Builder<V> {
         hot_key_sample: u64 => hot_key_sample;
     }
 
-    /// Weighs entries for the capacity bound, e.g. by size in bytes.
+    /// Weighs entries for the capacity bound, e.g. by size in bytes (a cached absence
+    /// weighs 1). Replaces [`max_bytes`](Self::max_bytes).
     pub fn weigher(mut self, weigher: impl Fn(&str, &V) -> u64 + Send + Sync + 'static) -> Self {
         self.cfg.weigher = Some(StdArc::new(weigher));
+        self.cfg.entry_overhead = None;
+        self
+    }
+
+    /// Bounds the cache's memory in bytes: the capacity becomes `bytes`, and each entry
+    /// weighs its key's length, `value_bytes(value)` (nothing for a cached absence) and
+    /// [`ENTRY_OVERHEAD_BYTES`] for herdless's own bookkeeping, so that the bound holds for
+    /// what the process allocates (a 1,000,000 random-key flood: peak RSS growth 1.05x the
+    /// bound with 64-byte values, where weighing key and value bytes alone reaches 3x).
+    /// Cached absences are charged too: a flood of random absent ids cannot outgrow it.
+    /// Replaces [`capacity`](Self::capacity) and [`weigher`](Self::weigher).
+    ///
+    /// ```
+    /// use herdless::Cache;
+    /// let cache: Cache<Vec<u8>> = Cache::builder()
+    ///     .max_bytes(64 << 20, |v: &Vec<u8>| v.len() as u64)
+    ///     .build()?;
+    /// # Ok::<(), herdless::ConfigError>(())
+    /// ```
+    pub fn max_bytes(
+        mut self,
+        bytes: u64,
+        value_bytes: impl Fn(&V) -> u64 + Send + Sync + 'static,
+    ) -> Self {
+        self.cfg.capacity = bytes;
+        self.cfg.weigher = Some(StdArc::new(move |_: &str, v: &V| value_bytes(v)));
+        self.cfg.entry_overhead = Some(ENTRY_OVERHEAD_BYTES);
         self
     }
 

@@ -651,8 +651,19 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     }
 
     fn weigh(&self, key: &str, entry: &Entry<V>) -> Result<u64, Error> {
-        let weight = match (&self.inner.cfg.weigher, &entry.value) {
-            (Some(w), Some(v)) => w(key, v).max(1),
+        let cfg = &self.inner.cfg;
+        let weight = match (cfg.entry_overhead, &cfg.weigher, &entry.value) {
+            // A byte bound: the key, the value and herdless's own bytes per entry.
+            (Some(overhead), w, v) => {
+                let value = match (w, v) {
+                    (Some(w), Some(v)) => w(key, v),
+                    _ => 0,
+                };
+                overhead
+                    .saturating_add(key.len() as u64)
+                    .saturating_add(value)
+            }
+            (None, Some(w), Some(v)) => w(key, v).max(1),
             _ => 1,
         };
         let max = self.inner.shard_capacity;

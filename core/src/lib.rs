@@ -108,7 +108,7 @@ pub use backend::Backend;
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
-pub use config::{Builder, Options, Weigher};
+pub use config::{Builder, ENTRY_OVERHEAD_BYTES, Options, Weigher};
 pub use detector::{Alert, AlertKind, Cause, Cure, DetectorOptions, Evidence};
 pub use engine::Cache;
 pub use error::{ConfigError, Error, LoadError};

@@ -119,3 +119,47 @@ fn flight_records_are_bounded_by_max_flights() {
     assert_eq!(cache.flights_in_progress(), 0);
     assert!(matches!(cache.lookup("k:3"), Ok(herdless::Lookup::Lead(_))));
 }
+
+#[test]
+fn a_byte_bound_charges_keys_absences_and_the_engines_own_bytes() {
+    const BYTES: u64 = 1 << 20;
+    let sim = Sim::new();
+    let cache: Cache<Vec<u8>> = sim
+        .builder()
+        .max_bytes(BYTES, |v: &Vec<u8>| v.len() as u64)
+        .negative_ttl(secs(60))
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    let mut r = rng(2);
+    // Absences first: with a plain weigher they would weigh 1 each and a flood of them
+    // would hold a million entries under a "1 MiB" bound.
+    for _ in 0..50_000 {
+        let key = format!("users:v1:user:{:016x}", r.next_u64());
+        assert_eq!(
+            cache.get_or_load(&key, origin.instant(Ok(None))).unwrap(),
+            None
+        );
+    }
+    let m = cache.metrics();
+    let per_absence = herdless::ENTRY_OVERHEAD_BYTES + "users:v1:user:".len() as u64 + 16;
+    assert!(m.weight <= BYTES, "{} > {BYTES}", m.weight);
+    assert_eq!(m.weight, m.entries * per_absence);
+    assert!(m.entries <= BYTES / per_absence);
+    // Values weigh their bytes, their key and the overhead.
+    cache.clear();
+    cache.set("blobs:a", vec![0; 1000]).unwrap();
+    let m = cache.metrics();
+    assert_eq!(
+        (m.entries, m.weight),
+        (1, 1000 + 7 + herdless::ENTRY_OVERHEAD_BYTES)
+    );
+    // A value larger than a shard's share of the bound is refused, not stored.
+    let err = cache
+        .set("blobs:huge", vec![0; BYTES as usize])
+        .unwrap_err();
+    assert!(
+        matches!(err, herdless::Error::ValueTooLarge { .. }),
+        "{err}"
+    );
+}

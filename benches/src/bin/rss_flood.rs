@@ -6,7 +6,9 @@
 //! a fixed size), and reports the growth of its peak resident set (`VmHWM`) against the
 //! configured bound. The bound is in bytes, given to each cache's weigher:
 //! `naive` weighs key and value bytes only, as most users would; `charged` adds a fixed
-//! per-entry charge (herdless's measured overhead, see `memory_per_entry`).
+//! per-entry charge (herdless's measured overhead, see `memory_per_entry`); for herdless,
+//! `charged` is `Builder::max_bytes`, which adds `herdless::ENTRY_OVERHEAD_BYTES` (the same
+//! 160 bytes) and the key's length to every entry itself.
 //!
 //! `cargo run --release -p herdless-benches --bin rss_flood` (all configurations), or
 //! `... --bin rss_flood -- <herdless|quick_cache|moka> <value bytes> <naive|charged>`.
@@ -24,7 +26,7 @@ const FLOOD: usize = 1_000_000;
 const BOUND: u64 = 64 << 20;
 /// Charged per entry by the `charged` weigher: about herdless's own per-entry bytes beyond
 /// key and value, plus malloc's headers on the key and value allocations.
-const CHARGE: u64 = 160;
+const CHARGE: u64 = herdless::ENTRY_OVERHEAD_BYTES;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -70,12 +72,14 @@ fn child(contender: &str, value_len: usize, weigher: &str) {
     let began = Instant::now();
     let held = match contender {
         "herdless" => {
-            let c: Cache<Vec<u8>> = Cache::builder()
-                .capacity(BOUND)
-                .weigher(move |k: &str, v: &Vec<u8>| weigh(k, v))
-                .ttl(Duration::from_secs(3600))
-                .build()
-                .unwrap();
+            let b = Cache::builder().ttl(Duration::from_secs(3600));
+            let b = if charge > 0 {
+                b.max_bytes(BOUND, |v: &Vec<u8>| v.len() as u64)
+            } else {
+                b.capacity(BOUND)
+                    .weigher(move |k: &str, v: &Vec<u8>| weigh(k, v))
+            };
+            let c: Cache<Vec<u8>> = b.build().unwrap();
             for _ in 0..FLOOD {
                 let key = format!("flood:{:016x}", rng.next_u64());
                 let v = value.clone();
