@@ -38,9 +38,9 @@ test('a quiet cache has no alerts', async () => {
 
 test('hot keys survive export, restart and import; warm stays within the budget', { timeout: 10_000 }, async () => {
   const old = new Cache()
-  // p:0, p:1 and p:2 are read 4,000, 2,000 and 1,000 times (hits are sampled one in 64, so
-  // the gaps are wide); p:3 to p:9 ten times each.
-  const reads = [4000, 2000, 1000, 10, 10, 10, 10, 10, 10, 10]
+  // p:0, p:1 and p:2 are read 16,000, 8,000 and 4,000 times (hits are sampled one in 256,
+  // so the gaps are wide); p:3 to p:9 ten times each.
+  const reads = [16000, 8000, 4000, 10, 10, 10, 10, 10, 10, 10]
   for (let i = 0; i < reads.length; i++) {
     for (let n = 0; n < reads[i]; n++) await old.getOrLoad(`p:${i}`, async () => 'x')
   }

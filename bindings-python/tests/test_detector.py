@@ -43,9 +43,9 @@ def test_a_quiet_cache_has_no_alerts() -> None:
 
 def test_hot_keys_export_import_and_warm_with_progress() -> None:
     old = Cache()
-    # p:0, p:1 and p:2 are read 4,000, 2,000 and 1,000 times (hits are sampled one in 64,
-    # so the gaps are wide); p:3 to p:9 ten times each.
-    for i, reads in enumerate([4000, 2000, 1000] + [10] * 7):
+    # p:0, p:1 and p:2 are read 16,000, 8,000 and 4,000 times (hits are sampled one in
+    # 256, so the gaps are wide); p:3 to p:9 ten times each.
+    for i, reads in enumerate([16000, 8000, 4000] + [10] * 7):
         for _ in range(reads):
             old.get_or_load(f"p:{i}", lambda: "x")
     top = old.hot_keys(3)

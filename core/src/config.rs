@@ -149,7 +149,7 @@ impl<V> Default for Builder<V> {
                 shards: 0,
                 detector: Default::default(),
                 hot_keys: 1024,
-                hot_key_sample: 64,
+                hot_key_sample: 256,
             },
             clock: None,
             rng: None,
@@ -225,7 +225,7 @@ impl<V> Builder<V> {
         /// [`Cache::hot_keys`](crate::Cache::hot_keys).
         hot_keys: usize => hot_keys;
         /// The hot-key tracker records one fresh hit in this many (rounded up to a power of
-        /// two; default 64), weighted by it; misses are always recorded.
+        /// two; default 256), weighted by it; misses are always recorded.
         hot_key_sample: u64 => hot_key_sample;
     }
 
