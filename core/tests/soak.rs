@@ -41,17 +41,6 @@ fn bound() -> Duration {
     TTL.mul_f64(1.0 + JITTER / 2.0) + MAX_STALE + HARD_TIMEOUT
 }
 
-#[derive(Debug)]
-struct LoadFailed;
-
-impl std::fmt::Display for LoadFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("origin failed")
-    }
-}
-
-impl std::error::Error for LoadFailed {}
-
 #[test]
 fn mixed_traffic_never_serves_wrong_or_too_old_data_and_memory_stays_flat() {
     let duration = soak_duration(20);
@@ -83,18 +72,7 @@ fn mixed_traffic_never_serves_wrong_or_too_old_data_and_memory_stays_flat() {
                 let k = r.skewed(KEYS);
                 let (floor, t0) = (origin.floor(0, k), origin.now());
                 let roll = r.below(100);
-                let o = origin.clone();
-                let loader = move || {
-                    // 5 % fail, 2 % outlast the hard timeout, the rest take 0-2 ms.
-                    let sleep = match roll {
-                        0..5 => return Err(LoadFailed),
-                        5..7 => 200,
-                        _ => roll % 3,
-                    };
-                    std::thread::sleep(Duration::from_millis(sleep));
-                    Ok(Some(o.read(k)))
-                };
-                match cache.get_or_load(&key(k), loader) {
+                match cache.get_or_load(&key(k), model::loader(origin.clone(), k, roll)) {
                     Ok(Some(v)) => origin.check(k, v, t0, floor, bound()),
                     Ok(None) => panic!("the origin never answers absent"),
                     Err(Error::LoadTimeout { .. } | Error::WaitTimeout { .. }) => {

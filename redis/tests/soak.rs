@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use herdless::Error;
 use herdless_redis::{Json, RedisBackend, TieredCache};
-use model::{Origin, Rand, rss_bytes, soak_duration};
+use model::{LoadFailed, Origin, Rand, rss_bytes, soak_duration};
 
 const KEYS: usize = 500;
 const NS: usize = 50;
@@ -73,17 +73,6 @@ fn cache(url: &str, prefix: &str) -> TieredCache<u64, Json> {
         .expect("cache")
 }
 
-#[derive(Debug)]
-struct LoadFailed;
-
-impl std::fmt::Display for LoadFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("origin failed")
-    }
-}
-
-impl std::error::Error for LoadFailed {}
-
 #[derive(Default)]
 struct Counts {
     ops: AtomicU64,
@@ -116,18 +105,7 @@ fn two_processes_and_a_redis_restart_never_serve_wrong_or_too_old_data() {
                     let k = r.skewed(KEYS);
                     let (floor, t0) = (origin.floor(p, k), origin.now());
                     let roll = r.below(100);
-                    let o = origin.clone();
-                    let loader = move || {
-                        // 5 % fail, 2 % outlast the hard timeout, the rest take 0-2 ms.
-                        let sleep = match roll {
-                            0..5 => return Err(LoadFailed),
-                            5..7 => 200,
-                            _ => roll % 3,
-                        };
-                        std::thread::sleep(Duration::from_millis(sleep));
-                        Ok(Some(o.read(k)))
-                    };
-                    match cache.get_or_load(&key(k), loader) {
+                    match cache.get_or_load(&key(k), model::loader(origin.clone(), k, roll)) {
                         Ok(Some(v)) => origin.check(k, v, t0, floor, bound()),
                         Ok(None) => panic!("the origin never answers absent"),
                         Err(Error::LoadTimeout { .. } | Error::WaitTimeout { .. }) => {

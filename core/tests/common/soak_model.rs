@@ -238,3 +238,33 @@ impl Rand {
         a.min(b) as usize
     }
 }
+
+/// The origin's error in the soak.
+#[derive(Debug)]
+pub struct LoadFailed;
+
+impl std::fmt::Display for LoadFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("origin failed")
+    }
+}
+
+impl std::error::Error for LoadFailed {}
+
+/// The soak's loader of key `k` for a draw `roll` in 0..100: 5 % fail, 2 % outlast the
+/// hard timeout, the rest take 0-2 ms.
+pub fn loader(
+    origin: std::sync::Arc<Origin>,
+    k: usize,
+    roll: u64,
+) -> impl FnOnce() -> Result<Option<u64>, LoadFailed> {
+    move || {
+        let sleep = match roll {
+            0..5 => return Err(LoadFailed),
+            5..7 => 200,
+            _ => roll % 3,
+        };
+        std::thread::sleep(Duration::from_millis(sleep));
+        Ok(Some(origin.read(k)))
+    }
+}
