@@ -33,6 +33,30 @@ pub(crate) struct Permit {
     budget: Arc<Budget>,
 }
 
+/// A share of the origin budget held by a load that runs outside a [`LoadGuard`]
+/// (e.g. the Redis tier's detached refresh of a stale shared entry): while it lives, the
+/// load counts against the budget; dropping it gives the share back.
+///
+/// [`LoadGuard`]: crate::LoadGuard
+#[must_use = "the share is given back as soon as the permit is dropped"]
+pub struct OriginPermit {
+    _permit: Option<Permit>,
+}
+
+impl OriginPermit {
+    pub(crate) fn new(permit: Option<Permit>) -> Self {
+        Self { _permit: permit }
+    }
+}
+
+impl core::fmt::Debug for OriginPermit {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("OriginPermit")
+            .field("budgeted", &self._permit.is_some())
+            .finish()
+    }
+}
+
 impl Drop for Permit {
     fn drop(&mut self) {
         self.budget.release();

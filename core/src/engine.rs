@@ -10,7 +10,7 @@ use core::time::Duration;
 
 use hashbrown::HashTable;
 
-use crate::budget::Budget;
+use crate::budget::{Budget, OriginPermit};
 use crate::clock::Clock;
 use crate::config::{Builder, Config};
 use crate::entry::Entry;
@@ -827,6 +827,17 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// Loader calls running now under the origin budget (0 without a budget).
     pub fn budget_in_use(&self) -> usize {
         self.inner.budget.as_ref().map_or(0, |b| b.in_use())
+    }
+
+    /// A share of the origin budget for a load that runs outside a [`LoadGuard`], such as
+    /// a two-tier driver's detached refresh; `None` while the budget is spent (a refresh
+    /// never queues for the origin: the caller skips it and a later read tries again).
+    /// Without a budget, always granted.
+    pub fn try_origin_permit(&self) -> Option<OriginPermit> {
+        match &self.inner.budget {
+            Some(b) => Budget::try_acquire(b).map(|p| OriginPermit::new(Some(p))),
+            None => Some(OriginPermit::new(None)),
+        }
     }
 
     /// Counts an error of the shared tier (e.g. Redis) against `key`'s namespace, in the

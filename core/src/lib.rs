@@ -105,6 +105,7 @@ pub mod xfetch;
 
 pub use api::WarmReport;
 pub use backend::Backend;
+pub use budget::OriginPermit;
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};

@@ -15,7 +15,9 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use herdless::backend::{Backend, Notice, StoredEntry, WriteOutcome};
-use herdless::{Builder, Cache, Error, LoadError, LoadGuard, Lookup, MetricsSnapshot, Waited};
+use herdless::{
+    Builder, Cache, Error, LoadError, LoadGuard, Lookup, MetricsSnapshot, OriginPermit, Waited,
+};
 
 use crate::backend::{RedisBackend, now_ms};
 use crate::codec::Codec;
@@ -422,7 +424,13 @@ where
                     .filter(|e| e.value.is_some())
                     .and_then(|e| Some((self.decode(e).ok()??, e.load_duration)));
                 if let (Some(runner), Some((value, took))) = (runner, stale) {
-                    self.spawn_detached(lease, loader, runner);
+                    // The detached refresh calls the origin, so it takes a share of the
+                    // budget; with none free it is skipped (dropping the lease hands the key
+                    // over) and a later read of the still-stale copy tries again.
+                    match self.inner.l1.try_origin_permit() {
+                        Some(permit) => self.spawn_detached(lease, loader, runner, permit),
+                        None => drop(lease),
+                    }
                     return guard.adopt(Some(value), Duration::ZERO, took);
                 }
                 self.load_for_fleet(guard, lease, loader, background).await
@@ -461,14 +469,21 @@ where
     /// Loads and publishes for the fleet with no local flight: the L1 keeps serving the
     /// stale copy; this process's refreshes of it wait for this lease's notification, and
     /// later misses read the new entry from Redis.
-    fn spawn_detached<F, Fut, E>(&self, lease: FleetLease, loader: F, runner: Runner)
-    where
+    fn spawn_detached<F, Fut, E>(
+        &self,
+        lease: FleetLease,
+        loader: F,
+        runner: Runner,
+        permit: OriginPermit,
+    ) where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
         let this = self.clone();
         let job = async move {
+            // Held until the entry is published: the budget counts the whole refresh.
+            let _permit = permit;
             let key = lease.key().to_owned();
             let started = Instant::now();
             let clock = this.inner.l1.clock();

@@ -237,24 +237,7 @@ fn a_cold_process_serves_a_stale_shared_entry_at_once_and_refreshes_it_for_the_f
         .prefix(p.clone())
         .build()
         .unwrap();
-    let now = herdless_redis::now_ms();
-    let stale = herdless::backend::StoredEntry {
-        value: Some(b"\"stale\"".to_vec()),
-        fresh_until_ms: now - 1000,
-        stale_until_ms: now + 60_000,
-        retain_until_ms: now + 60_000,
-        load_duration: Duration::from_millis(500),
-        version: 0,
-        epoch: 0,
-    };
-    herdless_redis::block_on(herdless::backend::Backend::commit(
-        &backend,
-        "page:home",
-        stale,
-        None,
-    ))
-    .unwrap()
-    .unwrap();
+    plant_stale(&backend, "page:home");
     let c: TieredCache<String, Json> = TieredCache::builder(backend, Json)
         .grace(Duration::from_secs(60))
         .build()
@@ -288,6 +271,90 @@ fn a_cold_process_serves_a_stale_shared_entry_at_once_and_refreshes_it_for_the_f
             == Some("fresh")
     }));
     assert_eq!(calls.load(Ordering::SeqCst), 1, "one refresh for the fleet");
+}
+
+/// Puts a stale copy of `"stale"` under `key` in Redis (fresh until 1 s ago, in grace for
+/// a minute), as another process would have left it.
+fn plant_stale(backend: &RedisBackend, key: &str) {
+    let now = herdless_redis::now_ms();
+    let stale = herdless::backend::StoredEntry {
+        value: Some(b"\"stale\"".to_vec()),
+        fresh_until_ms: now - 1000,
+        stale_until_ms: now + 60_000,
+        retain_until_ms: now + 60_000,
+        load_duration: Duration::from_millis(500),
+        version: 0,
+        epoch: 0,
+    };
+    herdless_redis::block_on(herdless::backend::Backend::commit(
+        backend, key, stale, None,
+    ))
+    .unwrap()
+    .unwrap();
+}
+
+#[test]
+fn a_stale_shared_entry_is_not_refreshed_past_a_spent_origin_budget() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let p = common::unique("t");
+    let backend = RedisBackend::builder(srv.url())
+        .prefix(p.clone())
+        .build()
+        .unwrap();
+    plant_stale(&backend, "page:home");
+    let c: TieredCache<String, Json> = TieredCache::builder(backend, Json)
+        .grace(Duration::from_secs(60))
+        .l1(|b| b.origin_budget(1))
+        .build()
+        .unwrap();
+    // The one origin slot is taken by a load of another key, held until `release` is sent.
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let busy = {
+        let c = c.clone();
+        std::thread::spawn(move || {
+            c.get_or_load("report:big", move || {
+                held.recv().ok();
+                Ok::<_, std::io::Error>(Some("big".to_string()))
+            })
+        })
+    };
+    assert!(common::eventually(Duration::from_secs(5), || c
+        .l1()
+        .budget_in_use()
+        == 1));
+    let (called, calls) = std::sync::mpsc::channel::<()>();
+    let refresh = move || {
+        called.send(()).ok();
+        Ok::<_, std::io::Error>(Some("fresh".to_string()))
+    };
+    // Served the stale copy at once, and the origin is left alone: its slot is taken.
+    assert_eq!(
+        c.get_or_load("page:home", refresh.clone())
+            .unwrap()
+            .as_deref(),
+        Some("stale")
+    );
+    assert!(
+        calls.recv_timeout(Duration::from_millis(300)).is_err(),
+        "a refresh called the origin past its budget"
+    );
+    assert_eq!(c.l1().budget_in_use(), 1);
+    // Once the slot is free, a later read of the stale copy refreshes it.
+    release.send(()).unwrap();
+    assert_eq!(busy.join().unwrap().unwrap().as_deref(), Some("big"));
+    assert!(common::eventually(Duration::from_secs(5), || {
+        c.get_or_load("page:home", refresh.clone())
+            .unwrap()
+            .as_deref()
+            == Some("fresh")
+    }));
+    assert!(
+        calls.try_recv().is_ok(),
+        "refreshed once the budget allowed"
+    );
 }
 
 #[test]
