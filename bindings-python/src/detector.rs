@@ -1,40 +1,9 @@
 //! The stampede detector's alerts and the hot-key tracker as plain Python data;
 //! `herdless.Alert` and `herdless.HotKey` (pure Python) wrap them in dataclasses.
 
-use herdless::{Alert, Cause, Cure, Evidence, HotKey};
+use herdless::{Alert, Evidence, HotKey};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-
-fn kind(a: &Alert) -> &'static str {
-    match a.kind {
-        herdless::AlertKind::MissSpike => "miss_spike",
-        herdless::AlertKind::OriginLatency => "origin_latency",
-        herdless::AlertKind::LockWait => "lock_wait",
-        herdless::AlertKind::Sawtooth => "sawtooth",
-        _ => "other",
-    }
-}
-
-fn cause(c: Cause) -> &'static str {
-    match c {
-        Cause::HotKey => "hot_key",
-        Cause::MassExpiry => "mass_expiry",
-        Cause::MissStorm => "miss_storm",
-        _ => "unknown",
-    }
-}
-
-fn cure(c: Cure) -> &'static str {
-    match c {
-        Cure::SingleFlight => "single_flight",
-        Cure::XFetch => "xfetch",
-        Cure::Grace => "grace",
-        Cure::Jitter => "jitter",
-        Cure::NegativeCaching => "negative_caching",
-        Cure::OriginBudget => "origin_budget",
-        _ => "other",
-    }
-}
 
 /// The evidence's figures, durations in seconds.
 fn evidence<'py>(py: Python<'py>, e: &Evidence) -> PyResult<Bound<'py, PyDict>> {
@@ -85,15 +54,15 @@ pub(crate) fn alerts<'py>(py: Python<'py>, alerts: &[Alert]) -> PyResult<Bound<'
     let out = PyList::empty(py);
     for a in alerts {
         let d = PyDict::new(py);
-        d.set_item("kind", kind(a))?;
-        d.set_item("cause", cause(a.cause))?;
+        d.set_item("kind", a.kind.name())?;
+        d.set_item("cause", a.cause.name())?;
         d.set_item("namespace", &a.namespace)?;
         d.set_item("key", a.key.as_deref())?;
         d.set_item("since", a.since.as_secs_f64())?;
         d.set_item("last_seen", a.last_seen.as_secs_f64())?;
         d.set_item("active", a.active)?;
         d.set_item("evidence", evidence(py, &a.evidence)?)?;
-        let cures: Vec<&str> = a.cures.iter().map(|c| cure(*c)).collect();
+        let cures: Vec<&str> = a.cures.iter().map(|c| c.name()).collect();
         d.set_item("cures", cures)?;
         d.set_item("message", a.to_string())?;
         out.append(d)?;

@@ -814,9 +814,10 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         }
     }
 
-    /// [`metrics`](Self::metrics) in Prometheus text exposition format.
+    /// [`metrics`](Self::metrics) in Prometheus text exposition format, then the gauge
+    /// `herdless_alerts_active{namespace, kind, cause}` of the [`alerts`](Self::alerts).
     pub fn prometheus(&self) -> alloc::string::String {
-        self.metrics().to_prometheus()
+        self.metrics().to_prometheus() + &crate::metrics::prometheus::alerts(&self.alerts())
     }
 
     /// Keys currently loading (flight records), for tests and leak checks.

@@ -53,6 +53,8 @@ struct World {
     seen: Vec<Alert>,
     /// When each of `seen` was first read by the polling dashboard (virtual seconds).
     seen_at: Vec<Duration>,
+    /// Every distinct non-zero `herdless_alerts_active` line a Prometheus scrape returned.
+    gauges: Vec<String>,
 }
 
 impl World {
@@ -71,6 +73,7 @@ impl World {
             origin_calls: 0,
             seen: Vec::new(),
             seen_at: Vec::new(),
+            gauges: Vec::new(),
         }
     }
 
@@ -166,8 +169,15 @@ impl World {
             .retain_mut(|w| std::pin::Pin::new(w).poll(&mut cx).is_pending());
     }
 
-    /// Reads the alerts (as a dashboard polling each second would) and keeps first sightings.
+    /// Reads the alerts (as a dashboard polling each second would) and keeps first sightings;
+    /// scrapes the Prometheus text as well.
     fn poll_alerts(&mut self) {
+        for line in self.cache.prometheus().lines() {
+            let gauge = line.starts_with("herdless_alerts_active{") && !line.ends_with(" 0");
+            if gauge && !self.gauges.iter().any(|g| g == line) {
+                self.gauges.push(line.to_owned());
+            }
+        }
         for a in self.cache.alerts() {
             let known = self
                 .seen
@@ -253,6 +263,9 @@ fn naive_hot_key_expiring_is_named_with_its_key_and_the_sawtooth() {
         delay.as_secs_f64()
     );
     assert!(w.read_at(spike) < 2 * TTL);
+    // A Prometheus scrape showed it too, by namespace, kind and cause (no key label).
+    let line = r#"herdless_alerts_active{namespace="feed",kind="miss_spike",cause="hot_key"} 1"#;
+    assert!(w.gauges.iter().any(|g| g == line), "{:#?}", w.gauges);
     let saw = w.first(AlertKind::Sawtooth, "feed").expect("a sawtooth");
     assert_eq!(saw.key.as_deref(), Some("feed:top"));
     match &saw.evidence {
@@ -423,6 +436,7 @@ fn protected_steady_state_stays_silent_for_hours() {
         w.origin_calls
     );
     assert!(false_alarms.is_empty(), "{false_alarms:#?}");
+    assert!(w.gauges.is_empty(), "scraped: {:#?}", w.gauges);
 }
 
 #[test]

@@ -288,10 +288,9 @@ where
         (self.inner.l1.metrics(), self.inner.backend.metrics())
     }
 
-    /// Both metric sets in Prometheus text format.
+    /// Both metric sets in Prometheus text format, with the L1 detector's alerts gauge.
     pub fn prometheus(&self) -> String {
-        let (l1, l2) = self.metrics();
-        l1.to_prometheus() + &l2.to_prometheus()
+        self.inner.l1.prometheus() + &self.inner.backend.metrics().to_prometheus()
     }
 
     /// The value of `key`: from L1, else from Redis, else loaded by one caller in the whole

@@ -55,7 +55,45 @@ pub enum Cure {
     OriginBudget,
 }
 
+impl AlertKind {
+    /// The kind as a snake_case name (`miss_spike`, `origin_latency`, `lock_wait`,
+    /// `sawtooth`): the Prometheus label value and the bindings' spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            AlertKind::MissSpike => "miss_spike",
+            AlertKind::OriginLatency => "origin_latency",
+            AlertKind::LockWait => "lock_wait",
+            AlertKind::Sawtooth => "sawtooth",
+        }
+    }
+}
+
+impl Cause {
+    /// The cause as a snake_case name (`hot_key`, `mass_expiry`, `miss_storm`, `unknown`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::HotKey => "hot_key",
+            Cause::MassExpiry => "mass_expiry",
+            Cause::MissStorm => "miss_storm",
+            Cause::Unknown => "unknown",
+        }
+    }
+}
+
 impl Cure {
+    /// The cure as a snake_case name (`single_flight`, `xfetch`, `grace`, `jitter`,
+    /// `negative_caching`, `origin_budget`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cure::SingleFlight => "single_flight",
+            Cure::XFetch => "xfetch",
+            Cure::Grace => "grace",
+            Cure::Jitter => "jitter",
+            Cure::NegativeCaching => "negative_caching",
+            Cure::OriginBudget => "origin_budget",
+        }
+    }
+
     /// A short imperative, for humans.
     pub fn advice(self) -> &'static str {
         match self {

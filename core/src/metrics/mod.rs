@@ -2,7 +2,7 @@
 //! ([`MetricsSnapshot`]) and Prometheus text exposition ([`MetricsSnapshot::to_prometheus`]).
 
 mod histogram;
-mod prometheus;
+pub(crate) mod prometheus;
 
 use alloc::string::String;
 use alloc::vec::Vec;
