@@ -560,20 +560,27 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     pub(crate) fn time_out(&self, flight: &Arc<Flight<V>>) {
         let after = self.inner.cfg.hard_timeout.unwrap_or_default();
         let outcome = Outcome::Failed(Error::LoadTimeout { after });
-        self.finish(flight, outcome, Duration::ZERO, None);
+        self.finish(
+            flight,
+            outcome,
+            Duration::ZERO,
+            None,
+            self.inner.clock.now(),
+        );
     }
 
     /// Ends a flight: stores a loaded result when nothing newer happened meanwhile (no
     /// `set`, `invalidate` or `bump` since it began, and it was not timed out), records a
-    /// failure for fail-safe backoff, then wakes the waiters.
+    /// failure for fail-safe backoff, then wakes the waiters. `now` is the caller's reading
+    /// of the clock at the end of the load (one read serves both the duration and this).
     pub(crate) fn finish(
         &self,
         flight: &Arc<Flight<V>>,
         outcome: Outcome<V>,
         took: Duration,
         ttl: Option<Duration>,
+        now: Duration,
     ) {
-        let now = self.inner.clock.now();
         let n = nanos(now);
         let mut dropped = Vec::new();
         let wakers = {

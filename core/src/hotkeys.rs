@@ -46,6 +46,11 @@ struct Slot {
 struct Summary {
     slots: Vec<Slot>,
     index: HashTable<usize>,
+    /// Slot indices as a binary min-heap on `count`, and each slot's place in it: Space-Saving
+    /// replaces the least counted slot on every miss of an untracked key, and a full scan
+    /// for it was a tenth of a miss's time (a flood of new keys misses on every call).
+    heap: Vec<u32>,
+    place: Vec<u32>,
 }
 
 impl Summary {
@@ -61,12 +66,13 @@ impl Summary {
                 s.misses += 1;
                 s.window_misses += 1;
             }
+            self.sift_down(self.place[i] as usize);
             return;
         }
         let miss = u64::from(miss);
         if slots.len() < cap {
-            self.index
-                .insert_unique(hash, slots.len(), |&i| slots[i].hash);
+            let i = slots.len();
+            self.index.insert_unique(hash, i, |&i| slots[i].hash);
             slots.push(Slot {
                 key: key.into(),
                 hash,
@@ -75,12 +81,16 @@ impl Summary {
                 window_misses: miss,
                 last_window_misses: 0,
             });
+            self.heap.push(i as u32);
+            self.place.push((self.heap.len() - 1) as u32);
+            self.sift_up(self.heap.len() - 1);
             return;
         }
         // Space-Saving: the new key takes the least counted slot and inherits its count.
-        let Some((i, _)) = slots.iter().enumerate().min_by_key(|(_, s)| s.count) else {
+        let Some(&top) = self.heap.first() else {
             return;
         };
+        let i = top as usize;
         let old = slots[i].hash;
         if let Ok(e) = self.index.find_entry(old, |&j| j == i) {
             e.remove();
@@ -94,6 +104,48 @@ impl Summary {
         s.window_misses = miss;
         s.last_window_misses = 0;
         self.index.insert_unique(hash, i, |&j| slots[j].hash);
+        self.sift_down(0);
+    }
+
+    fn count_at(&self, at: usize) -> u64 {
+        self.slots[self.heap[at] as usize].count
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.place[self.heap[a] as usize] = a as u32;
+        self.place[self.heap[b] as usize] = b as u32;
+    }
+
+    /// Restores the heap after the count at `at` fell (a new slot).
+    fn sift_up(&mut self, mut at: usize) {
+        while at > 0 {
+            let parent = (at - 1) / 2;
+            if self.count_at(parent) <= self.count_at(at) {
+                break;
+            }
+            self.swap(parent, at);
+            at = parent;
+        }
+    }
+
+    /// Restores the heap after the count at `at` grew (counts only grow).
+    fn sift_down(&mut self, mut at: usize) {
+        loop {
+            let (l, r) = (2 * at + 1, 2 * at + 2);
+            let mut least = at;
+            if l < self.heap.len() && self.count_at(l) < self.count_at(least) {
+                least = l;
+            }
+            if r < self.heap.len() && self.count_at(r) < self.count_at(least) {
+                least = r;
+            }
+            if least == at {
+                break;
+            }
+            self.swap(at, least);
+            at = least;
+        }
     }
 }
 
@@ -506,6 +558,39 @@ mod tests {
         ] {
             assert!(from_json(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_replaced_slot_is_always_a_least_counted_one() {
+        let mut s = Summary::default();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for step in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Skewed keys and weights: a few hot keys, many cold ones, sampled hits (x64).
+            let k = if x % 4 == 0 { x % 8 } else { x % 5000 };
+            let key = alloc::format!("k:{k}");
+            let weight = if x % 16 == 0 { 64 } else { 1 };
+            let least = s.slots.iter().map(|s| s.count).min();
+            let tracked = s.slots.iter().any(|s| s.key == key);
+            let before: Vec<(String, u64)> =
+                s.slots.iter().map(|s| (s.key.clone(), s.count)).collect();
+            s.record(32, &key, k, weight, x % 3 == 0);
+            if !tracked && before.len() == 32 {
+                // The slot now holding `key` held a least counted key before.
+                let i = s.slots.iter().position(|s| s.key == key).unwrap();
+                assert_eq!(Some(before[i].1), least, "step {step}");
+                assert_eq!(s.slots[i].count, before[i].1 + weight);
+            }
+            for (at, &i) in s.heap.iter().enumerate() {
+                assert_eq!(s.place[i as usize] as usize, at);
+                if at > 0 {
+                    assert!(s.count_at((at - 1) / 2) <= s.count_at(at), "step {step}");
+                }
+            }
+        }
+        assert_eq!(s.heap.len(), 32);
     }
 
     #[test]

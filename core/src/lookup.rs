@@ -125,7 +125,25 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
 
     fn mark_began(&mut self) {
         if self.began.is_none() {
-            self.began = Some(self.cache.inner.clock.now());
+            let now = self.cache.inner.clock.now();
+            self.mark_began_at(now);
+        }
+    }
+
+    /// For the crate's own drivers, which lead in the call that looked up: without an origin
+    /// budget the load begins at once, and the lookup's clock reading is its start (one clock
+    /// read fewer per miss). `false`: there is a budget to wait for ([`begin`](Self::begin)).
+    pub(crate) fn begin_at_lookup(&mut self) -> bool {
+        if self.cache.inner.budget.is_some() {
+            return self.began.is_some();
+        }
+        self.mark_began_at(self.flight.created);
+        true
+    }
+
+    fn mark_began_at(&mut self, now: Duration) {
+        if self.began.is_none() {
+            self.began = Some(now);
             self.flight
                 .ns
                 .metrics
@@ -158,9 +176,16 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             (None, Some(b)) => Some(Budget::acquire(b)),
             _ => None,
         };
-        // Saturating: a `wait_timeout` of `Duration::MAX` means "as long as it takes".
-        let now = self.cache.inner.clock.now();
-        let deadline = now.saturating_add(self.cache.inner.cfg.wait_timeout);
+        // Saturating: a `wait_timeout` of `Duration::MAX` means "as long as it takes". Only
+        // a wait for the budget has a deadline: no clock read otherwise (a miss's path reads
+        // the clock often enough already).
+        let deadline = match acquire {
+            Some(_) => {
+                let now = self.cache.inner.clock.now();
+                now.saturating_add(self.cache.inner.cfg.wait_timeout)
+            }
+            None => Duration::MAX,
+        };
         Begin {
             guard: self,
             acquire,
@@ -175,9 +200,11 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         crate::park::block_on(self.begin())
     }
 
-    fn took(&self) -> Duration {
+    /// The clock now, and how long the load took until now.
+    fn took(&self) -> (Duration, Duration) {
         let began = self.began.unwrap_or(self.flight.created);
-        self.cache.inner.clock.now().saturating_sub(began)
+        let now = self.cache.inner.clock.now();
+        (now, now.saturating_sub(began))
     }
 
     /// Finishes the load with the loader's answer (`Ok(None)`: absent) and wakes the waiters.
@@ -185,11 +212,11 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     /// The value is stored unless the key was written, invalidated or bumped meanwhile.
     pub fn complete(mut self, result: Result<Option<V>, LoadError>) -> Result<Option<V>, Error> {
         self.mark_began();
-        let took = self.took();
+        let (now, took) = self.took();
         self.flight.ns.metrics.load_duration.observe(took);
         match result {
             Ok(v) => {
-                self.end(Outcome::Loaded(v.clone()), took);
+                self.end(Outcome::Loaded(v.clone()), took, now);
                 Ok(v)
             }
             Err(e) => {
@@ -221,16 +248,16 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     ) -> Result<Option<V>, Error> {
         // Zero would mean "the cache's TTL": the smallest TTL makes the entry stale at once.
         self.ttl = Some(fresh.max(Duration::from_nanos(1)));
-        self.end(Outcome::Loaded(value.clone()), load_duration);
+        let now = self.cache.inner.clock.now();
+        self.end(Outcome::Loaded(value.clone()), load_duration, now);
         Ok(value)
     }
 
     /// Finishes the load with an error (e.g. a timeout the driver enforced). Returns the
     /// fail-safe value if any, else the error; waiters get the same.
     pub fn fail(mut self, error: Error) -> Result<Option<V>, Error> {
-        let took = self.took();
-        self.end(Outcome::Failed(error.clone()), took);
-        let now = self.cache.inner.clock.now();
+        let (now, took) = self.took();
+        self.end(Outcome::Failed(error.clone()), took, now);
         match self.fallback.take().filter(|_| now < self.fallback_until) {
             Some(v) => {
                 self.flight
@@ -247,8 +274,8 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
 
     /// Gives the load up without an answer: waiters look up again and one of them leads.
     pub fn abandon(mut self) {
-        let took = self.took();
-        self.end(Outcome::Abandoned, took);
+        let (now, took) = self.took();
+        self.end(Outcome::Abandoned, took, now);
     }
 
     /// Finishes the load because its loader panicked; waiters get
@@ -260,8 +287,12 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             .c
             .load_errors
             .fetch_add(1, Ordering::Relaxed);
-        let took = self.took();
-        self.end(Outcome::Failed(Error::LoaderPanicked { message }), took);
+        let (now, took) = self.took();
+        self.end(
+            Outcome::Failed(Error::LoaderPanicked { message }),
+            took,
+            now,
+        );
     }
 
     /// Records that this caller answered with the fail-safe value itself (a driver that
@@ -275,7 +306,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             .fetch_add(1, Ordering::Relaxed);
     }
 
-    fn end(&mut self, outcome: Outcome<V>, took: Duration) {
+    fn end(&mut self, outcome: Outcome<V>, took: Duration, now: Duration) {
         self.done = true;
         if matches!(outcome, Outcome::Abandoned) {
             self.flight
@@ -285,7 +316,8 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
                 .abandoned_loads
                 .fetch_add(1, Ordering::Relaxed);
         }
-        self.cache.finish(&self.flight, outcome, took, self.ttl);
+        self.cache
+            .finish(&self.flight, outcome, took, self.ttl, now);
         self.permit = None;
     }
 }
@@ -303,15 +335,16 @@ impl<V: Clone + Send + Sync + 'static> Drop for LoadGuard<V> {
                 .c
                 .load_errors
                 .fetch_add(1, Ordering::Relaxed);
-            let took = self.took();
+            let (now, took) = self.took();
             self.end(
                 Outcome::Failed(Error::LoaderPanicked { message: None }),
                 took,
+                now,
             );
             return;
         }
-        let took = self.took();
-        self.end(Outcome::Abandoned, took);
+        let (now, took) = self.took();
+        self.end(Outcome::Abandoned, took, now);
     }
 }
 

@@ -115,8 +115,11 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                     Waited::Retry => continue,
                 },
                 Lookup::Lead(mut guard) => {
-                    if let Err(e) = guard.begin().await {
-                        return guard.fail(e);
+                    // Without a budget the load starts now, at the lookup's clock reading.
+                    if !guard.begin_at_lookup() {
+                        if let Err(e) = guard.begin().await {
+                            return guard.fail(e);
+                        }
                     }
                     let loader = loader.take().expect("a caller leads at most once");
                     let fut = Box::pin(loader());

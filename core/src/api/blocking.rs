@@ -82,8 +82,11 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                     Waited::Retry => continue,
                 },
                 Lookup::Lead(mut guard) => {
-                    if let Err(e) = guard.begin_blocking() {
-                        return guard.fail(e);
+                    // Without a budget the load starts now, at the lookup's clock reading.
+                    if !guard.begin_at_lookup() {
+                        if let Err(e) = guard.begin_blocking() {
+                            return guard.fail(e);
+                        }
                     }
                     let loader = loader.take().expect("a caller leads at most once");
                     return run(guard, loader);
