@@ -78,6 +78,7 @@
 
 extern crate alloc;
 
+mod alarm;
 mod api;
 pub mod backend;
 mod budget;

@@ -7,6 +7,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
+use crate::alarm::Alarm;
 use crate::budget::{Acquire, Budget, Permit};
 use crate::engine::Cache;
 use crate::error::{Error, LoadError};
@@ -403,7 +404,8 @@ pub struct Waiter<V: Clone + Send + Sync + 'static> {
     arrived: Duration,
     deadline: Duration,
     slot: Option<usize>,
-    timer: Option<(Duration, Waker)>,
+    /// The clock timer of this wait: its deadline and the alarm it wakes through.
+    timer: Option<(Duration, alloc::sync::Arc<Alarm>)>,
     done: bool,
 }
 
@@ -442,13 +444,22 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
 
     fn leave(&mut self) {
         self.done = true;
+        self.disarm();
         if let Some(slot) = self.slot.take() {
             self.flight.deregister(slot);
         }
     }
 
+    /// The wait is over: its pending timer must not keep the caller's waker.
+    fn disarm(&mut self) {
+        if let Some((_, alarm)) = self.timer.take() {
+            alarm.disarm();
+        }
+    }
+
     fn settle(&mut self, outcome: Outcome<V>, now: Duration) -> Result<Waited<V>, Error> {
         self.done = true;
+        self.disarm();
         self.slot = None;
         self.flight
             .ns
@@ -523,13 +534,16 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
         if let (Some(s), Some(_)) = (this.flight.soft_deadline, &this.fallback) {
             wake = wake.min(s);
         }
-        let registered = this
-            .timer
-            .as_ref()
-            .is_some_and(|(d, w)| *d == wake && w.will_wake(cx.waker()));
-        if !registered {
-            this.timer = Some((wake, cx.waker().clone()));
-            this.cache.inner.clock.wake_at(wake, cx.waker().clone());
+        // One clock timer per deadline: a new task only re-points the alarm.
+        let armed = match &this.timer {
+            Some((d, alarm)) if *d == wake => alarm.holds(cx.waker()) || alarm.rearm(cx.waker()),
+            _ => false,
+        };
+        if !armed {
+            this.disarm();
+            let (alarm, for_clock) = Alarm::new(cx.waker());
+            this.timer = Some((wake, alarm));
+            this.cache.inner.clock.wake_at(wake, for_clock);
         }
         Poll::Pending
     }

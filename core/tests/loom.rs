@@ -500,3 +500,37 @@ fn completion_racing_the_hard_timeout_is_consistent() {
         assert_no_flight(&cache);
     });
 }
+
+/// 6c. The wait timeout firing as the load completes: the clock's alarm and the load's
+///     wake-up race for the waiter, which ends once, with the value or the timeout, and the
+///     timer lets go of its waker either way (the alarm is disarmed or fired, never both).
+#[test]
+fn wait_timeout_racing_the_completion_ends_the_waiter_once() {
+    model(
+        "wait_timeout_racing_the_completion_ends_the_waiter_once",
+        || {
+            let clock = ManualClock::new();
+            let cache = cache(&clock);
+            let guard = lead(&cache);
+            let gate = Arc::new(Gate::default());
+            let waiter = spawn_waiter(&cache, &gate, |_, w| w.wait());
+            gate.until(1);
+            let ticker = {
+                let clock = clock.clone();
+                thread::spawn(move || clock.advance(Duration::from_secs(6)))
+            };
+            assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+            match waiter.join().unwrap() {
+                Ok(Waited::Loaded(Some(1))) | Err(Error::WaitTimeout { .. }) => {}
+                other => panic!("a waiter got {other:?}"),
+            }
+            ticker.join().unwrap();
+            assert_eq!(
+                cache.get(KEY),
+                Some(1),
+                "the load's value is stored either way"
+            );
+            assert_no_flight(&cache);
+        },
+    );
+}

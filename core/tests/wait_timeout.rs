@@ -104,3 +104,71 @@ fn blocking_waiters_time_out_too() {
     assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
     assert_eq!(cache.get(KEY), Some(1));
 }
+
+/// Counts wake-ups; its `Arc`'s count tells who still holds a waker of it.
+struct Probe(std::sync::atomic::AtomicUsize);
+impl std::task::Wake for Probe {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_served_waiter_leaves_no_waker_behind_in_the_clock() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    use herdless::{Lookup, ManualClock};
+
+    let clock = ManualClock::new();
+    let cache: Cache<u32> = Cache::builder()
+        .clock(clock.clone())
+        .wait_timeout(secs(5))
+        .build()
+        .unwrap();
+    let Ok(Lookup::Lead(guard)) = cache.lookup(KEY) else {
+        panic!("the first caller leads");
+    };
+    let Ok(Lookup::Wait(mut waiter)) = cache.lookup(KEY) else {
+        panic!("the second caller waits");
+    };
+    let probe = Arc::new(Probe(0.into()));
+    let other = Arc::new(Probe(0.into()));
+    {
+        let waker = Waker::from(probe.clone());
+        let mut cx = Context::from_waker(&waker);
+        assert!(std::pin::Pin::new(&mut waiter).poll(&mut cx).is_pending());
+        // Polled again from another task: still one timer, now pointed at the new task.
+        let other_waker = Waker::from(other.clone());
+        let mut cx = Context::from_waker(&other_waker);
+        assert!(std::pin::Pin::new(&mut waiter).poll(&mut cx).is_pending());
+        guard.complete(Ok(Some(7))).unwrap();
+        assert_eq!(
+            other.0.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "woken by the load"
+        );
+        match std::pin::Pin::new(&mut waiter).poll(&mut cx) {
+            Poll::Ready(Ok(herdless::Waited::Loaded(Some(7)))) => {}
+            p => panic!("not the loaded value (ready: {})", p.is_ready()),
+        }
+    }
+    // The wait_timeout timer (5 s) is still in the clock, but holds neither task's waker.
+    assert_eq!(
+        Arc::strong_count(&probe),
+        1,
+        "the clock kept the first task's waker"
+    );
+    assert_eq!(
+        Arc::strong_count(&other),
+        1,
+        "the clock kept the waiter's waker"
+    );
+    clock.advance(secs(6));
+    assert_eq!(probe.0.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(
+        other.0.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "no late wake-up"
+    );
+}
