@@ -4,7 +4,7 @@
 
 use core::future::Future;
 use core::pin::Pin;
-use core::task::{Context, Poll, Waker};
+use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::alarm::Alarm;
@@ -353,8 +353,23 @@ impl<V: Clone + Send + Sync + 'static> Drop for LoadGuard<V> {
 pub struct Begin<'g, V: Clone + Send + Sync + 'static> {
     guard: &'g mut LoadGuard<V>,
     acquire: Option<Acquire>,
-    sleep: Option<Waker>,
+    /// The clock timer of the wait for the budget (see [`Alarm`]).
+    sleep: Option<alloc::sync::Arc<Alarm>>,
     deadline: Duration,
+}
+
+impl<V: Clone + Send + Sync + 'static> Begin<'_, V> {
+    fn disarm(&mut self) {
+        if let Some(alarm) = self.sleep.take() {
+            alarm.disarm();
+        }
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Drop for Begin<'_, V> {
+    fn drop(&mut self) {
+        self.disarm();
+    }
 }
 
 impl<V: Clone + Send + Sync + 'static> Future for Begin<'_, V> {
@@ -367,18 +382,29 @@ impl<V: Clone + Send + Sync + 'static> Future for Begin<'_, V> {
                 Poll::Ready(permit) => {
                     this.acquire = None;
                     this.guard.permit = Some(permit);
+                    this.disarm();
                 }
                 Poll::Pending => {
-                    let clock = &this.guard.cache.inner.clock;
-                    let now = clock.now();
+                    let now = this.guard.cache.inner.clock.now();
                     if now >= this.deadline {
                         this.acquire = None;
+                        this.disarm();
                         let waited = this.guard.cache.inner.cfg.wait_timeout;
                         return Poll::Ready(Err(Error::WaitTimeout { waited }));
                     }
-                    if !this.sleep.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                        this.sleep = Some(cx.waker().clone());
-                        clock.wake_at(this.deadline, cx.waker().clone());
+                    let armed = this
+                        .sleep
+                        .as_ref()
+                        .is_some_and(|a| a.holds(cx.waker()) || a.rearm(cx.waker()));
+                    if !armed {
+                        this.disarm();
+                        let (alarm, for_clock) = Alarm::new(cx.waker());
+                        this.sleep = Some(alarm);
+                        this.guard
+                            .cache
+                            .inner
+                            .clock
+                            .wake_at(this.deadline, for_clock);
                     }
                     return Poll::Pending;
                 }

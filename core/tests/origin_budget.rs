@@ -146,3 +146,62 @@ fn background_refreshes_are_skipped_rather_than_queued_when_the_budget_is_spent(
     sim.advance(secs(20));
     assert_eq!(busy.take().unwrap(), Some(9));
 }
+
+/// Counts wake-ups; its `Arc`'s count tells who still holds a waker of it.
+struct Probe(std::sync::atomic::AtomicUsize);
+impl std::task::Wake for Probe {
+    fn wake(self: std::sync::Arc<Self>) {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_leader_that_got_the_budget_leaves_no_waker_behind_in_the_clock() {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Waker};
+
+    use herdless::{Lookup, ManualClock};
+
+    let clock = ManualClock::new();
+    let cache: Cache<u32> = Cache::builder()
+        .clock(clock.clone())
+        .origin_budget(1)
+        .wait_timeout(secs(5))
+        .build()
+        .unwrap();
+    let Ok(Lookup::Lead(mut first)) = cache.lookup("a:1") else {
+        panic!("leads a:1");
+    };
+    assert!(first.try_begin(), "the one share is free");
+    let Ok(Lookup::Lead(mut second)) = cache.lookup("a:2") else {
+        panic!("leads a:2");
+    };
+    let probe = Arc::new(Probe(0.into()));
+    {
+        let waker = Waker::from(probe.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut begin = second.begin();
+        assert!(std::pin::Pin::new(&mut begin).poll(&mut cx).is_pending());
+        first.complete(Ok(Some(1))).unwrap();
+        assert_eq!(
+            probe.0.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "handed the share"
+        );
+        assert!(std::pin::Pin::new(&mut begin).poll(&mut cx).is_ready());
+    }
+    // The budget wait's timer (5 s) is still in the clock, without the leader's waker.
+    assert_eq!(
+        Arc::strong_count(&probe),
+        1,
+        "the clock kept the leader's waker"
+    );
+    clock.advance(secs(6));
+    assert_eq!(
+        probe.0.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "no late wake-up"
+    );
+    second.complete(Ok(Some(2))).unwrap();
+}
