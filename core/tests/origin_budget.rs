@@ -147,14 +147,6 @@ fn background_refreshes_are_skipped_rather_than_queued_when_the_budget_is_spent(
     assert_eq!(busy.take().unwrap(), Some(9));
 }
 
-/// Counts wake-ups; its `Arc`'s count tells who still holds a waker of it.
-struct Probe(std::sync::atomic::AtomicUsize);
-impl std::task::Wake for Probe {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 #[test]
 fn a_leader_that_got_the_budget_leaves_no_waker_behind_in_the_clock() {
     use std::future::Future;
@@ -177,18 +169,14 @@ fn a_leader_that_got_the_budget_leaves_no_waker_behind_in_the_clock() {
     let Ok(Lookup::Lead(mut second)) = cache.lookup("a:2") else {
         panic!("leads a:2");
     };
-    let probe = Arc::new(Probe(0.into()));
+    let probe = common::Probe::new();
     {
         let waker = Waker::from(probe.clone());
         let mut cx = Context::from_waker(&waker);
         let mut begin = second.begin();
         assert!(std::pin::Pin::new(&mut begin).poll(&mut cx).is_pending());
         first.complete(Ok(Some(1))).unwrap();
-        assert_eq!(
-            probe.0.load(std::sync::atomic::Ordering::SeqCst),
-            1,
-            "handed the share"
-        );
+        assert_eq!(probe.wakes(), 1, "handed the share");
         assert!(std::pin::Pin::new(&mut begin).poll(&mut cx).is_ready());
     }
     // The budget wait's timer (5 s) is still in the clock, without the leader's waker.
@@ -198,10 +186,6 @@ fn a_leader_that_got_the_budget_leaves_no_waker_behind_in_the_clock() {
         "the clock kept the leader's waker"
     );
     clock.advance(secs(6));
-    assert_eq!(
-        probe.0.load(std::sync::atomic::Ordering::SeqCst),
-        1,
-        "no late wake-up"
-    );
+    assert_eq!(probe.wakes(), 1, "no late wake-up");
     second.complete(Ok(Some(2))).unwrap();
 }

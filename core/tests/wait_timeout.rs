@@ -105,14 +105,6 @@ fn blocking_waiters_time_out_too() {
     assert_eq!(cache.get(KEY), Some(1));
 }
 
-/// Counts wake-ups; its `Arc`'s count tells who still holds a waker of it.
-struct Probe(std::sync::atomic::AtomicUsize);
-impl std::task::Wake for Probe {
-    fn wake(self: Arc<Self>) {
-        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 #[test]
 fn a_served_waiter_leaves_no_waker_behind_in_the_clock() {
     use std::future::Future;
@@ -132,8 +124,8 @@ fn a_served_waiter_leaves_no_waker_behind_in_the_clock() {
     let Ok(Lookup::Wait(mut waiter)) = cache.lookup(KEY) else {
         panic!("the second caller waits");
     };
-    let probe = Arc::new(Probe(0.into()));
-    let other = Arc::new(Probe(0.into()));
+    let probe = common::Probe::new();
+    let other = common::Probe::new();
     {
         let waker = Waker::from(probe.clone());
         let mut cx = Context::from_waker(&waker);
@@ -143,11 +135,7 @@ fn a_served_waiter_leaves_no_waker_behind_in_the_clock() {
         let mut cx = Context::from_waker(&other_waker);
         assert!(std::pin::Pin::new(&mut waiter).poll(&mut cx).is_pending());
         guard.complete(Ok(Some(7))).unwrap();
-        assert_eq!(
-            other.0.load(std::sync::atomic::Ordering::SeqCst),
-            1,
-            "woken by the load"
-        );
+        assert_eq!(other.wakes(), 1, "woken by the load");
         match std::pin::Pin::new(&mut waiter).poll(&mut cx) {
             Poll::Ready(Ok(herdless::Waited::Loaded(Some(7)))) => {}
             p => panic!("not the loaded value (ready: {})", p.is_ready()),
@@ -165,10 +153,6 @@ fn a_served_waiter_leaves_no_waker_behind_in_the_clock() {
         "the clock kept the waiter's waker"
     );
     clock.advance(secs(6));
-    assert_eq!(probe.0.load(std::sync::atomic::Ordering::SeqCst), 0);
-    assert_eq!(
-        other.0.load(std::sync::atomic::Ordering::SeqCst),
-        1,
-        "no late wake-up"
-    );
+    assert_eq!(probe.wakes(), 0);
+    assert_eq!(other.wakes(), 1, "no late wake-up");
 }

@@ -232,12 +232,7 @@ fn a_cold_process_serves_a_stale_shared_entry_at_once_and_refreshes_it_for_the_f
         return;
     }
     let srv = common::Server::start();
-    let p = common::unique("t");
-    let backend = RedisBackend::builder(srv.url())
-        .prefix(p.clone())
-        .build()
-        .unwrap();
-    plant_stale(&backend, "page:home");
+    let backend = backend_with_stale(&srv, "page:home");
     let c: TieredCache<String, Json> = TieredCache::builder(backend, Json)
         .grace(Duration::from_secs(60))
         .build()
@@ -273,9 +268,13 @@ fn a_cold_process_serves_a_stale_shared_entry_at_once_and_refreshes_it_for_the_f
     assert_eq!(calls.load(Ordering::SeqCst), 1, "one refresh for the fleet");
 }
 
-/// Puts a stale copy of `"stale"` under `key` in Redis (fresh until 1 s ago, in grace for
-/// a minute), as another process would have left it.
-fn plant_stale(backend: &RedisBackend, key: &str) {
+/// A backend on `srv` with a fresh prefix, where another process left a stale copy of
+/// `"stale"` under `key` (fresh until 1 s ago, in grace for a minute).
+fn backend_with_stale(srv: &common::Server, key: &str) -> RedisBackend {
+    let backend = RedisBackend::builder(srv.url())
+        .prefix(common::unique("t"))
+        .build()
+        .unwrap();
     let now = herdless_redis::now_ms();
     let stale = herdless::backend::StoredEntry {
         value: Some(b"\"stale\"".to_vec()),
@@ -287,10 +286,11 @@ fn plant_stale(backend: &RedisBackend, key: &str) {
         epoch: 0,
     };
     herdless_redis::block_on(herdless::backend::Backend::commit(
-        backend, key, stale, None,
+        &backend, key, stale, None,
     ))
     .unwrap()
     .unwrap();
+    backend
 }
 
 #[test]
@@ -299,12 +299,7 @@ fn a_stale_shared_entry_is_not_refreshed_past_a_spent_origin_budget() {
         return;
     }
     let srv = common::Server::start();
-    let p = common::unique("t");
-    let backend = RedisBackend::builder(srv.url())
-        .prefix(p.clone())
-        .build()
-        .unwrap();
-    plant_stale(&backend, "page:home");
+    let backend = backend_with_stale(&srv, "page:home");
     let c: TieredCache<String, Json> = TieredCache::builder(backend, Json)
         .grace(Duration::from_secs(60))
         .l1(|b| b.origin_budget(1))

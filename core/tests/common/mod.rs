@@ -302,3 +302,24 @@ impl Sim {
         self.run();
     }
 }
+
+/// A waker that counts its wake-ups; its `Arc`'s strong count tells whether anyone (the
+/// clock's timer heap, say) still holds a waker of it.
+pub struct Probe(AtomicUsize);
+
+impl Probe {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self(AtomicUsize::new(0)))
+    }
+
+    /// Wake-ups so far.
+    pub fn wakes(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl std::task::Wake for Probe {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
