@@ -40,19 +40,20 @@ pub(crate) struct Permit {
 /// [`LoadGuard`]: crate::LoadGuard
 #[must_use = "the share is given back as soon as the permit is dropped"]
 pub struct OriginPermit {
-    _permit: Option<Permit>,
+    // Held for its `Drop` (None: the cache has no budget).
+    permit: Option<Permit>,
 }
 
 impl OriginPermit {
     pub(crate) fn new(permit: Option<Permit>) -> Self {
-        Self { _permit: permit }
+        Self { permit }
     }
 }
 
 impl core::fmt::Debug for OriginPermit {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("OriginPermit")
-            .field("budgeted", &self._permit.is_some())
+            .field("budgeted", &self.permit.is_some())
             .finish()
     }
 }

@@ -7,7 +7,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use crate::alarm::Alarm;
+use crate::alarm::{self, Alarm};
 use crate::budget::{Acquire, Budget, Permit};
 use crate::engine::Cache;
 use crate::error::{Error, LoadError};
@@ -358,17 +358,9 @@ pub struct Begin<'g, V: Clone + Send + Sync + 'static> {
     deadline: Duration,
 }
 
-impl<V: Clone + Send + Sync + 'static> Begin<'_, V> {
-    fn disarm(&mut self) {
-        if let Some(alarm) = self.sleep.take() {
-            alarm.disarm();
-        }
-    }
-}
-
 impl<V: Clone + Send + Sync + 'static> Drop for Begin<'_, V> {
     fn drop(&mut self) {
-        self.disarm();
+        alarm::disarm(&mut self.sleep);
     }
 }
 
@@ -382,30 +374,18 @@ impl<V: Clone + Send + Sync + 'static> Future for Begin<'_, V> {
                 Poll::Ready(permit) => {
                     this.acquire = None;
                     this.guard.permit = Some(permit);
-                    this.disarm();
+                    alarm::disarm(&mut this.sleep);
                 }
                 Poll::Pending => {
                     let now = this.guard.cache.inner.clock.now();
                     if now >= this.deadline {
                         this.acquire = None;
-                        this.disarm();
+                        alarm::disarm(&mut this.sleep);
                         let waited = this.guard.cache.inner.cfg.wait_timeout;
                         return Poll::Ready(Err(Error::WaitTimeout { waited }));
                     }
-                    let armed = this
-                        .sleep
-                        .as_ref()
-                        .is_some_and(|a| a.holds(cx.waker()) || a.rearm(cx.waker()));
-                    if !armed {
-                        this.disarm();
-                        let (alarm, for_clock) = Alarm::new(cx.waker());
-                        this.sleep = Some(alarm);
-                        this.guard
-                            .cache
-                            .inner
-                            .clock
-                            .wake_at(this.deadline, for_clock);
-                    }
+                    let clock = &*this.guard.cache.inner.clock;
+                    alarm::arm(&mut this.sleep, this.deadline, cx.waker(), clock);
                     return Poll::Pending;
                 }
             }
@@ -430,8 +410,8 @@ pub struct Waiter<V: Clone + Send + Sync + 'static> {
     arrived: Duration,
     deadline: Duration,
     slot: Option<usize>,
-    /// The clock timer of this wait: its deadline and the alarm it wakes through.
-    timer: Option<(Duration, alloc::sync::Arc<Alarm>)>,
+    /// The clock timer of this wait (see [`Alarm`]).
+    timer: Option<alloc::sync::Arc<Alarm>>,
     done: bool,
 }
 
@@ -470,22 +450,15 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
 
     fn leave(&mut self) {
         self.done = true;
-        self.disarm();
+        alarm::disarm(&mut self.timer);
         if let Some(slot) = self.slot.take() {
             self.flight.deregister(slot);
         }
     }
 
-    /// The wait is over: its pending timer must not keep the caller's waker.
-    fn disarm(&mut self) {
-        if let Some((_, alarm)) = self.timer.take() {
-            alarm.disarm();
-        }
-    }
-
     fn settle(&mut self, outcome: Outcome<V>, now: Duration) -> Result<Waited<V>, Error> {
         self.done = true;
-        self.disarm();
+        alarm::disarm(&mut self.timer);
         self.slot = None;
         self.flight
             .ns
@@ -560,17 +533,7 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
         if let (Some(s), Some(_)) = (this.flight.soft_deadline, &this.fallback) {
             wake = wake.min(s);
         }
-        // One clock timer per deadline: a new task only re-points the alarm.
-        let armed = match &this.timer {
-            Some((d, alarm)) if *d == wake => alarm.holds(cx.waker()) || alarm.rearm(cx.waker()),
-            _ => false,
-        };
-        if !armed {
-            this.disarm();
-            let (alarm, for_clock) = Alarm::new(cx.waker());
-            this.timer = Some((wake, alarm));
-            this.cache.inner.clock.wake_at(wake, for_clock);
-        }
+        alarm::arm(&mut this.timer, wake, cx.waker(), &*this.cache.inner.clock);
         Poll::Pending
     }
 }
