@@ -259,6 +259,11 @@ export interface CacheOptions {
    * (default 1000); its steady state is the median of the last 64 ticks.
    */
   detectorTick?: number
+  /**
+   * The stampede detector: `false` switches it off (`alerts()` is then always empty);
+   * an object sets its thresholds (default: on, with the thresholds below).
+   */
+  detector?: boolean | DetectorOptions
 }
 
 /** Counters of one namespace (or of all). */
@@ -301,6 +306,32 @@ export interface Counters {
   backendErrors: number
   /** Entries evicted to stay within capacity. */
   evictions: number
+}
+
+/**
+ * The stampede detector's thresholds (`new Cache({ detector: { ... } })`); durations in
+ * milliseconds. Every field is optional.
+ */
+export interface DetectorOptions {
+  /** Width of one window tick (default 1000); the same as `detectorTick`. */
+  tick?: number
+  /** Miss spike: misses in a tick above this times their steady state (>= 1; default 5). */
+  spikeFactor?: number
+  /** Miss spike: and at least this many misses in the tick (default 20). */
+  minSpikeMisses?: number
+  /** Origin latency: load p99 above this times load p50 (>= 1; default 10). */
+  latencyFactor?: number
+  /** Origin latency and lock wait: the latency window (default 60000). */
+  latencyWindow?: number
+  /**
+   * Origin latency and lock wait: at least this many loads / waits in the window
+   * (default 20).
+   */
+  minSamples?: number
+  /** A key with at least this share of a spike's misses is named, in (0, 1] (default 0.5). */
+  keyShare?: number
+  /** How long an alert stays listed after its condition last held (default 600000). */
+  hold?: number
 }
 
 /** A latency histogram. */

@@ -73,6 +73,118 @@ pub struct CacheOptions {
     /// Width of one window tick of the stampede detector (`alerts()`), in milliseconds
     /// (default 1000); its steady state is the median of the last 64 ticks.
     pub detector_tick: Option<f64>,
+    /// The stampede detector: `false` switches it off (`alerts()` is then always empty);
+    /// an object sets its thresholds (default: on, with the thresholds below).
+    #[napi(ts_type = "boolean | DetectorOptions")]
+    pub detector: Option<()>,
+}
+
+/// The stampede detector's thresholds (`new Cache({ detector: { ... } })`); durations in
+/// milliseconds. Every field is optional.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct DetectorOptions {
+    /// Width of one window tick (default 1000); the same as `detectorTick`.
+    pub tick: Option<f64>,
+    /// Miss spike: misses in a tick above this times their steady state (>= 1; default 5).
+    pub spike_factor: Option<f64>,
+    /// Miss spike: and at least this many misses in the tick (default 20).
+    pub min_spike_misses: Option<f64>,
+    /// Origin latency: load p99 above this times load p50 (>= 1; default 10).
+    pub latency_factor: Option<f64>,
+    /// Origin latency and lock wait: the latency window (default 60000).
+    pub latency_window: Option<f64>,
+    /// Origin latency and lock wait: at least this many loads / waits in the window
+    /// (default 20).
+    pub min_samples: Option<f64>,
+    /// A key with at least this share of a spike's misses is named, in (0, 1] (default 0.5).
+    pub key_share: Option<f64>,
+    /// How long an alert stays listed after its condition last held (default 600000).
+    pub hold: Option<f64>,
+}
+
+const DETECTOR: [&str; 8] = [
+    "tick",
+    "spikeFactor",
+    "minSpikeMisses",
+    "latencyFactor",
+    "latencyWindow",
+    "minSamples",
+    "keyShare",
+    "hold",
+];
+
+/// The `detector` option, with `detectorTick` (which wins for the tick when both are given).
+fn detector(
+    js: Js,
+    obj: Value,
+    tick: Option<Duration>,
+) -> Result<Option<herdless::DetectorOptions>> {
+    let v = js.get(obj, "detector")?;
+    let mut o = herdless::DetectorOptions::default();
+    match js.type_of(v)? {
+        Type::Undefined if tick.is_none() => return Ok(None),
+        Type::Undefined => {}
+        Type::Boolean if !js.get_bool(v)? => return Ok(Some(herdless::DetectorOptions::off())),
+        Type::Boolean => {}
+        Type::Object if !js.is_array(v)? => {
+            for key in js.keys(v)? {
+                if !DETECTOR.contains(&key.as_str()) {
+                    return Err(bad(
+                        js,
+                        ErrorKind::Type,
+                        &format!(
+                            "unknown detector option `{key}` (known: {})",
+                            DETECTOR.join(", ")
+                        ),
+                    ));
+                }
+            }
+            // Read as `detector.<name>`, so a message names the option in full.
+            let field = js.object()?;
+            for key in DETECTOR {
+                js.set(field, &format!("detector.{key}"), js.get(v, key)?)?;
+            }
+            let name = |key: &str| format!("detector.{key}");
+            if let Some(d) = duration(js, field, &name("tick"), false)? {
+                o.tick = d;
+            }
+            if let Some(d) = duration(js, field, &name("latencyWindow"), false)? {
+                o.latency_window = d;
+            }
+            if let Some(d) = duration(js, field, &name("hold"), true)? {
+                o.hold = d;
+            }
+            if let Some(n) = number(js, field, &name("spikeFactor"))? {
+                o.spike_factor = n;
+            }
+            if let Some(n) = number(js, field, &name("latencyFactor"))? {
+                o.latency_factor = n;
+            }
+            if let Some(n) = number(js, field, &name("keyShare"))? {
+                o.key_share = n;
+            }
+            if let Some(n) = count(js, field, &name("minSpikeMisses"))? {
+                o.min_spike_misses = n;
+            }
+            if let Some(n) = count(js, field, &name("minSamples"))? {
+                o.min_samples = n;
+            }
+        }
+        t => {
+            return Err(bad(
+                js,
+                ErrorKind::Type,
+                &format!(
+                    "option `detector` must be a boolean or an object, got {}",
+                    t.name()
+                ),
+            ));
+        }
+    }
+    if let Some(t) = tick {
+        o.tick = t;
+    }
+    Ok(Some(o))
 }
 
 /// The options a cache was built with, as the binding needs them.
@@ -114,7 +226,8 @@ const COUNTS: [&str; 5] = [
     "maxNamespaces",
 ];
 const DURATIONS_REDIS: [&str; 1] = ["lease"];
-const OTHERS: [&str; 6] = [
+const OTHERS: [&str; 7] = [
+    "detector",
     "jitter",
     "beta",
     "namespace",
@@ -256,11 +369,8 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     if let Some(v) = grace {
         b = b.grace(v);
     }
-    if let Some(tick) = d("detectorTick", false)? {
-        b = b.detector(herdless::DetectorOptions {
-            tick,
-            ..Default::default()
-        });
+    if let Some(o) = detector(js, obj, d("detectorTick", false)?)? {
+        b = b.detector(o);
     }
     let negative_ttl = d("negativeTtl", false)?;
     if let Some(v) = negative_ttl {

@@ -30,6 +30,48 @@ test('a miss storm is reported with its namespace and cure', { timeout: 10_000 }
   assert.match(a.message, /^miss spike in "accounts"/)
 })
 
+/** 600 ms of steady traffic on `accounts`, then a storm of 300 misses on absent ids. */
+async function missStorm(cache) {
+  cache.set('accounts:1', 'ada')
+  const end = Date.now() + 600
+  while (Date.now() < end) {
+    cache.get('accounts:1')
+    cache.get('accounts:missing')
+    await sleep(10)
+  }
+  for (let i = 0; i < 300; i++) cache.get(`accounts:absent-${i}`)
+  await sleep(60)
+}
+
+test('the detector can be switched off or given its thresholds', { timeout: 10_000 }, async () => {
+  const off = new Cache({ detector: false })
+  await missStorm(off)
+  assert.deepEqual(off.alerts(), [])
+  // A spike must now be 1,000x the steady state and 1,000 misses in a tick: 300 are not.
+  const lenient = new Cache({ detector: { tick: 50, spikeFactor: 1000, minSpikeMisses: 1000 } })
+  await missStorm(lenient)
+  assert.deepEqual(lenient.alerts().filter((a) => a.kind === 'missSpike'), [])
+  // The same storm with the default thresholds (and `detector: true`) is reported.
+  const strict = new Cache({ detector: { tick: 50 } })
+  await missStorm(strict)
+  assert.ok(strict.alerts().some((a) => a.kind === 'missSpike'), JSON.stringify(strict.alerts()))
+  assert.ok(new Cache({ detector: true, detectorTick: 50 }))
+})
+
+test('bad detector options throw with the option named', () => {
+  const bad = (detector, type, pattern) =>
+    assert.throws(() => new Cache({ detector }), (e) => e instanceof type && e.code === 'HERDLESS_INVALID_OPTION' && pattern.test(e.message))
+  bad('on', TypeError, /`detector` must be a boolean or an object, got a string/)
+  bad([], TypeError, /`detector` must be a boolean or an object/)
+  bad({ spikefactor: 2 }, TypeError, /unknown detector option `spikefactor`/)
+  bad({ tick: 0 }, RangeError, /`detector.tick` must be a duration in milliseconds > 0/)
+  bad({ hold: -1 }, RangeError, /`detector.hold`/)
+  bad({ minSamples: 1.5 }, RangeError, /`detector.minSamples` must be an integer/)
+  bad({ spikeFactor: '5' }, TypeError, /`detector.spikeFactor` must be a number, got a string/)
+  bad({ spikeFactor: 0.5 }, RangeError, /detector factors must be finite and at least 1/)
+  bad({ keyShare: 0 }, RangeError, /key_share must be in \(0, 1\]/)
+})
+
 test('a quiet cache has no alerts', async () => {
   const cache = new Cache({ detectorTick: 50 })
   for (let i = 0; i < 50; i++) await cache.getOrLoad(`u:${i}`, async () => i)

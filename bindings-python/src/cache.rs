@@ -69,6 +69,7 @@ impl Cache {
         max_stale=None, failsafe_backoff=None, soft_timeout=None, hard_timeout=None,
         capacity=None, origin_budget=None, max_flights=None, max_key_len=None, namespace=None,
         redis=None, redis_prefix=None, codec=None, lease=None, detector_tick=None,
+        detector=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
@@ -93,6 +94,7 @@ impl Cache {
         codec: Option<Bound<'py, PyAny>>,
         lease: Option<Bound<'py, PyAny>>,
         detector_tick: Option<Bound<'py, PyAny>>,
+        detector: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         let checked = Options {
             ttl,
@@ -115,6 +117,7 @@ impl Cache {
             codec,
             lease,
             detector_tick,
+            detector,
         }
         .check(py)?;
         let tier = match checked.redis {

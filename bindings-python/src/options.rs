@@ -157,6 +157,68 @@ pub(crate) struct Options<'py> {
     pub(crate) codec: Option<Bound<'py, PyAny>>,
     pub(crate) lease: Option<Bound<'py, PyAny>>,
     pub(crate) detector_tick: Option<Bound<'py, PyAny>>,
+    pub(crate) detector: Option<Bound<'py, PyAny>>,
+}
+
+/// The `detector` option: `False` (off), `True` (the defaults) or a `DetectorOptions` (any
+/// object with its attributes; durations in seconds). `detector_tick`, if given, sets the
+/// tick either way.
+fn detector(
+    py: Python<'_>,
+    v: Option<&Bound<'_, PyAny>>,
+    tick: Option<Duration>,
+) -> PyResult<Option<herdless::DetectorOptions>> {
+    let mut o = herdless::DetectorOptions::default();
+    match v {
+        None if tick.is_none() => return Ok(None),
+        None => {}
+        Some(v) if v.is_instance_of::<PyBool>() => {
+            let on = v.extract::<bool>()?;
+            if !on {
+                return Ok(Some(herdless::DetectorOptions::off()));
+            }
+        }
+        Some(v) => {
+            let field = |name: &str| {
+                v.getattr(name).map_err(|_| {
+                    let ty = v
+                        .get_type()
+                        .qualname()
+                        .map(|q| q.to_string())
+                        .unwrap_or_default();
+                    config_type_error(
+                        py,
+                        format!(
+                            "`detector` must be a bool or a herdless.DetectorOptions, got {ty} \
+                             (no attribute `{name}`)"
+                        ),
+                    )
+                })
+            };
+            o.tick = duration(py, "detector.tick", &field("tick")?, true)?;
+            o.spike_factor = float(py, "detector.spike_factor", &field("spike_factor")?)?;
+            o.min_spike_misses = count(
+                py,
+                "detector.min_spike_misses",
+                &field("min_spike_misses")?,
+                1,
+            )?;
+            o.latency_factor = float(py, "detector.latency_factor", &field("latency_factor")?)?;
+            o.latency_window = duration(
+                py,
+                "detector.latency_window",
+                &field("latency_window")?,
+                true,
+            )?;
+            o.min_samples = count(py, "detector.min_samples", &field("min_samples")?, 1)?;
+            o.key_share = float(py, "detector.key_share", &field("key_share")?)?;
+            o.hold = duration(py, "detector.hold", &field("hold")?, false)?;
+        }
+    }
+    if let Some(t) = tick {
+        o.tick = t;
+    }
+    Ok(Some(o))
 }
 
 /// The engine's defaults (core/src/config.rs) for the options the Redis tier needs as
@@ -248,11 +310,9 @@ impl Options<'_> {
         if let Some(v) = &self.max_key_len {
             b = b.max_key_len(count(py, "max_key_len", v, 1)? as usize);
         }
-        if let Some(tick) = dur("detector_tick", &self.detector_tick, true)? {
-            b = b.detector(herdless::DetectorOptions {
-                tick,
-                ..Default::default()
-            });
+        let tick = dur("detector_tick", &self.detector_tick, true)?;
+        if let Some(o) = detector(py, self.detector.as_ref(), tick)? {
+            b = b.detector(o);
         }
         let namespace = match &self.namespace {
             Some(v) => Some(namespace(py, "namespace", v)?),

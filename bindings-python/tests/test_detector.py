@@ -7,7 +7,17 @@ import time
 
 import pytest
 
-from herdless import ABSENT, Alert, Cache, HotKey, HotKeysFormatError, WarmReport
+from herdless import (
+    ABSENT,
+    Alert,
+    Cache,
+    ConfigError,
+    ConfigTypeError,
+    DetectorOptions,
+    HotKey,
+    HotKeysFormatError,
+    WarmReport,
+)
 
 
 def test_a_miss_storm_is_reported_with_namespace_and_cure() -> None:
@@ -32,6 +42,54 @@ def test_a_miss_storm_is_reported_with_namespace_and_cure() -> None:
     assert a.active and a.since <= a.last_seen
     assert a.evidence["misses_per_second"] > 5 * max(a.evidence["steady_misses_per_second"], 1)
     assert str(a).startswith('miss spike in "accounts"') and "negative caching" in str(a)
+
+
+def miss_storm(cache: Cache) -> None:
+    """0.6 s of steady traffic on ``accounts``, then 300 misses on absent ids."""
+    cache.set("accounts:1", "ada")
+    deadline = time.monotonic() + 0.6
+    while time.monotonic() < deadline:
+        cache.get("accounts:1")
+        cache.get("accounts:missing")
+        time.sleep(0.01)
+    for i in range(300):
+        cache.get(f"accounts:absent-{i}")
+    time.sleep(0.06)
+
+
+def test_the_detector_can_be_switched_off_or_given_its_thresholds() -> None:
+    off = Cache(detector=False)
+    miss_storm(off)
+    assert off.alerts() == []
+    # A spike must now be 1,000x the steady state and 1,000 misses in a tick: 300 are not.
+    lenient = Cache(detector=DetectorOptions(tick=0.05, spike_factor=1000, min_spike_misses=1000))
+    miss_storm(lenient)
+    assert [a for a in lenient.alerts() if a.kind == "miss_spike"] == []
+    # The same storm with the default thresholds is reported.
+    strict = Cache(detector=DetectorOptions(tick=0.05))
+    miss_storm(strict)
+    assert any(a.kind == "miss_spike" for a in strict.alerts()), strict.alerts()
+    assert Cache(detector=True, detector_tick=0.05).alerts() == []
+
+
+@pytest.mark.parametrize(
+    ("detector", "error", "message"),
+    [
+        ("on", ConfigTypeError, "must be a bool or a herdless.DetectorOptions, got str"),
+        (DetectorOptions(tick=0), ConfigError, "`detector.tick` must be positive"),
+        (DetectorOptions(hold=-1), ConfigError, "`detector.hold` must be at least 0"),
+        (DetectorOptions(min_samples=0), ConfigError, "`detector.min_samples` must be at least 1"),
+        (DetectorOptions(spike_factor="5"), ConfigTypeError, "`detector.spike_factor` must be a number"),  # type: ignore[arg-type]
+        (DetectorOptions(spike_factor=0.5), ConfigError, "detector factors must be finite and at least 1"),
+        (DetectorOptions(key_share=0), ConfigError, "key_share must be in (0, 1]"),
+    ],
+)
+def test_bad_detector_options_raise_with_the_option_named(
+    detector: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error) as e:
+        Cache(detector=detector)  # type: ignore[arg-type]
+    assert message in str(e.value)
 
 
 def test_a_quiet_cache_has_no_alerts() -> None:

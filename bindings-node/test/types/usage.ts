@@ -1,7 +1,7 @@
 // Type checks of the generated index.d.ts (run by `tsc --noEmit -p test/types`; never run).
 // Lines marked @ts-expect-error must fail to type-check, so the types are not just `any`.
 import { ABSENT, Cache, buildKey } from 'herdless'
-import type { CacheOptions, Metrics, WarmReport } from 'herdless'
+import type { CacheOptions, DetectorOptions, Metrics, WarmReport } from 'herdless'
 
 interface User {
   id: number
@@ -51,6 +51,8 @@ async function usage(signal: AbortSignal): Promise<void> {
   }
   const saved: string = cache.exportHotKeys(100)
   const keys: string[] = new Cache({ detectorTick: 500 }).importHotKeys(saved)
+  const thresholds: DetectorOptions = { spikeFactor: 8, minSpikeMisses: 50, hold: 60_000 }
+  void [new Cache({ detector: thresholds }), new Cache({ detector: false })]
   const hottest: number | undefined = cache.hotKeys(10)[0]?.count
   const warmed = await cache.warm(keys, async (k) => k, { onProgress: (r) => void r.skipped })
   const loaded: number = warmed.loaded
@@ -65,6 +67,8 @@ async function usage(signal: AbortSignal): Promise<void> {
   new Cache({ ttl: '60s' })
   // @ts-expect-error: unknown option
   new Cache({ ttlMs: 5 })
+  // @ts-expect-error: unknown detector option
+  new Cache({ detector: { spikefactor: 8 } })
   // @ts-expect-error: the result may be undefined (absence)
   const notUndefined: User = await cache.getOrLoad('users:1', async (): Promise<User> => ({ id: 1, name: 'Ada' }))
   // @ts-expect-error: wrapped functions keep their parameter types

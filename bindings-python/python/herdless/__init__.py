@@ -15,7 +15,7 @@ See the README for the full tour.
 
 from ._cache import Cache, Codec, WarmReport
 from ._decorator import AsyncCachedFunction, Decorator
-from ._detector import Alert, HotKey
+from ._detector import Alert, DetectorOptions, HotKey
 from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
 from ._native import ABSENT, Absent, BoundCachedFunction, CachedFunction, KeyBuilder
 from .errors import (
@@ -51,6 +51,7 @@ __all__ = [
     "ConfigTypeError",
     "Counters",
     "Decorator",
+    "DetectorOptions",
     "EmptyKey",
     "HerdlessError",
     "Histogram",

@@ -136,6 +136,8 @@ class Cache(_native.Cache):
       leader blocks its key for at most this long.
     - ``detector_tick`` (1): width of one window tick of the stampede detector
       (``alerts()``); its steady state is the median of the last 64 ticks.
+    - ``detector`` (on): ``False`` switches the stampede detector off (``alerts()`` is then
+      always empty); a ``DetectorOptions`` sets its thresholds.
 
     A bad value raises ``ConfigError`` (a ``ValueError``); a wrong type ``ConfigTypeError``
     (also a ``TypeError``).

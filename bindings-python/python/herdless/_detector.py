@@ -5,8 +5,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Alert", "HotKey"]
+__all__ = ["Alert", "DetectorOptions", "HotKey"]
 
+
+
+@dataclass(frozen=True, slots=True)
+class DetectorOptions:
+    """Thresholds of the stampede detector: ``Cache(detector=DetectorOptions(...))``.
+
+    The defaults are the engine's (the seed's thresholds); durations are in seconds.
+    ``Cache(detector=False)`` switches the detector off.
+    """
+
+    tick: float = 1.0
+    """Width of one window tick; the steady state is the median of the last 64."""
+    spike_factor: float = 5.0
+    """Miss spike: misses in a tick above this times their steady state (>= 1)."""
+    min_spike_misses: int = 20
+    """Miss spike: and at least this many misses in the tick."""
+    latency_factor: float = 10.0
+    """Origin latency: load p99 above this times load p50 (>= 1)."""
+    latency_window: float = 60.0
+    """Origin latency and lock wait: the latency window."""
+    min_samples: int = 20
+    """Origin latency and lock wait: at least this many loads / waits in the window."""
+    key_share: float = 0.5
+    """A key with at least this share of a spike's misses is named, in (0, 1]."""
+    hold: float = 600.0
+    """How long an alert stays listed after its condition last held."""
 
 
 @dataclass(frozen=True, slots=True)

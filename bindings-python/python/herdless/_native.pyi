@@ -5,6 +5,8 @@ from typing import Any, Final, Generic, ParamSpec, Protocol, TypeVar, final, ove
 
 from typing_extensions import Self, disjoint_base
 
+from ._detector import DetectorOptions
+
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -75,6 +77,7 @@ class Cache:
         codec: str | _Codec | None = None,
         lease: float | None = None,
         detector_tick: float | None = None,
+        detector: bool | DetectorOptions | None = None,
     ) -> Self: ...
     @property
     def namespace(self) -> str | None:
