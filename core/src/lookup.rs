@@ -259,16 +259,8 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     pub fn fail(mut self, error: Error) -> Result<Option<V>, Error> {
         let (now, took) = self.took();
         self.end(Outcome::Failed(error.clone()), took, now);
-        match self.fallback.take().filter(|_| now < self.fallback_until) {
-            Some(v) => {
-                self.flight
-                    .ns
-                    .metrics
-                    .c
-                    .failsafe_served
-                    .fetch_add(1, Ordering::Relaxed);
-                Ok(Some(v))
-            }
+        match serve_failsafe(&self.flight, &mut self.fallback, self.fallback_until, now) {
+            Some(v) => Ok(Some(v)),
             None => Err(error),
         }
     }
@@ -469,16 +461,8 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
             Outcome::Loaded(v) => Ok(Waited::Loaded(v)),
             Outcome::Abandoned => Ok(Waited::Retry),
             Outcome::Failed(e) => {
-                match self.fallback.take().filter(|_| now < self.fallback_until) {
-                    Some(v) => {
-                        self.flight
-                            .ns
-                            .metrics
-                            .c
-                            .failsafe_served
-                            .fetch_add(1, Ordering::Relaxed);
-                        Ok(Waited::Stale(v))
-                    }
+                match serve_failsafe(&self.flight, &mut self.fallback, self.fallback_until, now) {
+                    Some(v) => Ok(Waited::Stale(v)),
                     None => Err(e),
                 }
             }
@@ -544,6 +528,24 @@ impl<V: Clone + Send + Sync + 'static> Drop for Waiter<V> {
             self.leave();
         }
     }
+}
+
+/// Takes the fail-safe value if it is still within its retention (`until`) at `now`, and
+/// counts it as served: what a failed load's leader and its waiters answer instead.
+fn serve_failsafe<V>(
+    flight: &Flight<V>,
+    fallback: &mut Option<V>,
+    until: Duration,
+    now: Duration,
+) -> Option<V> {
+    let v = fallback.take().filter(|_| now < until)?;
+    flight
+        .ns
+        .metrics
+        .c
+        .failsafe_served
+        .fetch_add(1, Ordering::Relaxed);
+    Some(v)
 }
 
 /// A fallback and its retention deadline, kept apart (none: no deadline to keep).
