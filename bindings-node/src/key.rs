@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use herdless::key::{KeyBuilder, Param};
+use herdless::key::{KeyBuilder, KeyError, MAX_DEPTH, MAX_VALUES, Param};
 use napi::Result;
 use napi_derive::napi;
 
@@ -35,7 +35,20 @@ pub struct KeyParts {
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
 /// A JS value as a key value.
+///
+/// Request input reaches this (a wrapped function's arguments), so it never recurses past
+/// [`MAX_DEPTH`] (a deep or circular array is refused before its next level is read) and
+/// never converts more than [`MAX_VALUES`] values (arrays sharing sub-arrays cannot blow up).
 pub(crate) fn param(js: Js, v: Value, what: &str) -> Result<Param<'static>> {
+    let mut left = MAX_VALUES;
+    value(js, v, what, 0, &mut left)
+}
+
+fn value(js: Js, v: Value, what: &str, depth: usize, left: &mut usize) -> Result<Param<'static>> {
+    *left = match left.checked_sub(1) {
+        Some(l) => l,
+        None => return Err(key_error(js, &KeyError::TooManyValues)),
+    };
     Ok(match js.type_of(v)? {
         Type::String => Param::Str(Cow::Owned(js.get_string(v)?)),
         Type::Number => {
@@ -58,10 +71,18 @@ pub(crate) fn param(js: Js, v: Value, what: &str) -> Result<Param<'static>> {
         Type::Boolean => Param::Bool(js.get_bool(v)?),
         Type::Null | Type::Undefined => Param::Null,
         Type::Object if js.is_array(v)? => {
+            if depth >= MAX_DEPTH {
+                return Err(key_error(js, &KeyError::TooDeep));
+            }
+            // A sparse array's length is not memory: checked before anything is sized by it.
             let n = js.array_len(v)?;
-            let items = (0..n)
-                .map(|i| param(js, js.get_element(v, i)?, what))
-                .collect::<Result<Vec<_>>>()?;
+            if n as usize > *left {
+                return Err(key_error(js, &KeyError::TooManyValues));
+            }
+            let mut items = Vec::with_capacity(n as usize);
+            for i in 0..n {
+                items.push(value(js, js.get_element(v, i)?, what, depth + 1, left)?);
+            }
             Param::List(items)
         }
         t => {

@@ -153,6 +153,10 @@ impl Warm {
     }
 }
 
+/// The most keys one `warm` call takes (2^24): far more than a warm-up list, far less than
+/// the length a sparse array can claim.
+pub(crate) const MAX_WARM_KEYS: u32 = 1 << 24;
+
 /// `cache.warm(keys, loader, options)`: returns the report's promise.
 pub(crate) fn warm(
     js: Js,
@@ -165,7 +169,18 @@ pub(crate) fn warm(
         return Err(type_error(js, "warm expects an array of keys"));
     }
     let n = js.array_len(keys)?;
-    let mut list = Vec::with_capacity(n as usize);
+    // A sparse array's length is not memory: bounded before anything is sized by it.
+    if n > MAX_WARM_KEYS {
+        return Err(error::throw_new(
+            js,
+            ErrorKind::Range,
+            code::INVALID_ARGUMENT,
+            &format!(
+                "warm takes at most {MAX_WARM_KEYS} keys per call, got an array of length {n}"
+            ),
+        ));
+    }
+    let mut list = Vec::with_capacity((n as usize).min(4096));
     for i in 0..n {
         let k = js.get_element(keys, i)?;
         if js.type_of(k)? != Type::String {

@@ -63,6 +63,17 @@ const MEMORY = {
   'warm keys not an array': "cache.warm('k:1', async (k) => k)",
   'warm loader not a function': "cache.warm(['k:1'], 42)",
   'memory set bigint value': "cache.set('k:16', 10n).then(() => typeof cache.get('k:16'))",
+  // Request input: ~40 KB of JSON that JSON.parse accepts used to overflow the stack.
+  'key part nested 20,000 deep (buildKey)': "buildKey({ namespace: 'n', entity: 'e', id: JSON.parse('['.repeat(20000) + ']'.repeat(20000)) })",
+  'key part nested 20,000 deep (wrap)': "cache.wrap(async (x) => 1, { namespace: 'n', entity: 'e' })(JSON.parse('['.repeat(20000) + ']'.repeat(20000)))",
+  'key part nested 20,000 deep (wrap params)': "cache.wrap(async (q) => 1, { namespace: 'n', entity: 'e' })({ q: JSON.parse('['.repeat(20000) + ']'.repeat(20000)) })",
+  'key part circular': "(() => { const a = []; a.push(a); return buildKey({ namespace: 'n', entity: 'e', id: a }) })()",
+  'key part circular (wrap)': "(() => { const a = [1]; a.push(a); return cache.wrap(async (x) => 1, { namespace: 'n', entity: 'e' })(a) })()",
+  'key part shared sub-arrays': "(() => { let x = [1]; for (let i = 0; i < 30; i++) x = [x, x]; return buildKey({ namespace: 'n', entity: 'e', id: x }) })()",
+  'key part sparse array of length 2^32-1': "buildKey({ namespace: 'n', entity: 'e', id: new Array(2 ** 32 - 1) })",
+  'key part nested 32 deep is fine': "buildKey({ namespace: 'n', entity: 'e', id: JSON.parse('['.repeat(32) + '1' + ']'.repeat(32)) })",
+  'warm sparse array of length 2^32-1': "cache.warm(new Array(2 ** 32 - 1), async (k) => k)",
+  'warm sparse array with a hole': "cache.warm(new Array(3), async (k) => k)",
 }
 const REDIS = {
   'redis set bigint': "rcache.set('r:1', 10n)",
@@ -76,7 +87,7 @@ const REDIS = {
 }
 
 const CHILD = `
-const { Cache } = require('herdless')
+const { Cache, buildKey } = require('herdless')
 const [cases, url, prefix] = [JSON.parse(process.argv[1]), process.argv[2], process.argv[3]]
 const cache = new Cache()
 const rcache = url ? new Cache({ redis: url, redisPrefix: prefix }) : null
@@ -145,6 +156,18 @@ test('huge keys are a RangeError with HERDLESS_KEY_TOO_LONG, from every call', (
   }
   // `get` never throws for a string key: one that could never be stored is not there.
   assert.equal(memory['key 10 MB get'].value, 'undefined')
+})
+
+test('deep, circular, shared or sparse key parts are a clean error, never a crash', () => {
+  for (const name of ['key part nested 20,000 deep (buildKey)', 'key part nested 20,000 deep (wrap)', 'key part nested 20,000 deep (wrap params)', 'key part circular', 'key part circular (wrap)']) {
+    expect(memory, name, 'TypeError', 'HERDLESS_INVALID_KEY', 'nested more than 32 deep')
+  }
+  for (const name of ['key part shared sub-arrays', 'key part sparse array of length 2^32-1']) {
+    expect(memory, name, 'TypeError', 'HERDLESS_INVALID_KEY', 'more than 65536 values')
+  }
+  assert.equal(memory['key part nested 32 deep is fine'].ok, true, JSON.stringify(memory['key part nested 32 deep is fine']))
+  expect(memory, 'warm sparse array of length 2^32-1', 'RangeError', 'HERDLESS_INVALID_ARGUMENT', 'at most 16777216 keys')
+  expect(memory, 'warm sparse array with a hole', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'key 0 is not a string')
 })
 
 test('keys with lone surrogates are refused, never folded onto another key', () => {

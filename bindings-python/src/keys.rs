@@ -4,15 +4,12 @@
 
 use std::borrow::Cow;
 
-use herdless::key::{ParsedKey, parse};
+use herdless::key::{MAX_DEPTH, MAX_VALUES, ParsedKey, parse};
 use herdless::{KeyBuilder as CoreKeyBuilder, Param};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PySet, PyString, PyTuple};
 
 use crate::errors::{key_error, unsupported_key_value};
-
-/// How deeply Python collections may nest in a key (the format's own limit).
-const MAX_DEPTH: usize = 32;
 
 /// Converts a Python value to a key value.
 ///
@@ -54,7 +51,8 @@ pub(crate) fn to_param<'a>(
     let is_set = obj.is_instance_of::<PySet>() || obj.is_instance_of::<PyFrozenSet>();
     let is_seq = obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>();
     if is_set || (sequences && is_seq) {
-        return collection(obj, what, sequences, 0).map(Param::List);
+        let mut left = MAX_VALUES;
+        return collection(obj, what, sequences, 0, &mut left).map(Param::List);
     }
     let ty = obj.get_type().qualname()?;
     let hint = if is_seq {
@@ -76,6 +74,7 @@ fn collection(
     what: &dyn Fn() -> String,
     sequences: bool,
     depth: usize,
+    left: &mut usize,
 ) -> PyResult<Vec<Param<'static>>> {
     if depth >= MAX_DEPTH {
         return Err(unsupported_key_value(
@@ -86,11 +85,19 @@ fn collection(
     let mut items = Vec::new();
     for item in obj.try_iter()? {
         let item = item?;
+        // Collections that share members (`a = [b, b]`, `b = [c, c]`, ...) are counted per
+        // appearance, so they cannot make a key exponentially large.
+        *left = left.checked_sub(1).ok_or_else(|| {
+            unsupported_key_value(
+                obj.py(),
+                format!("{}: collections hold more than {MAX_VALUES} values", what()),
+            )
+        })?;
         let is_coll = item.is_instance_of::<PySet>()
             || item.is_instance_of::<PyFrozenSet>()
             || (sequences && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyTuple>()));
         let p = if is_coll {
-            Param::List(collection(&item, what, sequences, depth + 1)?)
+            Param::List(collection(&item, what, sequences, depth + 1, left)?)
         } else {
             owned(to_param(&item, what, sequences)?)
         };

@@ -71,6 +71,25 @@ def test_errors() -> None:
         KeyBuilder("ns").entity("e").id(deep)
 
 
+def test_hostile_collections_are_refused_cleanly() -> None:
+    # Request input: a list nested 100,000 deep (what json.loads of 200 KB gives), a list
+    # that contains itself, and lists that share sub-lists (2^30 appearances in 30 levels).
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(UnsupportedKeyValue, match="nest more than 32 deep"):
+        KeyBuilder("ns").entity("e").id(deep)
+    cyclic: list[Any] = [1]
+    cyclic.append(cyclic)
+    with pytest.raises(UnsupportedKeyValue, match="nest more than 32 deep"):
+        KeyBuilder("ns").entity("e").param("q", cyclic)
+    shared: Any = [1]
+    for _ in range(30):
+        shared = [shared, shared]
+    with pytest.raises(UnsupportedKeyValue, match="more than 65536 values"):
+        KeyBuilder("ns").entity("e").id(shared)
+
+
 ALPHABET = ["a", "b", ":", "?", "&", "=", "%", ",", "#", "[", "]", " ", "\n", "é", "🦀"]
 
 

@@ -65,8 +65,15 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt::{self, Write as _};
 
-/// How deeply lists may nest, both when building and when parsing.
-const MAX_DEPTH: usize = 32;
+/// How deeply lists may nest in a key, both when building and when parsing. A binding that
+/// turns its language's values into [`Param`]s checks the depth before it descends, so a
+/// hostile nesting (or a cycle) fails cleanly instead of overflowing the stack.
+pub const MAX_DEPTH: usize = 32;
+
+/// The most values one key value may hold, counting every list item at every depth. A
+/// binding counts while it converts, so lists that share sub-lists (`a = [b, b]`,
+/// `b = [c, c]`, ...) cannot make it build an exponentially large value.
+pub const MAX_VALUES: usize = 65_536;
 
 /// Whether `c` must be percent-encoded inside a component.
 fn is_reserved(c: char) -> bool {
@@ -142,15 +149,23 @@ pub enum Param<'a> {
 impl Param<'_> {
     /// The canonical text of this value, as it appears in a key.
     ///
-    /// Fails with [`KeyError::InvalidFloat`] for a NaN or infinite float, and with
-    /// [`KeyError::TooDeep`] for lists nested more than 32 deep.
+    /// Fails with [`KeyError::InvalidFloat`] for a NaN or infinite float, with
+    /// [`KeyError::TooDeep`] for lists nested more than [`MAX_DEPTH`] deep, and with
+    /// [`KeyError::TooManyValues`] past [`MAX_VALUES`] values.
     pub fn to_canonical(&self) -> Result<String, KeyError> {
         let mut out = String::new();
-        self.encode_into(&mut out, 0)?;
+        let mut left = MAX_VALUES;
+        self.encode_into(&mut out, 0, &mut left)?;
         Ok(out)
     }
 
-    fn encode_into(&self, out: &mut String, depth: usize) -> Result<(), KeyError> {
+    fn encode_into(
+        &self,
+        out: &mut String,
+        depth: usize,
+        left: &mut usize,
+    ) -> Result<(), KeyError> {
+        *left = left.checked_sub(1).ok_or(KeyError::TooManyValues)?;
         match self {
             Param::Str(s) => escape_into(out, s),
             Param::Int(i) => {
@@ -168,7 +183,7 @@ impl Param<'_> {
                 let mut texts = Vec::with_capacity(items.len());
                 for item in items {
                     let mut text = String::new();
-                    item.encode_into(&mut text, depth + 1)?;
+                    item.encode_into(&mut text, depth + 1, left)?;
                     texts.push(text);
                 }
                 texts.sort_unstable();
@@ -329,8 +344,10 @@ pub enum KeyError {
     },
     /// A float is NaN or infinite.
     InvalidFloat,
-    /// Lists are nested more than 32 deep.
+    /// Lists are nested more than [`MAX_DEPTH`] deep.
     TooDeep,
+    /// A key value holds more than [`MAX_VALUES`] values.
+    TooManyValues,
     /// [`parse`] was given text that is not a canonical key.
     Malformed {
         /// What is wrong with it.
@@ -352,7 +369,10 @@ impl fmt::Display for KeyError {
                 write!(f, "cache key parameter {name:?} is given more than once")
             }
             KeyError::InvalidFloat => f.write_str("cache key value is a NaN or infinite float"),
-            KeyError::TooDeep => f.write_str("cache key lists are nested more than 32 deep"),
+            KeyError::TooDeep => write!(f, "cache key lists are nested more than {MAX_DEPTH} deep"),
+            KeyError::TooManyValues => {
+                write!(f, "a cache key value holds more than {MAX_VALUES} values")
+            }
             KeyError::Malformed { reason } => write!(f, "malformed cache key: {reason}"),
         }
     }
@@ -661,6 +681,10 @@ mod tests {
             deep = Param::List(vec![deep]);
         }
         assert_eq!(kb().id(deep).build(), Err(KeyError::TooDeep));
+        let wide = Param::List((0..MAX_VALUES as i64).map(Param::from).collect());
+        assert_eq!(kb().id(wide).build(), Err(KeyError::TooManyValues));
+        let fits = Param::List((0..MAX_VALUES as i64 - 1).map(Param::from).collect());
+        assert!(kb().id(fits).build().is_ok());
     }
 
     #[test]
