@@ -177,6 +177,8 @@ struct Call {
     lease: Option<FleetLease>,
     /// When the loader was called (the shared entry keeps the load's duration).
     started: Option<Instant>,
+    /// Set after a hand-over: the next lookup keeps the caller's first arrival.
+    retry: Option<herdless::Retry>,
 }
 
 /// The JS-thread state of one `Cache` object.
@@ -305,6 +307,7 @@ impl Inner {
             state: State::Start,
             lease: None,
             started: None,
+            retry: None,
         };
         if let Some(signal) = options.signal {
             if js.get_bool(js.get(signal, "aborted")?)? {
@@ -351,6 +354,7 @@ impl Inner {
             state: State::Op(poll),
             lease: None,
             started: None,
+            retry: None,
         };
         self.put(id, call);
         self.poll(js, id)?;
@@ -428,8 +432,11 @@ impl Inner {
     }
 
     /// Looks the call's key up again (after a handed-over load).
-    fn advance(self: &Rc<Self>, js: Js, id: u64, call: Call) -> Result<()> {
-        let r = self.cache.lookup(&call.key);
+    fn advance(self: &Rc<Self>, js: Js, id: u64, mut call: Call) -> Result<()> {
+        let r = match call.retry.take() {
+            Some(retry) => self.cache.lookup_again(&call.key, retry),
+            None => self.cache.lookup(&call.key),
+        };
         self.step(js, id, call, r)
     }
 
@@ -558,6 +565,7 @@ impl Inner {
             state: State::Start,
             lease: None,
             started: None,
+            retry: None,
         };
         self.lead(js, id, call, guard, have)
     }
@@ -748,8 +756,9 @@ impl Inner {
                 }
                 Poll::Ready(Ok(Waited::Loaded(v))) => self.reply_with(js, &mut call, Ok(v)),
                 Poll::Ready(Ok(Waited::Stale(v))) => self.reply_with(js, &mut call, Ok(Some(v))),
-                Poll::Ready(Ok(Waited::Retry)) => {
+                Poll::Ready(Ok(Waited::Retry(retry))) => {
                     drop(w);
+                    call.retry = Some(retry);
                     self.advance(js, id, call)
                 }
                 Poll::Ready(Err(e)) => self.reply_with(js, &mut call, Err(e)),

@@ -15,7 +15,7 @@ use crate::errors::{config_error, map_error};
 use crate::load::{Engine, Loader, get_or_load};
 use crate::metrics::{redis_to_dict, snapshot_to_dict};
 use crate::options::{Options, duration, namespace};
-use crate::steps::{Lead, Wait};
+use crate::steps::{Lead, RetryToken, Wait};
 use crate::tier::Tier;
 use crate::value::{PyValue, absent, from_loader, to_caller};
 
@@ -280,13 +280,15 @@ impl Cache {
     /// One step of the state machine, for the asyncio driver: `(0, value)` a hit,
     /// `(0, value, lead)` a hit whose refresh this caller runs in the background,
     /// `(1, lead)` load it, `(2, wait)` wait for the caller who does.
-    /// `ttl` (seconds) is the TTL a load started here stores its value with.
-    #[pyo3(signature = (key, ttl=None))]
+    /// `ttl` (seconds) is the TTL a load started here stores its value with; `retry` is
+    /// what a wait answered with when its leader went away.
+    #[pyo3(signature = (key, ttl=None, retry=None))]
     fn _lookup<'py>(
         &self,
         py: Python<'py>,
         key: &str,
         ttl: Option<Bound<'py, PyAny>>,
+        retry: Option<PyRef<'py, RetryToken>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let ttl = call_ttl(py, ttl.as_ref())?;
         let with_ttl = |mut guard: herdless::LoadGuard<PyValue>| {
@@ -295,7 +297,11 @@ impl Cache {
             }
             guard
         };
-        match self.engine.l1.lookup(key).map_err(|e| map_error(py, e))? {
+        let step = match retry {
+            None => self.engine.l1.lookup(key),
+            Some(r) => self.engine.l1.lookup_again(key, r.0),
+        };
+        match step.map_err(|e| map_error(py, e))? {
             Lookup::Hit(hit) => {
                 let have = hit.value.as_ref().map_or(0, |v| v.version);
                 let value = to_caller(py, hit.value)?;

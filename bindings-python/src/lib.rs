@@ -44,6 +44,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<value::Absent>()?;
     m.add_class::<steps::Lead>()?;
     m.add_class::<steps::Wait>()?;
+    m.add_class::<steps::RetryToken>()?;
     m.add_class::<load::Refresh>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;

@@ -86,8 +86,9 @@ pub(crate) fn get_or_load(
     ttl: Option<Duration>,
 ) -> PyResult<Py<PyAny>> {
     let mut loader = Some(loader);
+    let mut step = engine.l1.lookup(key);
     loop {
-        match engine.l1.lookup(key).map_err(|e| map_error(py, e))? {
+        match step.map_err(|e| map_error(py, e))? {
             Lookup::Hit(hit) => {
                 if let (Some(guard), Some(loader)) = (hit.refresh, loader.take()) {
                     let have = hit.value.as_ref().map_or(0, |v| v.version);
@@ -98,7 +99,7 @@ pub(crate) fn get_or_load(
             Lookup::Wait(mut waiter) => match block_on(py, &mut waiter)? {
                 Ok(Waited::Loaded(v)) => return to_caller(py, v),
                 Ok(Waited::Stale(v)) => return to_caller(py, Some(v)),
-                Ok(Waited::Retry) => continue,
+                Ok(Waited::Retry(r)) => step = engine.l1.lookup_again(key, r),
                 Err(e) => return Err(map_error(py, e)),
             },
             Lookup::Lead(guard) => {

@@ -47,12 +47,17 @@ impl<'py> IntoPyObject<'py> for WaitAnswer {
         let (kind, value) = match self.0 {
             Ok(Waited::Loaded(v)) => (VALUE, to_caller(py, v)?),
             Ok(Waited::Stale(v)) => (VALUE, to_caller(py, Some(v))?),
-            Ok(Waited::Retry) => (RETRY, py.None()),
+            Ok(Waited::Retry(r)) => (RETRY, Py::new(py, RetryToken(r))?.into_any()),
             Err(e) => return Err(map_error(py, e)),
         };
         (kind, value).into_pyobject(py)
     }
 }
+
+/// A waiter's place in line after a hand-over: passed back to `Cache._lookup`, so the
+/// caller's `wait_timeout` keeps counting from its first arrival.
+#[pyclass(frozen, module = "herdless._native", name = "_Retry")]
+pub(crate) struct RetryToken(pub(crate) herdless::Retry);
 
 /// Another caller is loading the key: wait for its answer.
 #[pyclass(frozen, module = "herdless._native", name = "_Wait")]
@@ -77,8 +82,8 @@ impl Wait {
 
 #[pymethods]
 impl Wait {
-    /// Blocks (GIL released) until the wait ends: `(0, value)` or `(1, None)` to look up
-    /// again; raises the load's error.
+    /// Blocks (GIL released) until the wait ends: `(0, value)` or `(1, retry)` to look up
+    /// again with `retry`; raises the load's error.
     fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let mut waiter = self.take()?;
         let answer = block_on(py, &mut waiter)?;

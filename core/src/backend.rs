@@ -1,4 +1,4 @@
-//! The seam to a shared second tier (DESIGN 10, 18-20): what a fleet-wide store such as
+//! The seam to a shared second tier: what a fleet-wide store such as
 //! Redis must offer so that many processes coalesce on one load per key.
 //!
 //! The in-memory engine ([`Cache`](crate::Cache)) is always the first tier and does the
@@ -126,6 +126,9 @@ pub enum Acquired {
         /// How long the other lease still runs unless extended.
         remaining: Duration,
     },
+    /// The key is marked "load locally" ([`Backend::mark_unshared`]): another process's
+    /// value could not be encoded. Load in this process; do not wait.
+    Unshared,
 }
 
 /// What a conditional write did.
@@ -211,6 +214,21 @@ pub trait Backend: Send + Sync + 'static {
     /// Releases a held lock without writing and wakes the waiters; false when `token` no
     /// longer owns it.
     fn release<'a>(&'a self, key: &'a str, token: &'a LockToken) -> BackendFuture<'a, bool>;
+
+    /// Releases `key`'s lock if it was taken with `secret`, whatever its epoch, and wakes
+    /// the waiters. For an [`acquire`](Backend::acquire) whose answer never came (it timed
+    /// out): the tier may still have run it and locked the key for a leader that gave up.
+    fn forget<'a>(&'a self, key: &'a str, secret: &'a [u8; 16]) -> BackendFuture<'a, bool>;
+
+    /// Replaces a held lock with a "load locally" mark for `hold` and wakes the waiters:
+    /// this process's value could not be encoded, so each process loads for itself until
+    /// the mark runs out ([`Acquired::Unshared`]). False when `token` no longer owns it.
+    fn mark_unshared<'a>(
+        &'a self,
+        key: &'a str,
+        token: &'a LockToken,
+        hold: Duration,
+    ) -> BackendFuture<'a, bool>;
 
     /// Stores `entry` (its `version` and `epoch` are assigned by the tier) and notifies.
     ///

@@ -19,7 +19,7 @@ use crate::error::{ConfigError, Error};
 use crate::expiry::{Phase, Timing, nanos};
 use crate::flight::{self, Flight, Outcome};
 use crate::key::namespace_of;
-use crate::lookup::{Hit, HitState, LoadGuard, Lookup, Waiter};
+use crate::lookup::{Hit, HitState, LoadGuard, Lookup, Retry, Waiter};
 use crate::metrics::MetricsSnapshot;
 use crate::rng::SharedRng;
 use crate::spawn::Spawn;
@@ -282,7 +282,21 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 }
             }
         }
-        self.lookup_slow(key, hash, self.inner.clock.now(), early)
+        self.lookup_slow(key, hash, self.inner.clock.now(), early, None)
+    }
+
+    /// [`lookup`](Self::lookup) after a [`Waited::Retry`](crate::Waited::Retry): the same
+    /// decision, with the caller's `wait_timeout` still counted from its first arrival.
+    pub fn lookup_again(&self, key: &str, retry: Retry) -> Result<Lookup<V>, Error> {
+        self.check_key(key)?;
+        let hash = self.inner.hasher.hash_one(key);
+        self.lookup_slow(
+            key,
+            hash,
+            self.inner.clock.now(),
+            false,
+            Some(retry.arrived),
+        )
     }
 
     /// A value that is fresh or within grace, without loading or refreshing anything.
@@ -381,8 +395,10 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         hash: u64,
         now: Duration,
         early: bool,
+        arrived: Option<Duration>,
     ) -> Result<Lookup<V>, Error> {
         let n = nanos(now);
+        let arrived = arrived.unwrap_or(now);
         self.detect(n);
         let stripe = self.shard_index(hash);
         let mut timed_out = None;
@@ -428,7 +444,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                     && n >= node.entry.backoff_until
                     && if p == Phase::Fresh { early } else { true };
                 let refresh = if wants_refresh {
-                    self.start_flight(&mut shard, key, hash, ns.clone(), now, None)
+                    self.start_flight(&mut shard, key, hash, ns.clone(), (now, now), None)
                         .ok()
                 } else {
                     None
@@ -502,11 +518,17 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                     Some(f) => {
                         c.coalesced_waiters.fetch_add(1, Ordering::Relaxed);
                         c.lock_contended.fetch_add(1, Ordering::Relaxed);
-                        Lookup::Wait(Waiter::new(self.clone(), f, fallback, now))
+                        Lookup::Wait(Waiter::new(self.clone(), f, fallback, arrived))
                     }
                     None => {
-                        let guard =
-                            self.start_flight(&mut shard, key, hash, ns.clone(), now, fallback)?;
+                        let guard = self.start_flight(
+                            &mut shard,
+                            key,
+                            hash,
+                            ns.clone(),
+                            (now, arrived),
+                            fallback,
+                        )?;
                         c.lock_acquired.fetch_add(1, Ordering::Relaxed);
                         Lookup::Lead(guard)
                     }
@@ -530,7 +552,8 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         key: &str,
         hash: u64,
         ns: Arc<Namespace>,
-        now: Duration,
+        // The clock now, and when the leading caller first arrived (before any hand-over).
+        (now, arrived): (Duration, Duration),
         fallback: Option<(V, Duration)>,
     ) -> Result<LoadGuard<V>, Error> {
         let max = self.inner.cfg.max_flights;
@@ -552,7 +575,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         shard
             .flights
             .insert_unique(hash, flight.clone(), |f| f.hash);
-        Ok(LoadGuard::new(self.clone(), flight, fallback))
+        Ok(LoadGuard::new(self.clone(), flight, fallback, arrived))
     }
 
     /// Gives up a load past its hard timeout: its waiters get the timeout (or fail-safe),

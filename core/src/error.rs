@@ -100,6 +100,13 @@ pub enum Error {
     },
     /// The shared tier (e.g. Redis) failed and nothing could be served from memory.
     Backend(LoadError),
+    /// A per-call TTL longer than the tier can keep an entry.
+    TtlTooLong {
+        /// The TTL asked for.
+        ttl: Duration,
+        /// The longest the tier accepts.
+        max: Duration,
+    },
 }
 
 impl fmt::Display for Error {
@@ -133,6 +140,9 @@ impl fmt::Display for Error {
                 )
             }
             Error::Backend(e) => write!(f, "the shared cache tier failed: {e}"),
+            Error::TtlTooLong { ttl, max } => {
+                write!(f, "a TTL of {ttl:?} is longer than the {max:?} the tier can keep")
+            }
         }
     }
 }
@@ -169,6 +179,13 @@ pub enum ConfigError {
         /// What is wrong, in words.
         reason: &'static str,
     },
+    /// A duration longer than it can be honoured (e.g. than Redis can keep a key).
+    TooLong {
+        /// The option's name.
+        option: &'static str,
+        /// The longest accepted.
+        max: Duration,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -181,6 +198,9 @@ impl fmt::Display for ConfigError {
             ConfigError::InvalidBeta(b) => write!(f, "`beta` must be finite and >= 0, got {b}"),
             ConfigError::Zero { option } => write!(f, "`{option}` must be at least 1"),
             ConfigError::Inconsistent { reason } => f.write_str(reason),
+            ConfigError::TooLong { option, max } => {
+                write!(f, "`{option}` must be at most {max:?}")
+            }
         }
     }
 }

@@ -85,6 +85,7 @@ mod budget;
 mod clock;
 mod config;
 pub mod detector;
+pub mod driver;
 mod engine;
 mod entry;
 mod epoch;
@@ -116,7 +117,7 @@ pub use engine::Cache;
 pub use error::{ConfigError, Error, LoadError};
 pub use hotkeys::{HotKey, HotKeysJsonError};
 pub use key::{KeyBuilder, KeyError, Param};
-pub use lookup::{Begin, Hit, HitState, LoadGuard, Lookup, Waited, Waiter};
+pub use lookup::{Begin, Hit, HitState, LoadGuard, Lookup, Retry, Waited, Waiter};
 pub use metrics::{MetricsSnapshot, NamespaceMetrics};
 pub use rng::{DefaultRng, default_rng};
 #[cfg(feature = "std")]

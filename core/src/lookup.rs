@@ -55,8 +55,17 @@ pub enum Waited<V> {
     Loaded(Option<V>),
     /// The load failed or took too long; this is the fail-safe stale value.
     Stale(V),
-    /// The leader went away without an answer: look up again (one caller will lead).
-    Retry,
+    /// The leader went away without an answer: look up again with
+    /// [`Cache::lookup_again`] (one caller will lead), which keeps the caller's deadline.
+    Retry(Retry),
+}
+
+/// A caller's place in line after a hand-over: when it first arrived. Looking up again with
+/// it ([`Cache::lookup_again`]) keeps `wait_timeout` counted from that first arrival, so
+/// leaders that go away one after another cannot stretch a caller's wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    pub(crate) arrived: Duration,
 }
 
 /// The right and the duty to load one key.
@@ -73,6 +82,8 @@ pub struct LoadGuard<V: Clone + Send + Sync + 'static> {
     permit: Option<Permit>,
     began: Option<Duration>,
     ttl: Option<Duration>,
+    /// When the caller first arrived (before any hand-over), on the cache's clock.
+    arrived: Duration,
     done: bool,
 }
 
@@ -87,6 +98,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         cache: Cache<V>,
         flight: Arc<Flight<V>>,
         fallback: Option<(V, Duration)>,
+        arrived: Duration,
     ) -> Self {
         let (fallback, fallback_until) = split_fallback(fallback);
         Self {
@@ -97,8 +109,17 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             permit: None,
             began: None,
             ttl: None,
+            arrived,
             done: false,
         }
+    }
+
+    /// The end of this caller's wait, on the cache's clock: `wait_timeout` after it first
+    /// arrived (before any hand-over). A driver that waits on the leader's behalf (for the
+    /// origin budget, for another process's load) gives up then.
+    pub fn wait_deadline(&self) -> Duration {
+        self.arrived
+            .saturating_add(self.cache.inner.cfg.wait_timeout)
     }
 
     /// The key being loaded.
@@ -181,10 +202,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         // a wait for the budget has a deadline: no clock read otherwise (a miss's path reads
         // the clock often enough already).
         let deadline = match acquire {
-            Some(_) => {
-                let now = self.cache.inner.clock.now();
-                now.saturating_add(self.cache.inner.cfg.wait_timeout)
-            }
+            Some(_) => self.wait_deadline(),
             None => Duration::MAX,
         };
         Begin {
@@ -373,7 +391,7 @@ impl<V: Clone + Send + Sync + 'static> Future for Begin<'_, V> {
                     if now >= this.deadline {
                         this.acquire = None;
                         alarm::disarm(&mut this.sleep);
-                        let waited = this.guard.cache.inner.cfg.wait_timeout;
+                        let waited = now.saturating_sub(this.guard.arrived);
                         return Poll::Ready(Err(Error::WaitTimeout { waited }));
                     }
                     let clock = &*this.guard.cache.inner.clock;
@@ -408,20 +426,21 @@ pub struct Waiter<V: Clone + Send + Sync + 'static> {
 }
 
 impl<V: Clone + Send + Sync + 'static> Waiter<V> {
+    /// A waiter for `flight`, for a caller that first arrived at `arrived`.
     pub(crate) fn new(
         cache: Cache<V>,
         flight: Arc<Flight<V>>,
         fallback: Option<(V, Duration)>,
-        now: Duration,
+        arrived: Duration,
     ) -> Self {
-        let deadline = now.saturating_add(cache.inner.cfg.wait_timeout);
+        let deadline = arrived.saturating_add(cache.inner.cfg.wait_timeout);
         let (fallback, fallback_until) = split_fallback(fallback);
         Self {
             cache,
             flight,
             fallback,
             fallback_until,
-            arrived: now,
+            arrived,
             deadline,
             slot: None,
             timer: None,
@@ -459,7 +478,9 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
             .observe(now.saturating_sub(self.arrived));
         match outcome {
             Outcome::Loaded(v) => Ok(Waited::Loaded(v)),
-            Outcome::Abandoned => Ok(Waited::Retry),
+            Outcome::Abandoned => Ok(Waited::Retry(Retry {
+                arrived: self.arrived,
+            })),
             Outcome::Failed(e) => {
                 match serve_failsafe(&self.flight, &mut self.fallback, self.fallback_until, now) {
                     Some(v) => Ok(Waited::Stale(v)),

@@ -84,8 +84,9 @@ enum Role {
 /// in order, and its answer.
 fn call(cache: &Cache<u32>, value: u32) -> (Vec<Role>, Option<u32>) {
     let mut roles = Vec::new();
+    let mut step = cache.lookup(KEY);
     loop {
-        match cache.lookup(KEY).expect("valid key") {
+        match step.expect("valid key") {
             Lookup::Hit(hit) => {
                 assert!(hit.refresh.is_none(), "nothing is stale here");
                 roles.push(Role::Hit);
@@ -100,7 +101,7 @@ fn call(cache: &Cache<u32>, value: u32) -> (Vec<Role>, Option<u32>) {
                 roles.push(Role::Waited);
                 match waiter.wait().expect("the load succeeds") {
                     Waited::Loaded(v) => return (roles, v),
-                    Waited::Retry => continue,
+                    Waited::Retry(r) => step = cache.lookup_again(KEY, r),
                     Waited::Stale(_) => panic!("no fail-safe value exists"),
                 }
             }
@@ -311,7 +312,7 @@ fn cancelled_leader_hands_the_load_over() {
             .map(|i| {
                 spawn_waiter(&cache, &gate, move |cache, w| {
                     match w.wait().expect("a handed-over load is no error") {
-                        Waited::Retry => {}
+                        Waited::Retry(_) => {}
                         other => panic!("the cancelled load answered {other:?}"),
                     }
                     call(cache, i)

@@ -474,7 +474,7 @@ impl Model {
                 Some(Ok(Waited::Stale(id))) => {
                     self.check_served(w.key, id, Served::FailSafe, "waiter's fallback")?
                 }
-                Some(Ok(Waited::Loaded(None) | Waited::Retry)) | Some(Err(_)) => {}
+                Some(Ok(Waited::Loaded(None) | Waited::Retry(_))) | Some(Err(_)) => {}
             }
         }
         self.waiting = still;

@@ -156,3 +156,79 @@ fn a_served_waiter_leaves_no_waker_behind_in_the_clock() {
     assert_eq!(probe.wakes(), 0);
     assert_eq!(other.wakes(), 1, "no late wake-up");
 }
+
+/// A hand-over (the leader went away) does not restart a caller's wait: `wait_timeout`
+/// counts from the caller's first arrival, however many leaders go away one after another.
+#[test]
+fn wait_timeout_holds_from_the_first_arrival_across_hand_overs() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    use std::sync::Mutex;
+
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim.builder().wait_timeout(secs(1)).build().unwrap();
+    let origin = Origin::new();
+    // Which caller's loader runs now: that caller is the leader to cancel next.
+    let leading: Arc<Mutex<Option<usize>>> = Arc::default();
+    type Caller = (Duration, Task<Result<Option<u32>, Error>>);
+    let callers: Rc<RefCell<Vec<Caller>>> = Rc::default();
+    let arrive = |sim: &Sim, n: usize| {
+        for _ in 0..n {
+            let mut all = callers.borrow_mut();
+            let i = all.len();
+            let (cache, leading) = (cache.clone(), leading.clone());
+            let load = origin.loader(&sim.clock, secs(10), Ok(Some(1)));
+            let task = sim.spawn(async move {
+                let loader = move || {
+                    *leading.lock().unwrap() = Some(i);
+                    load()
+                };
+                cache.get_or_load_async(KEY, loader).await
+            });
+            all.push((sim.now(), task));
+        }
+    };
+    arrive(&sim, 10);
+    sim.run();
+    let mut cancelled = Vec::new();
+    for _ in 0..5 {
+        sim.advance(Duration::from_millis(900));
+        let leader = leading.lock().unwrap().take().expect("someone leads");
+        callers.borrow()[leader].1.cancel();
+        cancelled.push(leader);
+        arrive(&sim, 2);
+        sim.run();
+        // Every caller still waiting is within wait_timeout of its own arrival.
+        for (i, (arrived, task)) in callers.borrow().iter().enumerate() {
+            if cancelled.contains(&i) || Some(i) == *leading.lock().unwrap() {
+                continue;
+            }
+            let waited = sim.now() - *arrived;
+            if waited >= secs(1) {
+                assert!(task.is_done(), "caller {i} still waits after {waited:?}");
+            }
+        }
+    }
+    sim.advance(secs(1));
+    let now_leading = leading.lock().unwrap().take();
+    for (i, (arrived, task)) in callers.borrow().iter().enumerate() {
+        if cancelled.contains(&i) || Some(i) == now_leading {
+            continue;
+        }
+        match task.take() {
+            Err(Error::WaitTimeout { waited }) => {
+                assert_eq!(
+                    waited,
+                    secs(1),
+                    "caller {i} (arrived {arrived:?}) waited {waited:?}"
+                )
+            }
+            other => panic!("caller {i} got {other:?}"),
+        }
+    }
+    assert_eq!(
+        origin.calls(),
+        6,
+        "one loader call per leader, none by a waiter"
+    );
+}

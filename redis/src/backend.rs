@@ -49,6 +49,15 @@ pub fn lock_value(token: &LockToken) -> String {
     format!("{}:{}", token.epoch, hex(&token.secret))
 }
 
+/// The longest lease a lock can have (`FleetOptions::lease` is refused above it): about
+/// 24 days, so that `now + lease` never overflows anywhere and Redis's PX accepts it.
+pub const MAX_LEASE: Duration = Duration::from_millis(1 << 31);
+
+/// A duration as a PX argument: whole milliseconds, at least 1.
+pub(crate) fn ms_arg(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
 /// Options of a [`RedisBackend`].
 #[derive(Clone, Debug)]
 pub struct RedisBuilder {
@@ -284,6 +293,10 @@ impl RedisBackend {
         inc(&self.inner.metrics.corrupt_entries);
     }
 
+    pub(crate) fn count_unshareable(&self) {
+        inc(&self.inner.metrics.unshareable_values);
+    }
+
     /// The backend's runtime handle (where its timers and tasks run).
     pub fn handle(&self) -> &Handle {
         self.inner.rt.handle()
@@ -341,6 +354,26 @@ impl RedisBackend {
         }
     }
 
+    /// An acquire whose answer never came may still run when Redis answers again, and lock
+    /// the key for a leader that gave up: release any lock taken with `secret`, retrying
+    /// until Redis answers (for at most the `lease`: the lock expires by itself then). The
+    /// command connection keeps order, so this runs after the lost acquire did.
+    fn forget_later(&self, key: &str, secret: [u8; 16], lease: Duration) {
+        let (this, key) = (self.clone(), key.to_owned());
+        self.inner.rt.handle().spawn(async move {
+            let give_up = tokio::time::Instant::now() + lease.min(MAX_LEASE);
+            loop {
+                if this.forget(&key, &secret).await.is_ok() {
+                    return;
+                }
+                if tokio::time::Instant::now() >= give_up {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+    }
+
     fn count_read(&self, e: Option<&StoredEntry>, now: u64) {
         let m = &self.inner.metrics;
         match e {
@@ -351,16 +384,14 @@ impl RedisBackend {
     }
 }
 
-fn parse_epoch(raw: Option<Vec<u8>>) -> Result<u64, Error> {
-    match raw {
-        None => Ok(0),
-        Some(b) => std::str::from_utf8(&b)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .ok_or(Error::Protocol(
-                "the namespace epoch key does not hold an integer",
-            )),
+/// A namespace epoch as the scripts accept it: 1 to 15 decimal digits (below 2^53, exact
+/// in Lua), nothing else; `None` for anything else (corrupt: a miss here, and the next
+/// script that reads it resets it forward, PROTOCOL.md "Repairs").
+pub fn parse_epoch(raw: &[u8]) -> Option<u64> {
+    if raw.is_empty() || raw.len() > 15 || !raw.iter().all(u8::is_ascii_digit) {
+        return None;
     }
+    std::str::from_utf8(raw).ok()?.parse().ok()
 }
 
 impl Backend for RedisBackend {
@@ -373,7 +404,16 @@ impl Backend for RedisBackend {
                 .arg(&n.epoch)
                 .query_async(&mut live)
                 .await?;
-            let epoch = parse_epoch(epoch)?;
+            let epoch = match epoch {
+                None => Some(0),
+                Some(b) => parse_epoch(&b),
+            };
+            let Some(epoch) = epoch else {
+                // Corrupt shared state is a miss (counted), never an error.
+                inc(&self.inner.metrics.corrupt_entries);
+                self.count_read(None, now);
+                return Ok(None);
+            };
             let entry = raw
                 .and_then(|r| self.classify(&r))
                 .filter(|e| e.epoch == epoch && e.is_servable(now));
@@ -383,10 +423,11 @@ impl Backend for RedisBackend {
     }
 
     fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired> {
-        self.op("acquire", async move {
+        let (secret, lease) = (req.secret, req.lease);
+        let acquire = self.op("acquire", async move {
             let n = self.names(key);
             let mut live = self.inner.cmd.live().await?;
-            let lease_ms = req.lease.as_millis().max(1) as u64;
+            let lease_ms = ms_arg(req.lease);
             let (status, raw, epoch, pttl, corrupt): (i64, Vec<u8>, u64, i64, i64) = SCRIPTS
                 .acquire
                 .key(&n.value)
@@ -427,8 +468,16 @@ impl Backend for RedisBackend {
                         remaining: Duration::from_millis(pttl.max(0) as u64),
                     }
                 }
+                3 => Acquired::Unshared,
                 _ => return Err(Error::Protocol("acquire: unknown status")),
             })
+        });
+        Box::pin(async move {
+            let r = acquire.await;
+            if r.is_err() {
+                self.forget_later(key, secret, lease);
+            }
+            r
         })
     }
 
@@ -445,7 +494,7 @@ impl Backend for RedisBackend {
                 .extend
                 .key(&n.lock)
                 .arg(lock_value(token))
-                .arg(lease.as_millis().max(1) as u64)
+                .arg(ms_arg(lease))
                 .invoke_async(&mut live)
                 .await?;
             Ok(ok == 1)
@@ -460,6 +509,48 @@ impl Backend for RedisBackend {
                 .release
                 .key(&n.lock)
                 .arg(lock_value(token))
+                .arg(&n.channel)
+                .arg(&self.inner.hub.origin)
+                .arg(if self.inner.sharded { "1" } else { "0" })
+                .arg(key)
+                .invoke_async(&mut live)
+                .await?;
+            Ok(ok == 1)
+        })
+    }
+
+    fn forget<'a>(&'a self, key: &'a str, secret: &'a [u8; 16]) -> BackendFuture<'a, bool> {
+        self.op("forget", async move {
+            let n = self.names(key);
+            let mut live = self.inner.cmd.live().await?;
+            let ok: i64 = SCRIPTS
+                .forget
+                .key(&n.lock)
+                .arg(hex(secret))
+                .arg(&n.channel)
+                .arg(&self.inner.hub.origin)
+                .arg(if self.inner.sharded { "1" } else { "0" })
+                .arg(key)
+                .invoke_async(&mut live)
+                .await?;
+            Ok(ok == 1)
+        })
+    }
+
+    fn mark_unshared<'a>(
+        &'a self,
+        key: &'a str,
+        token: &'a LockToken,
+        hold: Duration,
+    ) -> BackendFuture<'a, bool> {
+        self.op("unshare", async move {
+            let n = self.names(key);
+            let mut live = self.inner.cmd.live().await?;
+            let ok: i64 = SCRIPTS
+                .unshare
+                .key(&n.lock)
+                .arg(lock_value(token))
+                .arg(ms_arg(hold))
                 .arg(&n.channel)
                 .arg(&self.inner.hub.origin)
                 .arg(if self.inner.sharded { "1" } else { "0" })
@@ -535,7 +626,7 @@ impl Backend for RedisBackend {
         self.op("bump", async move {
             let p = &self.inner.prefix;
             let mut live = self.inner.cmd.live().await?;
-            let epoch: u64 = SCRIPTS
+            let (epoch, repaired): (u64, i64) = SCRIPTS
                 .bump
                 .key(keys::epoch_key(p, namespace))
                 .arg(keys::channel(p, namespace))
@@ -544,6 +635,9 @@ impl Backend for RedisBackend {
                 .arg(namespace)
                 .invoke_async(&mut live)
                 .await?;
+            if repaired == 1 {
+                inc(&self.inner.metrics.corrupt_entries);
+            }
             Ok(epoch)
         })
     }

@@ -1,7 +1,7 @@
 //! Codecs: how a `V` becomes the value bytes of an entry and back. Rust users pick [`Json`]
 //! (interoperable with the Python and Node bindings' JSON codecs) or [`RawBytes`]; bindings
 //! bring their own (pickle, msgpack, ...). A value another codec wrote decodes to an error,
-//! which the tiered cache treats as a miss and counts.
+//! which the fleet engine treats as a miss and counts.
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -9,24 +9,59 @@ use std::fmt;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// A codec failure.
+/// A codec failure: the value cannot be encoded, or the bytes are not this codec's.
+///
+/// A codec of a binding can also report that its language interrupted the call (Python's
+/// `KeyboardInterrupt` raised inside a user codec): the fleet engine then hands the load
+/// over instead of treating the bytes as unreadable or the value as unshareable.
 #[derive(Debug)]
-pub struct CodecError(pub Box<dyn StdError + Send + Sync>);
+pub struct CodecError {
+    source: Box<dyn StdError + Send + Sync>,
+    interrupted: bool,
+}
+
+impl CodecError {
+    /// A value this codec cannot encode, or bytes it cannot decode.
+    pub fn new(source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self {
+            source: source.into(),
+            interrupted: false,
+        }
+    }
+
+    /// The codec's call was interrupted (not a verdict on the value or the bytes).
+    pub fn interrupted(source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        Self {
+            source: source.into(),
+            interrupted: true,
+        }
+    }
+
+    /// Whether the call was interrupted rather than refused.
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted
+    }
+
+    /// The codec's own error.
+    pub fn get(&self) -> &(dyn StdError + Send + Sync + 'static) {
+        &*self.source
+    }
+}
 
 impl fmt::Display for CodecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "codec: {}", self.0)
+        write!(f, "codec: {}", self.source)
     }
 }
 
 impl StdError for CodecError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        Some(&*self.0)
+        Some(&*self.source)
     }
 }
 
 /// Turns values into bytes and back.
-pub trait Codec<V>: Send + Sync + 'static {
+pub trait Codec<V> {
     /// The bytes of `value`.
     fn encode(&self, value: &V) -> Result<Vec<u8>, CodecError>;
     /// The value of `bytes`.
@@ -39,10 +74,10 @@ pub struct Json;
 
 impl<V: Serialize + DeserializeOwned> Codec<V> for Json {
     fn encode(&self, value: &V) -> Result<Vec<u8>, CodecError> {
-        serde_json::to_vec(value).map_err(|e| CodecError(e.into()))
+        serde_json::to_vec(value).map_err(CodecError::new)
     }
     fn decode(&self, bytes: &[u8]) -> Result<V, CodecError> {
-        serde_json::from_slice(bytes).map_err(|e| CodecError(e.into()))
+        serde_json::from_slice(bytes).map_err(CodecError::new)
     }
 }
 

@@ -32,6 +32,30 @@ pub struct FleetOptions {
     pub wait_timeout: Duration,
 }
 
+impl FleetOptions {
+    /// Checks the options: every duration positive, the lease at most
+    /// [`MAX_LEASE`](crate::MAX_LEASE) (a longer one could not be honoured exactly).
+    pub fn check(&self) -> Result<(), herdless::ConfigError> {
+        use herdless::ConfigError;
+        for (option, d) in [
+            ("lease", self.lease),
+            ("recheck", self.recheck),
+            ("wait_timeout", self.wait_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::ZeroDuration { option });
+            }
+        }
+        if self.lease > crate::MAX_LEASE {
+            return Err(ConfigError::TooLong {
+                option: "lease",
+                max: crate::MAX_LEASE,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Default for FleetOptions {
     fn default() -> Self {
         Self {
@@ -51,7 +75,14 @@ pub enum FleetOutcome {
     Stale(StoredEntry),
     /// This process loads for the fleet: run the loader, then publish or release.
     Lead(FleetLease),
+    /// Another process found this key's value unshareable (its codec could not encode it)
+    /// and marked the key "load locally" for a lease: load in this process, do not wait.
+    Unshared,
 }
+
+/// Counts a failed tier operation against a key (or namespace): the L1's per-namespace
+/// `backend_errors`, set by the fleet engine.
+pub type ErrorCounter = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The fleet protocol over a backend. Cheap to clone.
 #[derive(Clone)]
@@ -60,6 +91,7 @@ pub struct Fleet {
     rt: Handle,
     metrics: Arc<Metrics>,
     opts: FleetOptions,
+    errors: Option<ErrorCounter>,
 }
 
 impl std::fmt::Debug for Fleet {
@@ -80,9 +112,6 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-fn backend_error(e: herdless::LoadError) -> herdless::Error {
-    herdless::Error::Backend(e)
-}
 
 impl Fleet {
     pub(crate) fn new(
@@ -96,7 +125,23 @@ impl Fleet {
             rt,
             metrics,
             opts,
+            errors: None,
         }
+    }
+
+    /// The same fleet, counting every failed operation against its key's namespace with
+    /// `counter` (the fleet engine passes the L1's `backend_errors`).
+    pub fn counting_errors(mut self, counter: ErrorCounter) -> Self {
+        self.errors = Some(counter);
+        self
+    }
+
+    /// A failed operation on `key`: counted, and typed as the tier's error.
+    fn failed(&self, key: &str, e: herdless::LoadError) -> herdless::Error {
+        if let Some(count) = &self.errors {
+            count(key);
+        }
+        herdless::Error::Backend(e)
     }
 
     /// The options.
@@ -121,16 +166,28 @@ impl Fleet {
         key: &str,
         have_version: u64,
     ) -> Result<FleetOutcome, herdless::Error> {
+        let until = Instant::now() + self.opts.wait_timeout;
+        self.lead_until(key, have_version, until).await
+    }
+
+    /// [`lead`](Self::lead), waiting for another process's load only until `until` (the
+    /// caller's own wait deadline, counted from its first arrival).
+    pub async fn lead_until(
+        &self,
+        key: &str,
+        have_version: u64,
+        until: Instant,
+    ) -> Result<FleetOutcome, herdless::Error> {
         // Run on the backend's runtime: the notification, the re-check it triggers and the
         // reply all happen on its worker, and the caller is woken once, with the answer.
-        let (this, key) = (self.clone(), key.to_owned());
+        let (this, owned) = (self.clone(), key.to_owned());
         let mut task = AbortOnDrop(
             self.rt
-                .spawn(async move { this.lead_inner(&key, have_version).await }),
+                .spawn(async move { this.lead_inner(&owned, have_version, until).await }),
         );
         match (&mut task.0).await {
             Ok(r) => r,
-            Err(e) => Err(backend_error(herdless::LoadError::new(e))),
+            Err(e) => Err(self.failed(key, herdless::LoadError::new(e))),
         }
     }
 
@@ -147,11 +204,15 @@ impl Fleet {
         &self,
         key: &str,
         have_version: u64,
+        deadline: Instant,
     ) -> Result<FleetOutcome, herdless::Error> {
         let arrived = Instant::now();
-        let deadline = arrived + self.opts.wait_timeout;
         // Armed before the first check: a value landing after it wakes us.
-        let mut watch = self.backend.watch(key).await.map_err(backend_error)?;
+        let mut watch = self
+            .backend
+            .watch(key)
+            .await
+            .map_err(|e| self.failed(key, e))?;
         let mut waited = false;
         loop {
             let req = AcquireRequest {
@@ -164,7 +225,7 @@ impl Fleet {
                 .backend
                 .acquire(key, req)
                 .await
-                .map_err(backend_error)?
+                .map_err(|e| self.failed(key, e))?
             {
                 Acquired::Fresh(e) => return Ok(FleetOutcome::Fresh(e)),
                 Acquired::Locked { token, stale } => {
@@ -178,6 +239,7 @@ impl Fleet {
                 Acquired::Contended { stale: Some(e), .. } if e.version > have_version => {
                     return Ok(FleetOutcome::Stale(e));
                 }
+                Acquired::Unshared => return Ok(FleetOutcome::Unshared),
                 Acquired::Contended { remaining, .. } => {
                     if !waited {
                         waited = true;
@@ -210,7 +272,7 @@ impl Fleet {
         self.backend
             .read(key, now_ms())
             .await
-            .map_err(backend_error)
+            .map_err(|e| self.failed(key, e))
     }
 
     /// Writes `entry` for the whole fleet (breaking any lock on the key, so a load already
@@ -223,17 +285,23 @@ impl Fleet {
         self.backend
             .commit(key, entry, None)
             .await
-            .map_err(backend_error)
+            .map_err(|e| self.failed(key, e))
     }
 
     /// Deletes `key` for the whole fleet; true if an entry was there.
     pub async fn invalidate(&self, key: &str) -> Result<bool, herdless::Error> {
-        self.backend.invalidate(key).await.map_err(backend_error)
+        self.backend
+            .invalidate(key)
+            .await
+            .map_err(|e| self.failed(key, e))
     }
 
     /// Moves `namespace` to a new epoch for the whole fleet; returns it.
     pub async fn bump(&self, namespace: &str) -> Result<u64, herdless::Error> {
-        self.backend.bump(namespace).await.map_err(backend_error)
+        self.backend
+            .bump(namespace)
+            .await
+            .map_err(|e| self.failed(namespace, e))
     }
 
     /// [`read`](Self::read), blocking.
@@ -311,26 +379,20 @@ impl std::fmt::Debug for FleetLease {
 }
 
 /// Extends the lease every third of it until stopped or the lock is found gone.
-async fn extend(
-    backend: Arc<dyn Backend>,
-    metrics: Arc<Metrics>,
-    key: String,
-    token: LockToken,
-    lease: Duration,
-    lost: Arc<AtomicBool>,
-) {
+async fn extend(fleet: Fleet, key: String, token: LockToken, lost: Arc<AtomicBool>) {
+    let lease = fleet.opts.lease;
     let every = (lease / 3).max(Duration::from_millis(1));
     loop {
         tokio::time::sleep(every).await;
-        match backend.extend(&key, &token, lease).await {
-            Ok(true) => inc(&metrics.lease_extensions),
+        match fleet.backend.extend(&key, &token, lease).await {
+            Ok(true) => inc(&fleet.metrics.lease_extensions),
             Ok(false) => {
                 lost.store(true, Ordering::Release);
-                inc(&metrics.leases_lost);
+                inc(&fleet.metrics.leases_lost);
                 return;
             }
             // Redis away: keep trying; the commit tells whether the lock survived.
-            Err(_) => {}
+            Err(e) => drop(fleet.failed(&key, e)),
         }
     }
 }
@@ -339,11 +401,9 @@ impl FleetLease {
     fn start(fleet: Fleet, key: &str, token: LockToken, stale: Option<StoredEntry>) -> Self {
         let lost = Arc::new(AtomicBool::new(false));
         let extender = fleet.rt.spawn(extend(
-            fleet.backend.clone(),
-            fleet.metrics.clone(),
+            fleet.clone(),
             key.to_owned(),
             token.clone(),
-            fleet.opts.lease,
             lost.clone(),
         ));
         Self {
@@ -393,7 +453,7 @@ impl FleetLease {
             .backend
             .commit(&self.key, entry, Some(&self.token))
             .await
-            .map_err(backend_error)
+            .map_err(|e| self.fleet.failed(&self.key, e))
     }
 
     /// [`publish`](Self::publish), blocking.
@@ -408,7 +468,20 @@ impl FleetLease {
             .backend
             .release(&self.key, &self.token)
             .await
-            .map_err(backend_error)
+            .map_err(|e| self.fleet.failed(&self.key, e))
+    }
+
+    /// Hands the lock back with a "load locally" mark that lasts one lease: this process's
+    /// value could not be encoded, so the other processes (woken at once) load for
+    /// themselves instead of taking the lock one after another. In the background.
+    pub fn release_unshared(mut self) {
+        self.finish();
+        let (fleet, key, token) = (self.fleet.clone(), std::mem::take(&mut self.key), self.token.clone());
+        self.fleet.rt.spawn(async move {
+            if let Err(e) = fleet.backend.mark_unshared(&key, &token, fleet.opts.lease).await {
+                drop(fleet.failed(&key, e));
+            }
+        });
     }
 
     /// [`release`](Self::release), blocking.
@@ -425,10 +498,12 @@ impl Drop for FleetLease {
         self.finish();
         // Cancelled (the loader's future was dropped, or it panicked): hand the key over now
         // rather than after the lease runs out.
-        let backend = self.fleet.backend.clone();
+        let fleet = self.fleet.clone();
         let (key, token) = (std::mem::take(&mut self.key), self.token.clone());
         self.fleet.rt.spawn(async move {
-            let _ = backend.release(&key, &token).await;
+            if let Err(e) = fleet.backend.release(&key, &token).await {
+                drop(fleet.failed(&key, e));
+            }
         });
     }
 }

@@ -47,7 +47,6 @@ mod backend;
 pub mod codec;
 mod coherence;
 mod conn;
-mod deadline;
 mod error;
 mod fleet;
 pub mod keys;
@@ -57,14 +56,18 @@ pub mod notify;
 mod runtime;
 pub mod scripts;
 mod tiered;
+pub mod two_tier;
 pub mod wire;
 
-pub use backend::{DEFAULT_MAX_ENTRY_BYTES, RedisBackend, RedisBuilder, lock_value, now_ms};
+pub use backend::{
+    DEFAULT_MAX_ENTRY_BYTES, MAX_LEASE, RedisBackend, RedisBuilder, lock_value, now_ms,
+    parse_epoch,
+};
 pub use codec::{Codec, CodecError, Json, RawBytes};
-pub use coherence::apply_notice;
 pub use error::Error;
-pub use fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
-pub use lifetimes::{Lifetimes, fresh_for};
+pub use fleet::{ErrorCounter, Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
+pub use lifetimes::{Lifetimes, MAX_TTL, fresh_for};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};
-pub use tiered::{Local, TieredBuilder, TieredCache};
+pub use tiered::{TieredBuilder, TieredCache};
+pub use two_tier::{Host, TwoTier, Versioned, Warning};

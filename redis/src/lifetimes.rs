@@ -26,7 +26,66 @@ pub struct Lifetimes {
     pub jitter: f64,
 }
 
+/// The longest a shared entry may live (ttl, grace, negative ttl, fail-safe retention
+/// each): 100 years. Longer cannot be honoured exactly (the scripts' numbers are doubles,
+/// Redis's PX is bounded) and is refused instead of being wrapped or clamped silently.
+pub const MAX_TTL: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+impl Default for Lifetimes {
+    /// The engine's defaults: 60 s fresh, no grace, 10 s for absences, no fail-safe,
+    /// jitter 0.2.
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(60),
+            grace: Duration::ZERO,
+            negative_ttl: Duration::from_secs(10),
+            max_stale: None,
+            jitter: 0.2,
+        }
+    }
+}
+
 impl Lifetimes {
+    /// Checks the lifetimes against the engine's rules (as the L1 builder does) and against
+    /// what the shared tier can keep ([`MAX_TTL`]).
+    pub fn check(&self) -> Result<(), herdless::ConfigError> {
+        let mut b = herdless::Cache::<()>::builder()
+            .ttl(self.ttl)
+            .grace(self.grace)
+            .negative_ttl(self.negative_ttl)
+            .jitter(self.jitter);
+        if let Some(m) = self.max_stale {
+            b = b.max_stale(m);
+        }
+        b.build()?;
+        let longest = [
+            ("ttl", Some(self.ttl)),
+            ("grace", Some(self.grace)),
+            ("negative_ttl", Some(self.negative_ttl)),
+            ("max_stale", self.max_stale),
+        ];
+        for (option, d) in longest {
+            if d.is_some_and(|d| d > MAX_TTL) {
+                return Err(herdless::ConfigError::TooLong {
+                    option,
+                    max: MAX_TTL,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A per-call TTL the shared tier can honour, or [`herdless::Error::TtlTooLong`].
+    pub fn check_ttl(ttl: Option<Duration>) -> Result<(), herdless::Error> {
+        match ttl {
+            Some(t) if t > MAX_TTL => Err(herdless::Error::TtlTooLong {
+                ttl: t,
+                max: MAX_TTL,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The shared entry of a value just loaded or set (`None`: an absence), written under
     /// `epoch`, with its jittered fresh time. `ttl` overrides the cache's for a value.
     pub fn entry(

@@ -26,14 +26,22 @@ local function num(n) return string.format('%.0f', n) end
 local function valid(s)
   return s and #s >= HEADER and string.sub(s, 1, 3) == 'hl\1'
 end
-local function epoch(k)
-  local e = redis.call('GET', k)
-  if not e then return '0', 0 end
-  local n = tonumber(e)
-  if not n or n < 0 or n ~= math.floor(n) then
-    error({err = 'ERR herdless: epoch key ' .. k .. ' does not hold an integer'})
+local function get(k)
+  local v = redis.pcall('GET', k)
+  if type(v) == 'table' then
+    redis.call('DEL', k)
+    return nil, 1
   end
-  return e, n
+  return v or nil, 0
+end
+local function epoch(k)
+  local e, bad = get(k)
+  if not e and bad == 0 then return 0, 0 end
+  if e and #e <= 15 and string.match(e, '^%d+$') then return tonumber(e), 0 end
+  local t = redis.call('TIME')
+  local n = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('SET', k, num(n))
+  return n, 1
 end
 local function lock_epoch(v)
   local e = v and string.match(v, '^(%d+):')
@@ -49,31 +57,39 @@ end
 /// `acquire`: KEYS value, epoch, lock. ARGV now_ms, lease_ms, secret (32 hex), have_version.
 /// Returns `{status, entry, epoch, pttl, corrupt}`: status 0 = a fresh entry newer than
 /// have_version (no lock), 1 = locked by the caller, 2 = locked by someone else (pttl =
-/// its remaining lease); entry = the fresh entry (0) or an entry still servable within
-/// grace (1, 2), else ""; corrupt = 1 when unreadable bytes were under the value key.
+/// its remaining lease), 3 = marked "load locally" by a process whose value could not be
+/// encoded (pttl = the mark's remaining time); entry = the fresh entry (0) or an entry
+/// still servable within grace (1, 2, 3), else ""; corrupt = 1 when unreadable or
+/// wrongly typed state was found (and repaired).
 const ACQUIRE: &str = r#"
 local now = tonumber(ARGV[1])
 local have = tonumber(ARGV[4])
-local _, ep = epoch(KEYS[2])
-local raw = redis.call('GET', KEYS[1])
-local corrupt = 0
+local ep, corrupt = epoch(KEYS[2])
+local raw, bad = get(KEYS[1])
+if bad == 1 then corrupt = 1 end
 local keep = ''
 if raw then
   if not valid(raw) then
     corrupt = 1
   elseif u64(raw, 45) == ep and now < u64(raw, 13) then
     if now < u64(raw, 5) and u64(raw, 37) > have then
-      return {0, raw, ep, 0, 0}
+      return {0, raw, ep, 0, corrupt}
     end
     keep = raw
   end
 end
-local cur = redis.call('GET', KEYS[3])
-if cur and lock_epoch(cur) == ep then
+local cur, badlock = get(KEYS[3])
+if badlock == 1 then corrupt = 1 end
+if cur then
   local pttl = redis.call('PTTL', KEYS[3])
   -- A lock without expiry was not set by herdless: it would block the key forever.
   if pttl > 0 then
-    return {2, keep, ep, pttl, corrupt}
+    if lock_epoch(cur) == ep then
+      return {2, keep, ep, pttl, corrupt}
+    end
+    if cur == 'unshared:' .. num(ep) then
+      return {3, keep, ep, pttl, corrupt}
+    end
   end
 end
 redis.call('SET', KEYS[3], num(ep) .. ':' .. ARGV[3], 'PX', ARGV[2])
@@ -84,13 +100,13 @@ return {1, keep, ep, tonumber(ARGV[2]), corrupt}
 /// unconditional write), entry, px_ms, channel, origin, sharded ("1"/"0"), key.
 /// Returns `{1, version, epoch}` when stored, `{0, 0, epoch}` when superseded.
 const COMMIT: &str = r#"
-local _, ep = epoch(KEYS[2])
+local ep = epoch(KEYS[2])
 local e = ARGV[2]
 if not valid(e) then
   return redis.error_reply('ERR herdless: commit of a malformed entry')
 end
 if ARGV[1] ~= '' then
-  if redis.call('GET', KEYS[3]) ~= ARGV[1] then
+  if get(KEYS[3]) ~= ARGV[1] then
     return {0, 0, ep}
   end
   redis.call('DEL', KEYS[3])
@@ -103,7 +119,7 @@ else
 end
 local t = redis.call('TIME')
 local ver = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local old = redis.call('GET', KEYS[1])
+local old = get(KEYS[1])
 if valid(old) and u64(old, 37) >= ver then ver = u64(old, 37) + 1 end
 local entry = string.sub(e, 1, 36) .. be64(ver) .. be64(ep) .. string.sub(e, HEADER + 1)
 redis.call('SET', KEYS[1], entry, 'PX', ARGV[3])
@@ -113,7 +129,7 @@ return {1, ver, ep}
 
 /// `extend`: KEYS lock. ARGV token, lease_ms. Returns 1 when extended, 0 when not owned.
 const EXTEND: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+if get(KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
@@ -121,9 +137,34 @@ return 0
 
 /// `release`: KEYS lock. ARGV token, channel, origin, sharded, key. Returns 1 when released.
 const RELEASE: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+if get(KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
   notify(ARGV[4], ARGV[2], 'r', ARGV[3], 0, ARGV[5])
+  return 1
+end
+return 0
+"#;
+
+/// `forget`: KEYS lock. ARGV secret (32 hex), channel, origin, sharded, key. Releases a
+/// lock taken with that secret under any epoch (an acquire whose answer was lost); returns
+/// 1 when it did.
+const FORGET: &str = r#"
+local cur = get(KEYS[1])
+if cur and string.match(cur, '^%d+:(%x+)$') == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  notify(ARGV[4], ARGV[2], 'r', ARGV[3], 0, ARGV[5])
+  return 1
+end
+return 0
+"#;
+
+/// `unshare`: KEYS lock. ARGV token, hold_ms, channel, origin, sharded, key. Replaces the
+/// caller's lock with the mark `unshared:<epoch>` for hold_ms (every process then loads
+/// for itself) and wakes the waiters; returns 1 when the token owned the lock.
+const UNSHARE: &str = r#"
+if get(KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], 'unshared:' .. num(lock_epoch(ARGV[1])), 'PX', ARGV[2])
+  notify(ARGV[5], ARGV[3], 'r', ARGV[4], 0, ARGV[6])
   return 1
 end
 return 0
@@ -138,11 +179,13 @@ notify(ARGV[3], ARGV[1], 'd', ARGV[2], 0, ARGV[4])
 return n
 "#;
 
-/// `bump`: KEYS epoch. ARGV channel, origin, sharded, namespace. Returns the new epoch.
+/// `bump`: KEYS epoch. ARGV channel, origin, sharded, namespace. Returns `{epoch,
+/// repaired}`: the new epoch, and 1 when the epoch key was corrupt and reset forward first.
 const BUMP: &str = r#"
+local _, repaired = epoch(KEYS[1])
 local n = redis.call('INCR', KEYS[1])
 notify(ARGV[3], ARGV[1], 'e', ARGV[2], n, ARGV[4])
-return n
+return {n, repaired}
 "#;
 
 fn script(body: &str) -> Script {
@@ -159,6 +202,10 @@ pub struct Scripts {
     pub extend: Script,
     /// See [`RELEASE`].
     pub release: Script,
+    /// See [`FORGET`].
+    pub forget: Script,
+    /// See [`UNSHARE`].
+    pub unshare: Script,
     /// See [`INVALIDATE`].
     pub invalidate: Script,
     /// See [`BUMP`].
@@ -171,13 +218,15 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     commit: script(COMMIT),
     extend: script(EXTEND),
     release: script(RELEASE),
+    forget: script(FORGET),
+    unshare: script(UNSHARE),
     invalidate: script(INVALIDATE),
     bump: script(BUMP),
 });
 
 /// The prelude shared by all scripts and each script's own body, by name, as PROTOCOL.md
 /// quotes them (a test checks that it does, verbatim).
-pub fn parts() -> (&'static str, [(&'static str, &'static str); 6]) {
+pub fn parts() -> (&'static str, [(&'static str, &'static str); 8]) {
     (
         PRELUDE,
         [
@@ -185,6 +234,8 @@ pub fn parts() -> (&'static str, [(&'static str, &'static str); 6]) {
             ("commit", COMMIT),
             ("extend", EXTEND),
             ("release", RELEASE),
+            ("forget", FORGET),
+            ("unshare", UNSHARE),
             ("invalidate", INVALIDATE),
             ("bump", BUMP),
         ],
@@ -192,12 +243,14 @@ pub fn parts() -> (&'static str, [(&'static str, &'static str); 6]) {
 }
 
 /// The full source of every script, by name: the prelude followed by the body.
-pub fn sources() -> [(&'static str, String); 6] {
+pub fn sources() -> [(&'static str, String); 8] {
     [
         ("acquire", format!("{PRELUDE}{ACQUIRE}")),
         ("commit", format!("{PRELUDE}{COMMIT}")),
         ("extend", format!("{PRELUDE}{EXTEND}")),
         ("release", format!("{PRELUDE}{RELEASE}")),
+        ("forget", format!("{PRELUDE}{FORGET}")),
+        ("unshare", format!("{PRELUDE}{UNSHARE}")),
         ("invalidate", format!("{PRELUDE}{INVALIDATE}")),
         ("bump", format!("{PRELUDE}{BUMP}")),
     ]

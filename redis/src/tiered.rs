@@ -1,55 +1,36 @@
-//! [`TieredCache`]: the in-memory engine as L1 in front of Redis as L2, for Rust callers.
+//! [`TieredCache`]: the fleet engine ([`TwoTier`]) driven from Rust, sync and async.
 //!
-//! The engine's single-flight picks one local leader per key; only that leader talks to the
-//! fleet ([`Fleet::lead`]), so a process makes one lock attempt per key at a time and its
-//! other callers wait in memory. Entries keep the lifetimes of the shared entry (the L1 is
-//! built without jitter; the jitter is drawn once, when the shared entry is written), and
-//! set / invalidate / bump in any process drop the L1 copies of all processes.
-//!
-//! When Redis fails, the cache serves its L1, coalesces loads in the process, counts the
-//! errors, and uses Redis again as soon as it answers.
+//! Everything the two tiers decide is decided by [`TwoTier`]; this driver only runs Rust
+//! loaders (a closure on the calling thread, or a future on the caller's task), waits
+//! (parks the thread, or awaits), and runs background refreshes (a short-lived thread for
+//! blocking loaders, a task on the backend's runtime for async ones).
 
 use std::error::Error as StdError;
 use std::future::Future;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
-use herdless::backend::{Backend, Notice, StoredEntry, WriteOutcome};
-use herdless::{
-    Builder, Cache, Error, LoadError, LoadGuard, Lookup, MetricsSnapshot, OriginPermit, Waited,
-};
+use herdless::{Builder, Cache, Error, LoadError, Lookup, MetricsSnapshot, Waited};
 
-use crate::backend::{RedisBackend, now_ms};
+use crate::backend::RedisBackend;
 use crate::codec::Codec;
-use crate::coherence::apply_notice;
-use crate::deadline::WithDeadline;
-use crate::fleet::{Fleet, FleetLease, FleetOptions, FleetOutcome};
-use crate::lifetimes::{Lifetimes, fresh_for};
+use crate::fleet::FleetOptions;
+use crate::lifetimes::Lifetimes;
 use crate::metrics::RedisMetrics;
 use crate::runtime::block_on;
+use crate::two_tier::{Deadline, Get, Load, Step, TwoTier, Versioned};
 
-/// What the L1 holds: the value and the version of the shared entry it came from (0 when
-/// it never reached Redis).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Local<V> {
-    /// The value.
-    pub value: V,
-    /// The shared entry's version.
-    pub version: u64,
-}
-
-type L1Tweak<V> = Box<dyn FnOnce(Builder<Local<V>>) -> Builder<Local<V>> + Send>;
+type L1Tweak<V> = Box<dyn FnOnce(Builder<Versioned<V>>) -> Builder<Versioned<V>> + Send>;
 
 /// Options of a [`TieredCache`].
 pub struct TieredBuilder<V, C> {
     backend: RedisBackend,
     codec: C,
-    ttl: Duration,
-    grace: Duration,
-    negative_ttl: Duration,
-    max_stale: Option<Duration>,
+    life: Lifetimes,
     hard_timeout: Option<Duration>,
-    jitter: f64,
     beta: f64,
     fleet: FleetOptions,
     l1: Option<L1Tweak<V>>,
@@ -58,8 +39,7 @@ pub struct TieredBuilder<V, C> {
 impl<V, C> std::fmt::Debug for TieredBuilder<V, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TieredBuilder")
-            .field("ttl", &self.ttl)
-            .field("grace", &self.grace)
+            .field("life", &self.life)
             .field("fleet", &self.fleet)
             .finish_non_exhaustive()
     }
@@ -68,26 +48,26 @@ impl<V, C> std::fmt::Debug for TieredBuilder<V, C> {
 impl<V, C> TieredBuilder<V, C>
 where
     V: Clone + Send + Sync + 'static,
-    C: Codec<V>,
+    C: Codec<V> + Send + Sync + 'static,
 {
     /// How long a loaded value is fresh, before jitter (default 60 s).
     pub fn ttl(mut self, d: Duration) -> Self {
-        self.ttl = d;
+        self.life.ttl = d;
         self
     }
     /// Stale-while-revalidate window after the TTL (default 0).
     pub fn grace(mut self, d: Duration) -> Self {
-        self.grace = d;
+        self.life.grace = d;
         self
     }
     /// How long an absence is cached (default 10 s).
     pub fn negative_ttl(mut self, d: Duration) -> Self {
-        self.negative_ttl = d;
+        self.life.negative_ttl = d;
         self
     }
     /// Fail-safe: keep values this long past their TTL, served when a load fails.
     pub fn max_stale(mut self, d: Duration) -> Self {
-        self.max_stale = Some(d);
+        self.life.max_stale = Some(d);
         self
     }
     /// Loader hard timeout: the loader future is dropped and the load fails with
@@ -99,7 +79,7 @@ where
     }
     /// TTL jitter (default 0.2), drawn once per shared entry.
     pub fn jitter(mut self, j: f64) -> Self {
-        self.jitter = j;
+        self.life.jitter = j;
         self
     }
     /// XFetch beta (default 1; 0 disables early refresh).
@@ -107,7 +87,8 @@ where
         self.beta = b;
         self
     }
-    /// Longest wait for a load, in this process or another (default 5 s).
+    /// Longest wait for a load, in this process or another (default 5 s), counted from a
+    /// caller's arrival.
     pub fn wait_timeout(mut self, d: Duration) -> Self {
         self.fleet.wait_timeout = d;
         self
@@ -127,7 +108,7 @@ where
     /// after this.
     pub fn l1(
         mut self,
-        f: impl FnOnce(Builder<Local<V>>) -> Builder<Local<V>> + Send + 'static,
+        f: impl FnOnce(Builder<Versioned<V>>) -> Builder<Versioned<V>> + Send + 'static,
     ) -> Self {
         self.l1 = Some(Box::new(f));
         self
@@ -135,67 +116,31 @@ where
 
     /// Builds the cache and subscribes it to the fleet's changes.
     pub fn build(self) -> Result<TieredCache<V, C>, herdless::ConfigError> {
-        let mut b = Cache::<Local<V>>::builder();
+        let mut b = Cache::<Versioned<V>>::builder();
         if let Some(f) = self.l1 {
             b = f(b);
         }
+        let life = self.life;
         b = b
-            .ttl(self.ttl)
-            .grace(self.grace)
-            .negative_ttl(self.negative_ttl)
+            .ttl(life.ttl)
+            .grace(life.grace)
+            .negative_ttl(life.negative_ttl)
             .jitter(0.0)
             .beta(self.beta)
             .wait_timeout(self.fleet.wait_timeout);
-        if let Some(m) = self.max_stale {
+        if let Some(m) = life.max_stale {
             b = b.max_stale(m);
         }
         if let Some(h) = self.hard_timeout {
             b = b.hard_timeout(h);
         }
         let l1 = b.build()?;
-        // Same checks as the L1's, for the jitter the L1 does not see.
-        Cache::<()>::builder().jitter(self.jitter).build()?;
-        let inner = Arc::new(Inner {
-            l1,
-            fleet: self.backend.fleet(self.fleet),
-            backend: self.backend,
-            codec: self.codec,
-            life: Lifetimes {
-                ttl: self.ttl,
-                grace: self.grace,
-                negative_ttl: self.negative_ttl,
-                max_stale: self.max_stale,
-                jitter: self.jitter,
-            },
-            hard_timeout: self.hard_timeout,
-        });
-        let weak: Weak<Inner<V, C>> = Arc::downgrade(&inner);
-        inner.backend.listen(Arc::new(move |n: Notice<'_>| {
-            if let Some(inner) = weak.upgrade() {
-                inner.on_notice(n);
-            }
-        }));
-        Ok(TieredCache { inner })
-    }
-}
-
-struct Inner<V: Clone + Send + Sync + 'static, C> {
-    l1: Cache<Local<V>>,
-    fleet: Fleet,
-    backend: RedisBackend,
-    codec: C,
-    life: Lifetimes,
-    hard_timeout: Option<Duration>,
-}
-
-impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
-    fn on_notice(&self, n: Notice<'_>) {
-        apply_notice(&self.l1, n);
-    }
-
-    /// The shared entry for a value just loaded (or set), and its fresh TTL.
-    fn entry(&self, value: Option<Vec<u8>>, took: Duration, epoch: u64) -> (StoredEntry, Duration) {
-        self.life.entry(value, took, epoch, None)
+        life.check()?;
+        self.fleet.check()?;
+        Ok(TieredCache {
+            tt: TwoTier::shared(l1, self.backend, self.fleet, life),
+            codec: Arc::new(self.codec),
+        })
     }
 }
 
@@ -214,13 +159,15 @@ impl<V: Clone + Send + Sync + 'static, C> Inner<V, C> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct TieredCache<V: Clone + Send + Sync + 'static, C> {
-    inner: Arc<Inner<V, C>>,
+    tt: TwoTier<V>,
+    codec: Arc<C>,
 }
 
 impl<V: Clone + Send + Sync + 'static, C> Clone for TieredCache<V, C> {
     fn clone(&self) -> Self {
         Self {
-            inner: self.inner.clone(),
+            tt: self.tt.clone(),
+            codec: self.codec.clone(),
         }
     }
 }
@@ -228,7 +175,7 @@ impl<V: Clone + Send + Sync + 'static, C> Clone for TieredCache<V, C> {
 impl<V: Clone + Send + Sync + 'static, C> std::fmt::Debug for TieredCache<V, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TieredCache")
-            .field("backend", &self.inner.backend)
+            .field("backend", &self.tt.backend())
             .finish_non_exhaustive()
     }
 }
@@ -237,7 +184,7 @@ fn load_error<E: Into<Box<dyn StdError + Send + Sync>>>(e: E) -> LoadError {
     LoadError::from_boxed(e.into())
 }
 
-/// Where a background refresh runs its loader.
+/// Where a background load runs its loader.
 #[derive(Clone, Copy)]
 enum Runner {
     /// On the backend's runtime (async loaders).
@@ -249,48 +196,49 @@ enum Runner {
 impl<V, C> TieredCache<V, C>
 where
     V: Clone + Send + Sync + 'static,
-    C: Codec<V>,
+    C: Codec<V> + Send + Sync + 'static,
 {
     /// A builder over `backend` with `codec`.
     pub fn builder(backend: RedisBackend, codec: C) -> TieredBuilder<V, C> {
         TieredBuilder {
             backend,
             codec,
-            ttl: Duration::from_secs(60),
-            grace: Duration::ZERO,
-            negative_ttl: Duration::from_secs(10),
-            max_stale: None,
+            life: Lifetimes::default(),
             hard_timeout: None,
-            jitter: 0.2,
             beta: 1.0,
             fleet: FleetOptions::default(),
             l1: None,
         }
     }
 
-    /// The L1 engine.
-    pub fn l1(&self) -> &Cache<Local<V>> {
-        &self.inner.l1
+    /// The fleet engine this cache drives.
+    pub fn two_tier(&self) -> &TwoTier<V> {
+        &self.tt
     }
 
-    /// The fleet protocol driver.
-    pub fn fleet(&self) -> &Fleet {
-        &self.inner.fleet
+    /// The L1 engine.
+    pub fn l1(&self) -> &Cache<Versioned<V>> {
+        self.tt.l1()
+    }
+
+    /// The fleet protocol.
+    pub fn fleet(&self) -> &crate::Fleet {
+        self.tt.fleet().expect("a tiered cache has a shared tier")
     }
 
     /// The backend.
     pub fn backend(&self) -> &RedisBackend {
-        &self.inner.backend
+        self.tt.backend().expect("a tiered cache has a shared tier")
     }
 
     /// The L1's metrics (per namespace) and the Redis tier's counters.
     pub fn metrics(&self) -> (MetricsSnapshot, RedisMetrics) {
-        (self.inner.l1.metrics(), self.inner.backend.metrics())
+        (self.tt.l1().metrics(), self.tt.tier_metrics())
     }
 
     /// Both metric sets in Prometheus text format, with the L1 detector's alerts gauge.
     pub fn prometheus(&self) -> String {
-        self.inner.l1.prometheus() + &self.inner.backend.metrics().to_prometheus()
+        self.tt.prometheus()
     }
 
     /// The value of `key`: from L1, else from Redis, else loaded by one caller in the whole
@@ -324,11 +272,46 @@ where
         block_on(self.drive(key, loader, Runner::Thread))?
     }
 
-    async fn drive<F, Fut, E>(
+    async fn drive<F, Fut, E>(&self, key: &str, loader: F, runner: Runner) -> Result<Option<V>, Error>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let l1 = self.tt.l1();
+        let mut step = l1.lookup(key)?;
+        loop {
+            match step {
+                Lookup::Hit(hit) => {
+                    if let Some(guard) = hit.refresh {
+                        let have = hit.value.as_ref().map_or(0, |v| v.version);
+                        if let Some(first) = self.tt.refresh(guard, have, None) {
+                            self.spawn(first, loader, runner);
+                        }
+                    }
+                    return Ok(hit.value.map(|v| v.value));
+                }
+                Lookup::Wait(waiter) => match waiter.await? {
+                    Waited::Loaded(v) => return Ok(v.map(|v| v.value)),
+                    Waited::Stale(v) => return Ok(Some(v.value)),
+                    Waited::Retry(r) => step = l1.lookup_again(key, r)?,
+                },
+                Lookup::Lead(guard) => {
+                    let first = self.tt.lead(guard, None);
+                    return self.run(first, loader, Some(runner)).await;
+                }
+            }
+        }
+    }
+
+    /// Drives `step` to its answer. `runner`: where a background part goes (a refresh's
+    /// detached load, a load past its soft timeout); `None` when this already runs in the
+    /// background.
+    async fn run<F, Fut, E>(
         &self,
-        key: &str,
+        mut step: Step<V>,
         loader: F,
-        runner: Runner,
+        runner: Option<Runner>,
     ) -> Result<Option<V>, Error>
     where
         F: FnOnce() -> Fut + Send + 'static,
@@ -337,326 +320,118 @@ where
     {
         let mut loader = Some(loader);
         loop {
-            match self.inner.l1.lookup(key)? {
-                Lookup::Hit(hit) => {
-                    if let (Some(guard), Some(loader)) = (hit.refresh, loader.take()) {
-                        let have = hit.value.as_ref().map_or(0, |l| l.version);
-                        self.spawn_refresh(guard, have, loader, runner);
+            step = match step {
+                Step::Done(r) => return r,
+                Step::Tier(pending) => pending.await.next(&*self.codec),
+                Step::Stale(value, refresh) => {
+                    if let (Some(load), Some(loader)) = (refresh, loader.take()) {
+                        self.spawn(Step::Load(load), loader, runner.unwrap_or(Runner::Task));
                     }
-                    return Ok(hit.value.map(|l| l.value));
+                    return Ok(Some(value));
                 }
-                Lookup::Wait(waiter) => match waiter.await? {
-                    Waited::Loaded(v) => return Ok(v.map(|l| l.value)),
-                    Waited::Stale(l) => return Ok(Some(l.value)),
-                    Waited::Retry => continue,
-                },
-                Lookup::Lead(guard) => {
-                    let loader = loader.take().expect("a caller leads at most once");
-                    return self
-                        .lead(guard, 0, loader, Some(runner))
-                        .await
-                        .map(|v| v.map(|l| l.value));
+                // Rust codecs are never interrupted.
+                Step::Interrupted(e) => return Err(Error::Load(LoadError::new(e))),
+                Step::Load(load) => {
+                    let loader = loader.take().expect("a load runs its loader once");
+                    let mut call = Call {
+                        load: Some(load),
+                        fut: Box::pin(loader()),
+                        soft: runner.is_some(),
+                    };
+                    match (&mut call).await {
+                        Called::Done(result) => {
+                            let load = call.load.take().expect("still held");
+                            load.loaded(result.map_err(load_error), &*self.codec)
+                        }
+                        Called::Hard => call.load.take().expect("still held").timed_out(),
+                        Called::Soft(stale) => {
+                            // Answer with the fail-safe value now; the load goes on in the
+                            // background and is stored.
+                            let this = self.clone();
+                            let job = async move {
+                                let _ = this.finish(call).await;
+                            };
+                            self.spawn_job(job, runner.unwrap_or(Runner::Task));
+                            return Ok(Some(stale));
+                        }
+                        Called::Panicked(message, payload) => {
+                            call.load.take().expect("still held").panicked(message);
+                            resume_unwind(payload)
+                        }
+                    }
                 }
             }
         }
     }
 
-    fn spawn_refresh<F, Fut, E>(
-        &self,
-        guard: LoadGuard<Local<V>>,
-        have: u64,
-        loader: F,
-        runner: Runner,
-    ) where
+    /// A load that outlived its soft timeout, driven to its end in the background.
+    async fn finish<Fut, E>(&self, mut call: Call<V, Fut>) -> Result<Option<V>, Error>
+    where
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        call.soft = false;
+        let mut step = match (&mut call).await {
+            Called::Done(result) => {
+                let load = call.load.take().expect("still held");
+                load.loaded(result.map_err(load_error), &*self.codec)
+            }
+            Called::Soft(_) | Called::Hard => call.load.take().expect("still held").timed_out(),
+            Called::Panicked(message, _) => {
+                call.load.take().expect("still held").panicked(message);
+                return Err(Error::LoaderPanicked { message: None });
+            }
+        };
+        loop {
+            step = match step {
+                Step::Tier(pending) => pending.await.next(&*self.codec),
+                Step::Done(r) => return r,
+                Step::Load(load) => load.timed_out(),
+                Step::Stale(v, _) => return Ok(Some(v)),
+                Step::Interrupted(e) => return Err(Error::Load(LoadError::new(e))),
+            }
+        }
+    }
+
+    /// Runs a background step (a refresh) with `loader` where `runner` says.
+    fn spawn<F, Fut, E>(&self, step: Step<V>, loader: F, runner: Runner)
+    where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
         let this = self.clone();
-        let job = async move {
-            let _ = this.lead(guard, have, loader, None).await;
-        };
+        self.spawn_job(
+            async move {
+                let _ = this.run(step, loader, None).await;
+            },
+            runner,
+        );
+    }
+
+    fn spawn_job(&self, job: impl Future<Output = ()> + Send + 'static, runner: Runner) {
         match runner {
             Runner::Task => {
-                self.inner.backend.handle().spawn(job);
+                self.backend().handle().spawn(job);
             }
             Runner::Thread => {
-                // No thread: the job (and its guard) is dropped, which hands the refresh over.
+                // No thread: the job (and its load) is dropped, which hands the load over.
                 let _ = std::thread::Builder::new()
                     .name("herdless-refresh".into())
                     .spawn(move || block_on(job));
             }
         }
-    }
-
-    /// The local leader's part: ask the fleet, then adopt, load for the fleet, or (Redis
-    /// failing) load for this process only. `runner` is where a foreground caller's load may
-    /// be moved to serve a stale entry at once; `None` for a background refresh.
-    async fn lead<F, Fut, E>(
-        &self,
-        guard: LoadGuard<Local<V>>,
-        have: u64,
-        loader: F,
-        runner: Option<Runner>,
-    ) -> Result<Option<Local<V>>, Error>
-    where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let key = guard.key().to_owned();
-        let background = runner.is_none();
-        match self.inner.fleet.lead(&key, have).await {
-            Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => match self.decode(&e) {
-                Ok(value) => {
-                    let fresh = fresh_for(&e);
-                    guard.adopt(value, fresh, e.load_duration)
-                }
-                // Bytes another codec wrote: serve a local load, leave Redis alone.
-                Err(()) => self.load_local(guard, loader, background).await,
-            },
-            Ok(FleetOutcome::Lead(lease)) => {
-                // A stale entry within grace: serve it now (here and to this process's
-                // waiters) and refresh it for the fleet in the background.
-                let stale = lease
-                    .stale()
-                    .filter(|e| e.value.is_some())
-                    .and_then(|e| Some((self.decode(e).ok()??, e.load_duration)));
-                if let (Some(runner), Some((value, took))) = (runner, stale) {
-                    // The detached refresh calls the origin, so it takes a share of the
-                    // budget; with none free it is skipped (dropping the lease hands the key
-                    // over) and a later read of the still-stale copy tries again.
-                    match self.inner.l1.try_origin_permit() {
-                        Some(permit) => self.spawn_detached(lease, loader, runner, permit),
-                        None => drop(lease),
-                    }
-                    return guard.adopt(Some(value), Duration::ZERO, took);
-                }
-                self.load_for_fleet(guard, lease, loader, background).await
-            }
-            Err(e @ Error::WaitTimeout { .. }) => guard.fail(e),
-            Err(_) => {
-                self.inner.l1.record_backend_error(&key);
-                self.load_local(guard, loader, background).await
-            }
-        }
-    }
-
-    /// Runs the loader until it answers or the L1's hard timeout (if configured through
-    /// [`TieredBuilder::l1`]) passes: `None` then, and the loader future is dropped.
-    async fn run_loader<F, Fut, E>(
-        &self,
-        guard: &LoadGuard<Local<V>>,
-        loader: F,
-    ) -> Option<Result<Option<V>, LoadError>>
-    where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let clock = self.inner.l1.clock();
-        WithDeadline::new(loader(), clock, guard.hard_deadline())
-            .await
-            .map(|r| r.map_err(load_error))
-    }
-
-    fn timed_out(&self, guard: LoadGuard<Local<V>>) -> Result<Option<Local<V>>, Error> {
-        let after = self.inner.hard_timeout.unwrap_or_default();
-        guard.fail(Error::LoadTimeout { after })
-    }
-
-    /// Loads and publishes for the fleet with no local flight: the L1 keeps serving the
-    /// stale copy; this process's refreshes of it wait for this lease's notification, and
-    /// later misses read the new entry from Redis.
-    fn spawn_detached<F, Fut, E>(
-        &self,
-        lease: FleetLease,
-        loader: F,
-        runner: Runner,
-        permit: OriginPermit,
-    ) where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let this = self.clone();
-        let job = async move {
-            // Held until the entry is published: the budget counts the whole refresh.
-            let _permit = permit;
-            let key = lease.key().to_owned();
-            let started = Instant::now();
-            let clock = this.inner.l1.clock();
-            let at = this.inner.hard_timeout.map(|h| clock.now() + h);
-            let Some(Ok(value)) = WithDeadline::new(loader(), clock, at).await else {
-                let _ = lease.release().await;
-                return;
-            };
-            let bytes = match value
-                .as_ref()
-                .map(|v| this.inner.codec.encode(v))
-                .transpose()
-            {
-                Ok(b) => b,
-                Err(_) => {
-                    let _ = lease.release().await;
-                    return;
-                }
-            };
-            let (entry, _) = this.inner.entry(bytes, started.elapsed(), lease.epoch());
-            if lease.publish(entry).await.is_err() {
-                this.inner.l1.record_backend_error(&key);
-            }
-        };
-        match runner {
-            Runner::Task => {
-                self.inner.backend.handle().spawn(job);
-            }
-            Runner::Thread => {
-                let _ = std::thread::Builder::new()
-                    .name("herdless-refresh".into())
-                    .spawn(move || block_on(job));
-            }
-        }
-    }
-
-    fn decode(&self, e: &StoredEntry) -> Result<Option<Local<V>>, ()> {
-        match &e.value {
-            None => Ok(None),
-            Some(b) => match self.inner.codec.decode(b) {
-                Ok(value) => Ok(Some(Local {
-                    value,
-                    version: e.version,
-                })),
-                Err(_) => {
-                    self.inner.backend.count_corrupt();
-                    Err(())
-                }
-            },
-        }
-    }
-
-    /// Takes the origin budget. `Ok(false)`: a refresh found it spent and is skipped (a
-    /// refresh never queues for the origin).
-    async fn begin(guard: &mut LoadGuard<Local<V>>, background: bool) -> Result<bool, Error> {
-        if background {
-            Ok(guard.try_begin())
-        } else {
-            guard.begin().await.map(|()| true)
-        }
-    }
-
-    async fn load_local<F, Fut, E>(
-        &self,
-        mut guard: LoadGuard<Local<V>>,
-        loader: F,
-        background: bool,
-    ) -> Result<Option<Local<V>>, Error>
-    where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        match Self::begin(&mut guard, background).await {
-            Ok(true) => {}
-            Ok(false) => {
-                guard.abandon();
-                return Ok(None);
-            }
-            Err(e) => return guard.fail(e),
-        }
-        let Some(result) = self.run_loader(&guard, loader).await else {
-            return self.timed_out(guard);
-        };
-        guard.complete(result.map(|v| v.map(|value| Local { value, version: 0 })))
-    }
-
-    async fn load_for_fleet<F, Fut, E>(
-        &self,
-        mut guard: LoadGuard<Local<V>>,
-        lease: FleetLease,
-        loader: F,
-        background: bool,
-    ) -> Result<Option<Local<V>>, Error>
-    where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let key = guard.key().to_owned();
-        match Self::begin(&mut guard, background).await {
-            Ok(true) => {}
-            Ok(false) => {
-                let _ = lease.release().await;
-                guard.abandon();
-                return Ok(None);
-            }
-            Err(e) => {
-                let _ = lease.release().await;
-                return guard.fail(e);
-            }
-        }
-        let started = Instant::now();
-        let Some(result) = self.run_loader(&guard, loader).await else {
-            let _ = lease.release().await;
-            return self.timed_out(guard);
-        };
-        let took = started.elapsed();
-        let value = match result {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = lease.release().await;
-                return guard.complete(Err(e));
-            }
-        };
-        let bytes = match value
-            .as_ref()
-            .map(|v| self.inner.codec.encode(v))
-            .transpose()
-        {
-            Ok(b) => b,
-            Err(_) => {
-                // Unshareable: serve it here, let another process try.
-                let _ = lease.release().await;
-                return guard.complete(Ok(value.map(|value| Local { value, version: 0 })));
-            }
-        };
-        let (entry, fresh) = self.inner.entry(bytes, took, lease.epoch());
-        guard.set_ttl(fresh);
-        let version = match lease.publish(entry).await {
-            Ok(WriteOutcome::Written { version, .. }) => version,
-            Ok(WriteOutcome::Superseded) => {
-                // Newer data is in Redis (a write, an invalidation, a bump or another leader
-                // after our lease ran out): answer our callers, but keep it out of the L1.
-                let _ = self.inner.l1.invalidate(&key);
-                0
-            }
-            Err(_) => {
-                self.inner.l1.record_backend_error(&key);
-                0
-            }
-        };
-        guard.complete(Ok(value.map(|value| Local { value, version })))
     }
 
     /// A fresh or within-grace value from L1, else from Redis (one round trip), without
-    /// loading.
+    /// loading. Redis failing is a miss (counted in `backend_errors`).
     pub async fn get_async(&self, key: &str) -> Result<Option<V>, Error> {
-        if let Some(l) = self.inner.l1.get(key) {
-            return Ok(Some(l.value));
-        }
-        let Some(e) = self.inner.fleet.read(key).await? else {
-            return Ok(None);
-        };
-        match self.decode(&e) {
-            Ok(Some(l)) => {
-                let now = now_ms();
-                if e.is_fresh(now) {
-                    let fresh = Duration::from_millis(e.fresh_until_ms - now);
-                    let _ = self.inner.l1.set_with_ttl(key, l.clone(), fresh);
-                }
-                Ok(Some(l.value))
-            }
-            Ok(None) | Err(()) => Ok(None),
+        match self.tt.get(key) {
+            Get::Ready(v) => Ok(v),
+            Get::Tier(read) => read
+                .await
+                .finish(&*self.codec)
+                .map_err(|e| Error::Load(LoadError::new(e))),
         }
     }
 
@@ -669,36 +444,7 @@ where
     /// overwrite it) and drops the other processes' L1 copies. On a Redis error the L1 copy
     /// is dropped too and the error returned.
     pub async fn set_async(&self, key: &str, value: V) -> Result<(), Error> {
-        // The L1's key rules, checked before anything is written to Redis.
-        let max = self.inner.l1.options().max_key_len;
-        if key.is_empty() {
-            return Err(Error::EmptyKey);
-        }
-        if key.len() > max {
-            return Err(Error::KeyTooLong {
-                len: key.len(),
-                max,
-            });
-        }
-        let bytes = self
-            .inner
-            .codec
-            .encode(&value)
-            .map_err(|e| Error::Load(LoadError::new(e)))?;
-        let (entry, fresh) = self.inner.entry(Some(bytes), Duration::ZERO, 0);
-        match self.inner.fleet.set(key, entry).await {
-            Ok(WriteOutcome::Written { version, .. }) => {
-                self.inner
-                    .l1
-                    .set_with_ttl(key, Local { value, version }, fresh)
-            }
-            Ok(WriteOutcome::Superseded) => Ok(()),
-            Err(e) => {
-                self.inner.l1.record_backend_error(key);
-                let _ = self.inner.l1.invalidate(key);
-                Err(e)
-            }
-        }
+        self.tt.set(key, value, None, &*self.codec)?.await
     }
 
     /// [`set_async`](Self::set_async), blocking.
@@ -709,12 +455,7 @@ where
     /// Deletes `key` in L1 and Redis and drops the other processes' copies; true if Redis
     /// held an entry.
     pub async fn invalidate_async(&self, key: &str) -> Result<bool, Error> {
-        let _ = self.inner.l1.invalidate(key)?;
-        let r = self.inner.fleet.invalidate(key).await;
-        if r.is_err() {
-            self.inner.l1.record_backend_error(key);
-        }
-        r
+        self.tt.invalidate(key)?.await
     }
 
     /// [`invalidate_async`](Self::invalidate_async), blocking.
@@ -725,21 +466,62 @@ where
     /// Invalidates every key of `namespace` in the whole fleet in O(1); returns the new
     /// fleet epoch (0 for a namespace longer than `max_key_len`, which holds no key).
     pub async fn bump_async(&self, namespace: &str) -> Result<u64, Error> {
-        // No key has a namespace longer than a key: nothing to invalidate, and Redis is
-        // spared an epoch key of that name (as the L1 is, see `Cache::bump`).
-        if namespace.len() > self.inner.l1.options().max_key_len {
-            return Ok(0);
-        }
-        self.inner.l1.bump(namespace);
-        let r = self.inner.fleet.bump(namespace).await;
-        if r.is_err() {
-            self.inner.l1.record_backend_error(namespace);
-        }
-        r
+        self.tt.bump(namespace).await
     }
 
     /// [`bump_async`](Self::bump_async), blocking.
     pub fn bump(&self, namespace: &str) -> Result<u64, Error> {
         block_on(self.bump_async(namespace))?
+    }
+}
+
+/// A loader call in progress, raced against its load's deadlines.
+struct Call<V: Clone + Send + Sync + 'static, Fut> {
+    load: Option<Load<V>>,
+    fut: Pin<Box<Fut>>,
+    /// Whether the soft timeout may answer (a caller is waiting for this load).
+    soft: bool,
+}
+
+/// How a [`Call`] ended.
+enum Called<T, V> {
+    Done(T),
+    /// The soft timeout passed with this fail-safe value at hand.
+    Soft(V),
+    Hard,
+    Panicked(Option<String>, Box<dyn std::any::Any + Send>),
+}
+
+impl<V: Clone + Send + Sync + 'static, Fut: Future> Future for &mut Call<V, Fut> {
+    type Output = Called<Fut::Output, V>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut **self.get_mut();
+        let fut = &mut this.fut;
+        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(v)) => return Poll::Ready(Called::Done(v)),
+            Ok(Poll::Pending) => {}
+            Err(payload) => {
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| payload.downcast_ref::<String>().cloned());
+                return Poll::Ready(Called::Panicked(message, payload));
+            }
+        }
+        let load = this.load.as_mut().expect("polled while held");
+        loop {
+            match load.poll_deadline(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Deadline::Hard) => return Poll::Ready(Called::Hard),
+                Poll::Ready(Deadline::Soft) if this.soft => {
+                    if let Some(stale) = load.answer_stale() {
+                        return Poll::Ready(Called::Soft(stale));
+                    }
+                }
+                // Nobody to answer early: keep going until the hard deadline.
+                Poll::Ready(Deadline::Soft) => {}
+            }
+        }
     }
 }

@@ -123,8 +123,9 @@ pub(crate) async fn request(w: Rc<World>, process: usize, key: String) {
 
 async fn engine(w: &Rc<World>, process: usize, key: &str, arrived: Duration) {
     let cache = w.processes[process].clone();
+    let mut step = cache.lookup(key);
     loop {
-        match cache.lookup(key) {
+        match step {
             Ok(Lookup::Hit(hit)) => {
                 if let Some(guard) = hit.refresh {
                     let held = hit.value.map(|v| v.born);
@@ -142,7 +143,10 @@ async fn engine(w: &Rc<World>, process: usize, key: &str, arrived: Duration) {
                 Ok(Waited::Loaded(v)) => w.serve(arrived, v, false),
                 Ok(Waited::Stale(v)) => w.serve(arrived, Some(v), true),
                 // The leader went away: look up again, one of us leads.
-                Ok(Waited::Retry) => continue,
+                Ok(Waited::Retry(r)) => {
+                    step = cache.lookup_again(key, r);
+                    continue;
+                }
                 Err(e) => w.fail(arrived, &e),
             },
             Err(e) => w.fail(arrived, &e),

@@ -63,9 +63,10 @@ async def aget_or_load(
     step: tuple[Any, ...] | None = None,
 ) -> T:
     """Drives `key` to an answer; `step` is a first lookup the caller already made."""
+    retry: _native._Retry | None = None
     while True:
         if step is None:
-            step = cache._lookup(key, ttl)
+            step = cache._lookup(key, ttl, retry)
         kind = step[0]
         if kind == HIT:
             if len(step) == 3:
@@ -76,7 +77,9 @@ async def aget_or_load(
         outcome, value = await step[1].future()
         if outcome == _VALUE:
             return value  # type: ignore[no-any-return]
-        # The leader went away without an answer: look up again (one caller will lead).
+        # The leader went away without an answer: look up again (one caller will lead),
+        # with the wait still counted from this caller's first arrival.
+        retry = value
         step = None
 
 

@@ -101,8 +101,9 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         E: Into<Box<dyn core::error::Error + Send + Sync>>,
     {
         let mut loader = Some(loader);
+        let mut step = self.lookup(key)?;
         loop {
-            match self.lookup(key)? {
+            match step {
                 Lookup::Hit(hit) => {
                     if let (Some(guard), Some(loader)) = (hit.refresh, loader.take()) {
                         self.spawn_refresh(guard, loader);
@@ -112,7 +113,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 Lookup::Wait(waiter) => match waiter.await? {
                     Waited::Loaded(v) => return Ok(v),
                     Waited::Stale(v) => return Ok(Some(v)),
-                    Waited::Retry => continue,
+                    Waited::Retry(r) => step = self.lookup_again(key, r)?,
                 },
                 Lookup::Lead(mut guard) => {
                     // Without a budget the load starts now, at the lookup's clock reading.

@@ -60,8 +60,9 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         E: Into<Box<dyn core::error::Error + Send + Sync>>,
     {
         let mut loader = Some(loader);
+        let mut step = self.lookup(key)?;
         loop {
-            match self.lookup(key)? {
+            match step {
                 Lookup::Hit(hit) => {
                     if let (Some(mut guard), Some(loader)) = (hit.refresh, loader.take()) {
                         let spawned = std::thread::Builder::new()
@@ -79,7 +80,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                 Lookup::Wait(waiter) => match waiter.wait()? {
                     Waited::Loaded(v) => return Ok(v),
                     Waited::Stale(v) => return Ok(Some(v)),
-                    Waited::Retry => continue,
+                    Waited::Retry(r) => step = self.lookup_again(key, r)?,
                 },
                 Lookup::Lead(mut guard) => {
                     // Without a budget the load starts now, at the lookup's clock reading.

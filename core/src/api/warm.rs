@@ -169,8 +169,9 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         E: Into<Box<dyn core::error::Error + Send + Sync>>,
     {
         use std::panic::{AssertUnwindSafe, catch_unwind};
+        let mut step = self.lookup(key);
         loop {
-            let mut guard = match self.lookup(key) {
+            let mut guard = match step {
                 Err(e) => return Warmed::Failed(e),
                 // Fresh, or stale while someone else refreshes it: nothing to do.
                 Ok(Lookup::Hit(hit)) => match hit.refresh {
@@ -178,7 +179,10 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
                     None => return Warmed::Skipped,
                 },
                 Ok(Lookup::Wait(w)) => match w.wait() {
-                    Ok(Waited::Retry) => continue,
+                    Ok(Waited::Retry(r)) => {
+                        step = self.lookup_again(key, r);
+                        continue;
+                    }
                     Ok(_) => return Warmed::Skipped,
                     Err(e) => return Warmed::Failed(e),
                 },
@@ -289,15 +293,19 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
         E: Into<Box<dyn core::error::Error + Send + Sync>>,
     {
+        let mut step = self.lookup(key);
         loop {
-            let mut guard = match self.lookup(key) {
+            let mut guard = match step {
                 Err(e) => return Warmed::Failed(e),
                 Ok(Lookup::Hit(hit)) => match hit.refresh {
                     Some(g) => g,
                     None => return Warmed::Skipped,
                 },
                 Ok(Lookup::Wait(w)) => match w.await {
-                    Ok(Waited::Retry) => continue,
+                    Ok(Waited::Retry(r)) => {
+                        step = self.lookup_again(key, r);
+                        continue;
+                    }
                     Ok(_) => return Warmed::Skipped,
                     Err(e) => return Warmed::Failed(e),
                 },

@@ -1,0 +1,296 @@
+//! [`Load`]: one loader call, for this process or for the whole fleet.
+
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use herdless::driver::Timer;
+use herdless::{Error, LoadError, LoadGuard, OriginPermit};
+
+use super::step::unwrap;
+use super::{Host, Pending, Reply, Step, TwoTier, Versioned};
+use crate::fleet::FleetLease;
+
+/// Which of a load's deadlines passed (see [`Load::poll_deadline`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deadline {
+    /// The soft timeout, with a fail-safe value at hand: answer the caller with
+    /// [`Load::answer_stale`] now, and let the load go on in the background (it is stored).
+    Soft,
+    /// The hard timeout: stop the loader and finish with [`Load::timed_out`].
+    Hard,
+}
+
+/// A loader call to make: for this process only (no shared tier, the tier down, or the
+/// value unshareable), or for the whole fleet under its lock (published when it ends).
+///
+/// The driver calls its loader, then [`loaded`](Self::loaded). While the loader runs it
+/// may watch [`poll_deadline`](Self::poll_deadline). Dropped unfinished (the driver was
+/// cancelled), the load is handed over: to a waiter in this process, and in the fleet by
+/// releasing the lock. While the thread panics, the waiters get `LoaderPanicked`.
+pub struct Load<V: Clone + Send + Sync + 'static> {
+    tt: TwoTier<V>,
+    /// This process's flight; `None` for a detached refresh (the L1 serves its stale copy
+    /// meanwhile, and nobody in this process waits for it).
+    guard: Option<LoadGuard<Versioned<V>>>,
+    /// The fleet lock, when this load is the fleet's.
+    lease: Option<FleetLease>,
+    /// A detached refresh's share of the origin budget (a guard holds its own).
+    permit: Option<OriginPermit>,
+    ttl: Option<Duration>,
+    background: bool,
+    /// When the loader was started (the shared entry keeps the load's duration).
+    started: Instant,
+    /// A detached refresh's hard deadline, on the L1's clock (a guard knows its own).
+    hard: Option<Duration>,
+    soft_told: bool,
+    timer: Timer,
+}
+
+impl<V: Clone + Send + Sync + 'static> Load<V> {
+    fn new(
+        tt: TwoTier<V>,
+        guard: Option<LoadGuard<Versioned<V>>>,
+        lease: Option<FleetLease>,
+        ttl: Option<Duration>,
+        background: bool,
+    ) -> Self {
+        Self {
+            tt,
+            guard,
+            lease,
+            permit: None,
+            ttl,
+            background,
+            started: Instant::now(),
+            hard: None,
+            soft_told: false,
+            timer: Timer::default(),
+        }
+    }
+
+    /// A load for this process only.
+    pub(crate) fn local(
+        tt: TwoTier<V>,
+        guard: LoadGuard<Versioned<V>>,
+        ttl: Option<Duration>,
+        background: bool,
+    ) -> Self {
+        Self::new(tt, Some(guard), None, ttl, background)
+    }
+
+    /// A load for the whole fleet, by this process's leader of the key.
+    pub(crate) fn fleet(
+        tt: TwoTier<V>,
+        guard: LoadGuard<Versioned<V>>,
+        lease: FleetLease,
+        ttl: Option<Duration>,
+        background: bool,
+    ) -> Self {
+        Self::new(tt, Some(guard), Some(lease), ttl, background)
+    }
+
+    /// A refresh for the fleet with no flight in this process (its stale copy is served).
+    pub(crate) fn detached(
+        tt: TwoTier<V>,
+        lease: FleetLease,
+        permit: OriginPermit,
+        ttl: Option<Duration>,
+    ) -> Self {
+        let hard = tt.l1().options().hard_timeout;
+        let now = tt.l1().clock().now();
+        let mut load = Self::new(tt, None, Some(lease), ttl, true);
+        load.permit = Some(permit);
+        load.hard = hard.map(|h| now.saturating_add(h));
+        load
+    }
+
+    /// Takes the origin budget, waiting for it if need be: the step that starts the
+    /// loader, or a wait for the budget (which may end in `wait_timeout`).
+    pub(crate) fn begin(mut self) -> Step<V> {
+        let Some(guard) = &mut self.guard else {
+            return Step::Load(self);
+        };
+        if guard.try_begin() {
+            return Step::Load(self.started_now());
+        }
+        Step::Tier(Pending::new(async move {
+            let began = match &mut self.guard {
+                Some(g) => g.begin().await,
+                None => Ok(()),
+            };
+            Reply::began(self, began)
+        }))
+    }
+
+    pub(crate) fn started_now(mut self) -> Self {
+        self.started = Instant::now();
+        self
+    }
+
+    /// The key being loaded.
+    pub fn key(&self) -> &str {
+        match (&self.guard, &self.lease) {
+            (Some(g), _) => g.key(),
+            (None, Some(l)) => l.key(),
+            (None, None) => "",
+        }
+    }
+
+    /// Whether nobody awaits this load (a refresh): its answer is dropped.
+    pub fn is_background(&self) -> bool {
+        self.background
+    }
+
+    /// Whether this load is the fleet's (its value is published for every process).
+    pub fn is_shared(&self) -> bool {
+        self.lease.is_some()
+    }
+
+    /// The fail-safe value answered if the load fails, if any.
+    pub fn fallback(&self) -> Option<&V> {
+        self.guard.as_ref()?.fallback().map(|v| &v.value)
+    }
+
+    /// When the soft timeout falls, on the L1's clock.
+    pub fn soft_deadline(&self) -> Option<Duration> {
+        self.guard.as_ref()?.soft_deadline()
+    }
+
+    /// When the hard timeout falls, on the L1's clock.
+    pub fn hard_deadline(&self) -> Option<Duration> {
+        match &self.guard {
+            Some(g) => g.hard_deadline(),
+            None => self.hard,
+        }
+    }
+
+    /// Which deadline passed, if one did: the soft one once, while there is a fail-safe
+    /// value and a caller to answer with it, then the hard one. Pending otherwise, with one
+    /// clock timer armed for the next deadline, which lets go of `cx`'s waker when this
+    /// load ends (the clock never holds a finished load's task).
+    pub fn poll_deadline(&mut self, cx: &mut Context<'_>) -> Poll<Deadline> {
+        let soft = self
+            .soft_deadline()
+            .filter(|_| !self.soft_told && !self.background && self.fallback().is_some());
+        let next = match (soft, self.hard_deadline()) {
+            (None, None) => return Poll::Pending,
+            (Some(s), Some(h)) => s.min(h),
+            (Some(d), None) | (None, Some(d)) => d,
+        };
+        let clock = self.tt.l1().clock();
+        if self.timer.poll_at(clock, next, cx).is_pending() {
+            return Poll::Pending;
+        }
+        if self.hard_deadline().is_some_and(|h| clock.now() >= h) {
+            return Poll::Ready(Deadline::Hard);
+        }
+        self.soft_told = true;
+        Poll::Ready(Deadline::Soft)
+    }
+
+    /// The fail-safe value to answer a caller with at the soft timeout (counted as
+    /// served); the load goes on.
+    pub fn answer_stale(&mut self) -> Option<V> {
+        self.soft_told = true;
+        let guard = self.guard.as_ref()?;
+        let v = guard.fallback()?.value.clone();
+        herdless::driver::count_failsafe(guard);
+        Some(v)
+    }
+
+    /// Finishes with the loader's result (`Ok(None)`: absent): stored in this process and,
+    /// for the fleet's load, published (a [`Step::Tier`] to await). A value the host's
+    /// codec cannot encode is served here only: the fleet lock is handed back at once with
+    /// a "load locally" mark (so other processes stop waiting), and the user is warned
+    /// once per namespace.
+    pub fn loaded(mut self, result: Result<Option<V>, LoadError>, host: &dyn Host<V>) -> Step<V> {
+        let took = self.started.elapsed();
+        let value = match result {
+            Ok(v) => v,
+            Err(e) => {
+                // A failed load hands the fleet lock back: another process may succeed.
+                drop(self.lease.take());
+                return self.complete(Err(e));
+            }
+        };
+        let Some(lease) = self.lease.take() else {
+            return self.complete(Ok(value));
+        };
+        let bytes = match value.as_ref().map(|v| host.encode(v)).transpose() {
+            Ok(bytes) => bytes,
+            Err(ce) if ce.is_interrupted() => {
+                drop(lease);
+                if let Some(g) = self.guard.take() {
+                    g.abandon();
+                }
+                return Step::Interrupted(ce);
+            }
+            Err(ce) => {
+                self.tt.unshareable(lease.key(), &ce, host);
+                lease.release_unshared();
+                return self.complete(Ok(value));
+            }
+        };
+        let life = *self.tt.shared_tier().expect("a fleet load has a shared tier");
+        let (entry, _) = life.entry(bytes, took, lease.epoch(), self.ttl);
+        let fresh_until_ms = entry.fresh_until_ms;
+        let (tt, guard, permit) = (self.tt.clone(), self.guard.take(), self.permit.take());
+        Step::Tier(Pending::new(async move {
+            let published = lease.publish(entry).await;
+            // Held until published: the budget counts the whole refresh.
+            drop(permit);
+            Reply::published(tt, guard, value, fresh_until_ms, published)
+        }))
+    }
+
+    fn complete(mut self, result: Result<Option<V>, LoadError>) -> Step<V> {
+        match self.guard.take() {
+            Some(g) => Step::Done(unwrap(g.complete(result.map(|v| v.map(Versioned::local))))),
+            None => Step::Done(result.map_err(Error::Load)),
+        }
+    }
+
+    /// Finishes a load past its hard timeout: the fail-safe value or `LoadTimeout`, for
+    /// this caller and its waiters; the fleet lock is handed back.
+    pub fn timed_out(self) -> Step<V> {
+        let e = self.tt.load_timeout();
+        self.fail(e)
+    }
+
+    /// Finishes with `error` (the fail-safe value, if any, answers instead).
+    pub fn fail(mut self, error: Error) -> Step<V> {
+        drop(self.lease.take());
+        match self.guard.take() {
+            Some(g) => Step::Done(unwrap(g.fail(error))),
+            None => Step::Done(Err(error)),
+        }
+    }
+
+    /// Gives the load up without an answer (the driver was interrupted): a waiter takes it
+    /// over, here and in the fleet.
+    pub fn abandon(mut self) {
+        drop(self.lease.take());
+        if let Some(g) = self.guard.take() {
+            g.abandon();
+        }
+    }
+
+    /// Finishes because the loader panicked: waiters get `LoaderPanicked`; the next call
+    /// loads again.
+    pub fn panicked(mut self, message: Option<String>) {
+        drop(self.lease.take());
+        if let Some(g) = self.guard.take() {
+            herdless::driver::panicked(g, message);
+        }
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> std::fmt::Debug for Load<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Load")
+            .field("key", &self.key())
+            .field("shared", &self.is_shared())
+            .field("background", &self.background)
+            .finish_non_exhaustive()
+    }
+}

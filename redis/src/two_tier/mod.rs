@@ -1,0 +1,293 @@
+//! The fleet engine: the two-tier protocol (an in-memory L1 in front of a shared L2),
+//! decided once, driven by every language.
+//!
+//! Core's [`Cache::lookup`](herdless::Cache::lookup) decides, per key and per process, who
+//! loads. [`TwoTier`] decides the rest: what the one local leader of a key does with the
+//! shared tier, what a write does when the tier is down, what is counted. A driver (the
+//! Rust [`TieredCache`](crate::TieredCache), the Python binding's blocking and asyncio
+//! paths, the Node binding) only does what a [`Step`] says, in its language:
+//!
+//! ```text
+//! lookup ─► Hit ────────────────► serve (a refresh guard: TwoTier::refresh, in the background)
+//!        ─► Wait ───────────────► await; Retry: lookup_again
+//!        ─► Lead ─► TwoTier::lead ─► Step::Done(answer)
+//!                                 ─► Step::Load(load)   run the loader, then load.loaded(..)
+//!                                 ─► Step::Stale(v, refresh)   answer v now, run refresh
+//!                                 ─► Step::Tier(pending)   await it, then reply.next(host)
+//! ```
+//!
+//! Every step that talks to the shared tier is a [`Pending`] future (`Send`, runtime
+//! agnostic: the backend's own runtime does the I/O and wakes it); what it resolves to is
+//! finished on the driver's thread with its [`Host`] (the codec), because decoding and
+//! encoding run the driver's language. Without a shared tier (`TwoTier::memory`) the same
+//! machine answers without any `Tier` step, so a binding has one driver for both.
+//!
+//! The failure policy (PROTOCOL.md, "Failure policy") lives here and only here: a load
+//! whose tier is down is served in its process and not written; a `set`, `invalidate` or
+//! `bump` that cannot reach the tier answers [`Error::Backend`] (after applying itself to
+//! this process's L1, so this process never serves what it was told to drop); a `get`
+//! that cannot reach the tier is a miss; every failed tier operation is counted in the
+//! L1's per-namespace `backend_errors`.
+
+mod host;
+mod load;
+mod ops;
+mod step;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use herdless::backend::{Backend, Notice};
+use herdless::key::namespace_of;
+use herdless::{Cache, Error, LoadGuard};
+
+pub use host::{Host, Warning};
+pub use load::{Deadline, Load};
+pub use ops::{Get, Read};
+pub use step::{Pending, Reply, Step};
+
+use crate::backend::RedisBackend;
+use crate::coherence::apply_notice;
+use crate::fleet::{Fleet, FleetOptions};
+use crate::lifetimes::Lifetimes;
+use crate::metrics::RedisMetrics;
+
+/// What the L1 of a two-tier cache holds: the value and the version of the shared entry it
+/// came from or went to (0: it never reached the shared tier). A refresh tells the fleet
+/// which version it replaces, so only a newer entry ends it without a load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Versioned<V> {
+    /// The value.
+    pub value: V,
+    /// The shared entry's version.
+    pub version: u64,
+}
+
+impl<V> Versioned<V> {
+    /// A value that has not (yet) been shared.
+    pub fn local(value: V) -> Self {
+        Self { value, version: 0 }
+    }
+}
+
+/// The most namespaces a cache warns about ([`Warning::Unshareable`]); past it the counter
+/// still counts, but nothing more is told.
+const MAX_WARNED_NAMESPACES: usize = 256;
+
+/// The shared tier of a [`TwoTier`]: the fleet protocol, and what entries are written with.
+struct Shared {
+    fleet: Fleet,
+    backend: RedisBackend,
+    life: Lifetimes,
+}
+
+struct Inner<V: Clone + Send + Sync + 'static> {
+    l1: Cache<Versioned<V>>,
+    shared: Option<Shared>,
+    /// Namespaces already warned about an unshareable value.
+    warned: Mutex<HashSet<String>>,
+}
+
+/// The fleet engine over one L1 (see the module docs). Cheap to clone.
+pub struct TwoTier<V: Clone + Send + Sync + 'static> {
+    inner: Arc<Inner<V>>,
+}
+
+impl<V: Clone + Send + Sync + 'static> Clone for TwoTier<V> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> std::fmt::Debug for TwoTier<V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwoTier")
+            .field("shared", &self.inner.shared.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
+    /// The engine with no shared tier: `l1` is the whole cache.
+    pub fn memory(l1: Cache<Versioned<V>>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                l1,
+                shared: None,
+                warned: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The engine with `backend` as the shared tier: `l1` in front of it, kept coherent
+    /// with the other processes' writes, invalidations and bumps. `l1` should be built
+    /// without jitter: the jitter of `life` is drawn once, when the shared entry is
+    /// written, so every process agrees on when it expires.
+    pub fn shared(
+        l1: Cache<Versioned<V>>,
+        backend: RedisBackend,
+        fleet: FleetOptions,
+        life: Lifetimes,
+    ) -> Self {
+        let errors_of = l1.clone();
+        let fleet = backend
+            .fleet(fleet)
+            .counting_errors(Arc::new(move |key: &str| {
+                errors_of.record_backend_error(key)
+            }));
+        let inner = Arc::new(Inner {
+            l1,
+            shared: Some(Shared {
+                fleet,
+                backend,
+                life,
+            }),
+            warned: Mutex::default(),
+        });
+        // A weak handle: the backend's listener (which may outlive this cache) must not
+        // keep the L1 and its values alive.
+        let weak: Weak<Inner<V>> = Arc::downgrade(&inner);
+        if let Some(s) = &inner.shared {
+            s.backend.listen(Arc::new(move |n: Notice<'_>| {
+                if let Some(inner) = weak.upgrade() {
+                    apply_notice(&inner.l1, n);
+                }
+            }));
+        }
+        Self { inner }
+    }
+
+    /// The in-memory tier.
+    pub fn l1(&self) -> &Cache<Versioned<V>> {
+        &self.inner.l1
+    }
+
+    /// The shared tier's backend, if any.
+    pub fn backend(&self) -> Option<&RedisBackend> {
+        self.inner.shared.as_ref().map(|s| &s.backend)
+    }
+
+    /// The fleet protocol, if there is a shared tier.
+    pub fn fleet(&self) -> Option<&Fleet> {
+        self.inner.shared.as_ref().map(|s| &s.fleet)
+    }
+
+    /// The shared tier's counters (all zero without one).
+    pub fn tier_metrics(&self) -> RedisMetrics {
+        self.backend().map(RedisBackend::metrics).unwrap_or_default()
+    }
+
+    /// Both metric sets in Prometheus text format: the L1's (per namespace, with the
+    /// detector's alerts gauge), then the shared tier's, if any.
+    pub fn prometheus(&self) -> String {
+        let mut text = self.inner.l1.prometheus();
+        if let Some(b) = self.backend() {
+            text += &b.metrics().to_prometheus();
+        }
+        text
+    }
+
+    /// The first step of a caller that leads `key` in this process (a
+    /// [`Lookup::Lead`](herdless::Lookup::Lead)). `ttl` replaces the cache's TTL for the
+    /// value this load stores.
+    pub fn lead(&self, guard: LoadGuard<Versioned<V>>, ttl: Option<Duration>) -> Step<V> {
+        if let Err(e) = self.check_ttl(ttl) {
+            return Step::Done(step::unwrap(guard.fail(e)));
+        }
+        self.ask(guard, ttl, 0, false)
+    }
+
+    /// A per-call TTL the shared tier can honour.
+    pub(crate) fn check_ttl(&self, ttl: Option<Duration>) -> Result<(), Error> {
+        if ttl.is_some_and(|t| t.is_zero()) {
+            return Err(Error::ZeroTtl);
+        }
+        match self.inner.shared {
+            Some(_) => Lifetimes::check_ttl(ttl),
+            None => Ok(()),
+        }
+    }
+
+    /// The first step of a refresh that a hit chose this caller to run in the background
+    /// (stale-while-revalidate or XFetch); `have` is the version of the value being served
+    /// (its [`Versioned::version`]). Nobody awaits it: the driver runs it detached and drops
+    /// its answer. `None`: the origin budget is spent, the refresh is skipped (a refresh
+    /// never queues for the origin) and a later read tries again.
+    pub fn refresh(
+        &self,
+        mut guard: LoadGuard<Versioned<V>>,
+        have: u64,
+        ttl: Option<Duration>,
+    ) -> Option<Step<V>> {
+        if !guard.try_begin() {
+            guard.abandon();
+            return None;
+        }
+        Some(self.ask(guard, ttl, have, true))
+    }
+
+    fn ask(
+        &self,
+        guard: LoadGuard<Versioned<V>>,
+        ttl: Option<Duration>,
+        have: u64,
+        background: bool,
+    ) -> Step<V> {
+        let Some(shared) = &self.inner.shared else {
+            return Load::local(self.clone(), guard, ttl, background).begin();
+        };
+        // The fleet wait ends where this caller's wait ends: `wait_timeout` after its first
+        // arrival, on the L1's clock, carried over to the fleet's wall clock.
+        let clock = self.inner.l1.clock();
+        let left = guard.wait_deadline().saturating_sub(clock.now());
+        let until = Instant::now() + left.min(Duration::from_secs(86_400 * 365));
+        let fleet = shared.fleet.clone();
+        let key = guard.key().to_owned();
+        let this = self.clone();
+        Step::Tier(Pending::new(async move {
+            let outcome = fleet.lead_until(&key, have, until).await;
+            Reply::asked(this, guard, ttl, background, outcome)
+        }))
+    }
+
+    pub(crate) fn shared_tier(&self) -> Option<&Lifetimes> {
+        self.inner.shared.as_ref().map(|s| &s.life)
+    }
+
+    /// Counts unreadable bytes under a key (another codec's, or corrupt).
+    pub(crate) fn count_unreadable(&self) {
+        if let Some(b) = self.backend() {
+            b.count_corrupt();
+        }
+    }
+
+    /// Counts an unshareable value and tells the user, once per namespace.
+    pub(crate) fn unshareable(&self, key: &str, error: &crate::CodecError, host: &dyn Host<V>) {
+        if let Some(b) = self.backend() {
+            b.count_unshareable();
+        }
+        let first = {
+            let mut warned = self.inner.warned.lock().unwrap_or_else(|e| e.into_inner());
+            warned.len() < MAX_WARNED_NAMESPACES && warned.insert(namespace_of(key).to_owned())
+        };
+        if first {
+            host.warn(&Warning::Unshareable { key, error });
+        }
+    }
+
+    /// The error for a load past its hard timeout.
+    pub(crate) fn load_timeout(&self) -> Error {
+        Error::LoadTimeout {
+            after: self.inner.l1.options().hard_timeout.unwrap_or_default(),
+        }
+    }
+}
+
+/// How long a shared entry is still fresh, measured now.
+pub(crate) fn fresh_left(fresh_until_ms: u64) -> Duration {
+    Duration::from_millis(fresh_until_ms.saturating_sub(crate::backend::now_ms()))
+}
+
