@@ -35,7 +35,7 @@ pub(crate) fn random_secret() -> Result<[u8; 16], Error> {
     Ok(s)
 }
 
-fn hex(b: &[u8]) -> String {
+pub(crate) fn hex(b: &[u8]) -> String {
     use std::fmt::Write;
     b.iter()
         .fold(String::with_capacity(b.len() * 2), |mut s, x| {
@@ -150,7 +150,7 @@ impl RedisBuilder {
         };
         let metrics = Arc::new(Metrics::default());
         let origin = hex(&random_secret()?[..8]);
-        let hub = Arc::new(Hub::new(origin, metrics.clone()));
+        let hub = Arc::new(Hub::new(origin, self.prefix.clone(), metrics.clone()));
         let timings = Timings {
             connect: self.connect_timeout,
             response: self.op_timeout,
@@ -289,12 +289,8 @@ impl RedisBackend {
         self.inner.metrics.snapshot()
     }
 
-    pub(crate) fn count_corrupt(&self) {
-        inc(&self.inner.metrics.corrupt_entries);
-    }
-
-    pub(crate) fn count_unshareable(&self) {
-        inc(&self.inner.metrics.unshareable_values);
+    pub(crate) fn counters(&self) -> &Metrics {
+        &self.inner.metrics
     }
 
     /// The backend's runtime handle (where its timers and tasks run).
@@ -354,26 +350,6 @@ impl RedisBackend {
         }
     }
 
-    /// An acquire whose answer never came may still run when Redis answers again, and lock
-    /// the key for a leader that gave up: release any lock taken with `secret`, retrying
-    /// until Redis answers (for at most the `lease`: the lock expires by itself then). The
-    /// command connection keeps order, so this runs after the lost acquire did.
-    fn forget_later(&self, key: &str, secret: [u8; 16], lease: Duration) {
-        let (this, key) = (self.clone(), key.to_owned());
-        self.inner.rt.handle().spawn(async move {
-            let give_up = tokio::time::Instant::now() + lease.min(MAX_LEASE);
-            loop {
-                if this.forget(&key, &secret).await.is_ok() {
-                    return;
-                }
-                if tokio::time::Instant::now() >= give_up {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        });
-    }
-
     fn count_read(&self, e: Option<&StoredEntry>, now: u64) {
         let m = &self.inner.metrics;
         match e {
@@ -423,8 +399,7 @@ impl Backend for RedisBackend {
     }
 
     fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired> {
-        let (secret, lease) = (req.secret, req.lease);
-        let acquire = self.op("acquire", async move {
+        self.op("acquire", async move {
             let n = self.names(key);
             let mut live = self.inner.cmd.live().await?;
             let lease_ms = ms_arg(req.lease);
@@ -471,13 +446,6 @@ impl Backend for RedisBackend {
                 3 => Acquired::Unshared,
                 _ => return Err(Error::Protocol("acquire: unknown status")),
             })
-        });
-        Box::pin(async move {
-            let r = acquire.await;
-            if r.is_err() {
-                self.forget_later(key, secret, lease);
-            }
-            r
         })
     }
 

@@ -221,12 +221,15 @@ impl Fleet {
                 secret: random_secret()?,
                 have_version,
             };
-            match self
-                .backend
-                .acquire(key, req)
-                .await
-                .map_err(|e| self.failed(key, e))?
-            {
+            let secret = req.secret;
+            let acquired = match self.backend.acquire(key, req).await {
+                Ok(a) => a,
+                Err(e) => {
+                    self.forget_later(key, secret);
+                    return Err(self.failed(key, e));
+                }
+            };
+            match acquired {
                 Acquired::Fresh(e) => return Ok(FleetOutcome::Fresh(e)),
                 Acquired::Locked { token, stale } => {
                     return Ok(FleetOutcome::Lead(FleetLease::start(
@@ -265,6 +268,24 @@ impl Fleet {
                 }
             }
         }
+    }
+
+    /// An acquire whose answer never came (it timed out) may still run when the tier
+    /// answers again and lock the key for a leader that gave up: forget any lock taken with
+    /// `secret` as soon as the tier answers, retrying for at most one lease (the lock runs
+    /// out by itself then). Redis runs a connection's commands in order, so this runs after
+    /// the lost acquire did.
+    fn forget_later(&self, key: &str, secret: [u8; 16]) {
+        let (fleet, key) = (self.clone(), key.to_owned());
+        self.rt.spawn(async move {
+            let give_up = tokio::time::Instant::now() + fleet.opts.lease;
+            while fleet.backend.forget(&key, &secret).await.is_err() {
+                if tokio::time::Instant::now() >= give_up {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
     }
 
     /// Reads `key` (one round trip): a fresh or within-grace entry of the current epoch.

@@ -68,6 +68,8 @@ impl Slot {
 /// The process side of notifications.
 pub(crate) struct Hub {
     pub(crate) origin: String,
+    /// The key prefix: a message must name a key of its channel's namespace.
+    prefix: String,
     watches: Mutex<HashMap<String, Arc<Slot>>>,
     listeners: RwLock<Vec<Listener>>,
     subscriptions: Mutex<HashMap<String, Arc<OnceCell<()>>>>,
@@ -77,9 +79,10 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    pub(crate) fn new(origin: String, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(origin: String, prefix: String, metrics: Arc<Metrics>) -> Self {
         Self {
             origin,
+            prefix,
             watches: Mutex::default(),
             listeners: RwLock::default(),
             subscriptions: Mutex::default(),
@@ -151,8 +154,10 @@ impl Hub {
     pub(crate) fn on_push(&self, push: PushInfo) {
         match push.kind {
             PushKind::Message | PushKind::SMessage => {
-                if let Some(Value::BulkString(payload)) = push.data.get(1) {
-                    self.on_message(payload);
+                if let (Some(Value::BulkString(channel)), Some(Value::BulkString(payload))) =
+                    (push.data.first(), push.data.get(1))
+                {
+                    self.on_channel_message(channel, payload);
                 }
             }
             PushKind::Disconnection => {
@@ -162,14 +167,33 @@ impl Hub {
             PushKind::Subscribe | PushKind::SSubscribe
                 if self.disconnected.swap(false, Ordering::AcqRel) =>
             {
-                inc(&self.metrics.notices_lost);
-                self.wake_all();
-                self.tell(Notice::Lost);
+                self.lost();
             }
             _ => {}
         }
     }
 
+    /// Messages may have been lost (a resubscription after a drop, a store restarted):
+    /// every waiter re-checks, and the listeners drop whatever they keep.
+    pub(crate) fn lost(&self) {
+        inc(&self.metrics.notices_lost);
+        self.wake_all();
+        self.tell(Notice::Lost);
+    }
+
+    /// A message received on `channel`: acted on only if it names a key (or, for a bump,
+    /// the namespace) of that channel's namespace, so whoever may publish on one channel
+    /// cannot drop another namespace's copies or wake its waiters.
+    pub(crate) fn on_channel_message(&self, channel: &[u8], payload: &[u8]) {
+        let Some(m) = parse(payload) else { return };
+        let namespace = if m.kind == 'e' { m.key } else { namespace_of(m.key) };
+        if crate::keys::channel(&self.prefix, namespace).as_bytes() != channel {
+            return;
+        }
+        self.on_message(payload);
+    }
+
+    /// A message from a trusted source (the scripts' own channel, or the memory store).
     pub(crate) fn on_message(&self, payload: &[u8]) {
         let Some(m) = parse(payload) else { return };
         let own = m.origin == self.origin;
@@ -260,6 +284,24 @@ impl Drop for KeyWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_acts_only_on_its_channels_namespace() {
+        let hub = Hub::new("me".into(), "hl".into(), Arc::default());
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let s = seen.clone();
+        hub.listen(Arc::new(move |n: Notice<'_>| {
+            s.lock().unwrap().push(format!("{n:?}"));
+        }));
+        let a = crate::keys::channel("hl", "a");
+        // Published on `a`'s channel, naming a key and a namespace of `b`: ignored.
+        hub.on_channel_message(a.as_bytes(), b"d:other:0:b:1");
+        hub.on_channel_message(a.as_bytes(), b"e:other:7:b");
+        assert!(seen.lock().unwrap().is_empty());
+        hub.on_channel_message(a.as_bytes(), b"d:other:0:a:1");
+        hub.on_channel_message(a.as_bytes(), b"e:other:7:a");
+        assert_eq!(seen.lock().unwrap().len(), 2);
+    }
 
     #[test]
     fn messages_parse_and_keys_may_hold_colons() {

@@ -15,19 +15,19 @@ use std::time::Duration;
 
 use herdless::{Builder, Cache, Error, LoadError, Lookup, MetricsSnapshot, Waited};
 
-use crate::backend::RedisBackend;
+
 use crate::codec::Codec;
 use crate::fleet::FleetOptions;
 use crate::lifetimes::Lifetimes;
 use crate::metrics::RedisMetrics;
 use crate::runtime::block_on;
-use crate::two_tier::{Deadline, Get, Load, Step, TwoTier, Versioned};
+use crate::two_tier::{Deadline, Get, Load, SharedTier, Step, TwoTier, Versioned};
 
 type L1Tweak<V> = Box<dyn FnOnce(Builder<Versioned<V>>) -> Builder<Versioned<V>> + Send>;
 
 /// Options of a [`TieredCache`].
 pub struct TieredBuilder<V, C> {
-    backend: RedisBackend,
+    backend: SharedTier,
     codec: C,
     life: Lifetimes,
     hard_timeout: Option<Duration>,
@@ -175,7 +175,7 @@ impl<V: Clone + Send + Sync + 'static, C> Clone for TieredCache<V, C> {
 impl<V: Clone + Send + Sync + 'static, C> std::fmt::Debug for TieredCache<V, C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TieredCache")
-            .field("backend", &self.tt.backend())
+            .field("tier", &self.tt.tier())
             .finish_non_exhaustive()
     }
 }
@@ -198,10 +198,11 @@ where
     V: Clone + Send + Sync + 'static,
     C: Codec<V> + Send + Sync + 'static,
 {
-    /// A builder over `backend` with `codec`.
-    pub fn builder(backend: RedisBackend, codec: C) -> TieredBuilder<V, C> {
+    /// A builder over `backend` (a [`RedisBackend`](crate::RedisBackend), or a
+    /// [`MemoryBackend`](crate::memory::MemoryBackend)) with `codec`.
+    pub fn builder(backend: impl Into<SharedTier>, codec: C) -> TieredBuilder<V, C> {
         TieredBuilder {
-            backend,
+            backend: backend.into(),
             codec,
             life: Lifetimes::default(),
             hard_timeout: None,
@@ -226,9 +227,9 @@ where
         self.tt.fleet().expect("a tiered cache has a shared tier")
     }
 
-    /// The backend.
-    pub fn backend(&self) -> &RedisBackend {
-        self.tt.backend().expect("a tiered cache has a shared tier")
+    /// The shared tier.
+    pub fn backend(&self) -> &SharedTier {
+        self.tt.tier().expect("a tiered cache has a shared tier")
     }
 
     /// The L1's metrics (per namespace) and the Redis tier's counters.

@@ -40,7 +40,7 @@ fn loader(
 
 fn in_redis(srv: &common::Server, c: &TieredCache<String, Json>, key: &str) -> Option<String> {
     let raw: Option<Vec<u8>> = redis::cmd("GET")
-        .arg(c.backend().names(key).value)
+        .arg(c.backend().redis().expect("redis").names(key).value)
         .query(&mut srv.client())
         .ok()?;
     let e = herdless_redis::wire::decode(&raw?).ok()?;

@@ -47,11 +47,91 @@ pub use load::{Deadline, Load};
 pub use ops::{Get, Read};
 pub use step::{Pending, Reply, Step};
 
+
 use crate::backend::RedisBackend;
 use crate::coherence::apply_notice;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::lifetimes::Lifetimes;
+use crate::memory::MemoryBackend;
 use crate::metrics::RedisMetrics;
+
+/// The shared tier of a [`TwoTier`]: Redis (or Redis Cluster), or a [`MemoryBackend`]
+/// standing for one (tests, the conformance scenarios).
+#[derive(Clone, Debug)]
+pub enum SharedTier {
+    /// Redis or Redis Cluster.
+    Redis(RedisBackend),
+    /// A fleet in this process's memory.
+    Memory(MemoryBackend),
+}
+
+impl From<RedisBackend> for SharedTier {
+    fn from(b: RedisBackend) -> Self {
+        SharedTier::Redis(b)
+    }
+}
+
+impl From<MemoryBackend> for SharedTier {
+    fn from(b: MemoryBackend) -> Self {
+        SharedTier::Memory(b)
+    }
+}
+
+impl SharedTier {
+    /// The fleet protocol over this tier.
+    pub fn fleet(&self, options: FleetOptions) -> Fleet {
+        match self {
+            SharedTier::Redis(b) => b.fleet(options),
+            SharedTier::Memory(b) => b.fleet(options),
+        }
+    }
+
+    /// The tier's counters.
+    pub fn metrics(&self) -> RedisMetrics {
+        match self {
+            SharedTier::Redis(b) => b.metrics(),
+            SharedTier::Memory(b) => b.metrics(),
+        }
+    }
+
+    /// The runtime its I/O and timers run on.
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        match self {
+            SharedTier::Redis(b) => b.handle(),
+            SharedTier::Memory(b) => b.handle(),
+        }
+    }
+
+    /// The Redis backend, if this is Redis.
+    pub fn redis(&self) -> Option<&RedisBackend> {
+        match self {
+            SharedTier::Redis(b) => Some(b),
+            SharedTier::Memory(_) => None,
+        }
+    }
+
+    /// This process's origin id in notifications.
+    pub fn origin(&self) -> &str {
+        match self {
+            SharedTier::Redis(b) => b.origin(),
+            SharedTier::Memory(b) => b.origin(),
+        }
+    }
+
+    fn backend(&self) -> &dyn Backend {
+        match self {
+            SharedTier::Redis(b) => b,
+            SharedTier::Memory(b) => b,
+        }
+    }
+
+    fn counters(&self) -> &crate::metrics::Metrics {
+        match self {
+            SharedTier::Redis(b) => b.counters(),
+            SharedTier::Memory(b) => b.counters(),
+        }
+    }
+}
 
 /// What the L1 of a two-tier cache holds: the value and the version of the shared entry it
 /// came from or went to (0: it never reached the shared tier). A refresh tells the fleet
@@ -78,7 +158,7 @@ const MAX_WARNED_NAMESPACES: usize = 256;
 /// The shared tier of a [`TwoTier`]: the fleet protocol, and what entries are written with.
 struct Shared {
     fleet: Fleet,
-    backend: RedisBackend,
+    tier: SharedTier,
     life: Lifetimes,
 }
 
@@ -128,30 +208,25 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// written, so every process agrees on when it expires.
     pub fn shared(
         l1: Cache<Versioned<V>>,
-        backend: RedisBackend,
+        tier: impl Into<SharedTier>,
         fleet: FleetOptions,
         life: Lifetimes,
     ) -> Self {
+        let tier = tier.into();
         let errors_of = l1.clone();
-        let fleet = backend
-            .fleet(fleet)
-            .counting_errors(Arc::new(move |key: &str| {
-                errors_of.record_backend_error(key)
-            }));
+        let fleet = tier.fleet(fleet).counting_errors(Arc::new(move |key: &str| {
+            herdless::driver::record_backend_error(&errors_of, key);
+        }));
         let inner = Arc::new(Inner {
             l1,
-            shared: Some(Shared {
-                fleet,
-                backend,
-                life,
-            }),
+            shared: Some(Shared { fleet, tier, life }),
             warned: Mutex::default(),
         });
         // A weak handle: the backend's listener (which may outlive this cache) must not
         // keep the L1 and its values alive.
         let weak: Weak<Inner<V>> = Arc::downgrade(&inner);
         if let Some(s) = &inner.shared {
-            s.backend.listen(Arc::new(move |n: Notice<'_>| {
+            s.tier.backend().listen(Arc::new(move |n: Notice<'_>| {
                 if let Some(inner) = weak.upgrade() {
                     apply_notice(&inner.l1, n);
                 }
@@ -165,9 +240,9 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         &self.inner.l1
     }
 
-    /// The shared tier's backend, if any.
-    pub fn backend(&self) -> Option<&RedisBackend> {
-        self.inner.shared.as_ref().map(|s| &s.backend)
+    /// The shared tier, if any.
+    pub fn tier(&self) -> Option<&SharedTier> {
+        self.inner.shared.as_ref().map(|s| &s.tier)
     }
 
     /// The fleet protocol, if there is a shared tier.
@@ -177,15 +252,15 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 
     /// The shared tier's counters (all zero without one).
     pub fn tier_metrics(&self) -> RedisMetrics {
-        self.backend().map(RedisBackend::metrics).unwrap_or_default()
+        self.tier().map(SharedTier::metrics).unwrap_or_default()
     }
 
     /// Both metric sets in Prometheus text format: the L1's (per namespace, with the
     /// detector's alerts gauge), then the shared tier's, if any.
     pub fn prometheus(&self) -> String {
         let mut text = self.inner.l1.prometheus();
-        if let Some(b) = self.backend() {
-            text += &b.metrics().to_prometheus();
+        if let Some(t) = self.tier() {
+            text += &t.metrics().to_prometheus();
         }
         text
     }
@@ -259,15 +334,15 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 
     /// Counts unreadable bytes under a key (another codec's, or corrupt).
     pub(crate) fn count_unreadable(&self) {
-        if let Some(b) = self.backend() {
-            b.count_corrupt();
+        if let Some(t) = self.tier() {
+            crate::metrics::inc(&t.counters().corrupt_entries);
         }
     }
 
     /// Counts an unshareable value and tells the user, once per namespace.
     pub(crate) fn unshareable(&self, key: &str, error: &crate::CodecError, host: &dyn Host<V>) {
-        if let Some(b) = self.backend() {
-            b.count_unshareable();
+        if let Some(t) = self.tier() {
+            crate::metrics::inc(&t.counters().unshareable_values);
         }
         let first = {
             let mut warned = self.inner.warned.lock().unwrap_or_else(|e| e.into_inner());

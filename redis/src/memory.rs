@@ -1,0 +1,763 @@
+//! [`MemoryBackend`]: the shared tier in this process's memory, with faults on demand.
+//!
+//! A [`MemoryStore`] stands for one Redis; each [`MemoryBackend`] over it stands for one
+//! process of the fleet (its own origin id, notifications, watches), so a test runs a
+//! whole fleet in one process. It follows the protocol of PROTOCOL.md operation for
+//! operation (the scripts' rules, repairs included), on the wall clock as Redis does, and
+//! its notifications go through the same hub as Redis's, so the fleet engine above it
+//! cannot tell the difference. The faults:
+//!
+//! - [`Fault::Down`]: every operation fails at once (a refused connection);
+//! - [`Fault::Stall`]: every operation waits until the stall ends; a caller gives up at
+//!   the backend's `op_timeout`, and what it sent still runs when the stall ends (as a
+//!   Redis script does after `SIGSTOP`/`DEBUG SLEEP`);
+//! - [`Fault::Delay`]: every operation takes this long first (a slow network);
+//! - [`Fault::LoseNotifications`]: published messages reach nobody;
+//! - [`MemoryStore::restart`]: everything is gone, and every process is told its
+//!   notifications may have been lost (as after a resubscription);
+//! - [`MemoryStore::put_raw`] and friends: bytes, epochs and keys of the wrong type,
+//!   planted as an attacker or a bug would.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use herdless::backend::{
+    AcquireRequest, Acquired, Backend, BackendFuture, Listener, LockToken, StoredEntry, Watch,
+    WriteOutcome,
+};
+use tokio::runtime::Handle;
+
+use crate::backend::{now_ms, random_secret};
+use crate::error::Error;
+use crate::fleet::{Fleet, FleetOptions};
+use crate::metrics::{Metrics, RedisMetrics, inc};
+use crate::notify::Hub;
+use crate::runtime::Runtime;
+use crate::wire;
+
+/// A fault of a [`MemoryStore`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Fault {
+    /// Every operation fails at once.
+    Down,
+    /// Operations wait until the stall is cleared; callers give up at `op_timeout`, and
+    /// what they sent runs when the stall ends.
+    Stall,
+    /// Every operation takes this long first.
+    Delay(Duration),
+    /// Published messages reach nobody.
+    LoseNotifications,
+}
+
+/// What a key of the store holds: a string, or something of another Redis type (a list, a
+/// hash: corrupt state as far as herdless is concerned).
+#[derive(Clone, Debug)]
+enum Slot {
+    Str(Vec<u8>),
+    Other,
+}
+
+#[derive(Default)]
+struct Data {
+    /// name -> (content, expires at Unix ms; `u64::MAX`: never).
+    keys: HashMap<String, (Slot, u64)>,
+}
+
+impl Data {
+    fn live(&mut self, name: &str, now: u64) -> Option<&Slot> {
+        if self.keys.get(name).is_some_and(|(_, at)| *at <= now) {
+            self.keys.remove(name);
+        }
+        self.keys.get(name).map(|(s, _)| s)
+    }
+
+    /// GET that heals, as the scripts' `get`: another type is deleted; `(value, repaired)`.
+    fn get(&mut self, name: &str, now: u64) -> (Option<Vec<u8>>, bool) {
+        match self.live(name, now).cloned() {
+            None => (None, false),
+            Some(Slot::Str(b)) => (Some(b), false),
+            Some(Slot::Other) => {
+                self.keys.remove(name);
+                (None, true)
+            }
+        }
+    }
+
+    fn set(&mut self, name: &str, value: Vec<u8>, px: Option<u64>, now: u64) {
+        let at = px.map_or(u64::MAX, |px| now.saturating_add(px.max(1)));
+        self.keys.insert(name.to_owned(), (Slot::Str(value), at));
+    }
+
+    fn pttl(&self, name: &str, now: u64) -> i64 {
+        match self.keys.get(name) {
+            None => -2,
+            Some((_, u64::MAX)) => -1,
+            Some((_, at)) => i64::try_from(at.saturating_sub(now)).unwrap_or(i64::MAX),
+        }
+    }
+
+    /// The namespace epoch, reset forward to the clock when corrupt; `(epoch, repaired)`.
+    fn epoch(&mut self, name: &str, now: u64) -> (u64, bool) {
+        let (raw, bad) = self.get(name, now);
+        if raw.is_none() && !bad {
+            return (0, false);
+        }
+        if let Some(e) = raw.as_deref().and_then(crate::backend::parse_epoch) {
+            return (e, false);
+        }
+        self.set(name, now.to_string().into_bytes(), None, now);
+        (now, true)
+    }
+}
+
+/// Parses a lock value `<epoch>:<hex>`: its epoch.
+fn lock_epoch(v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?;
+    let (e, _) = s.split_once(':')?;
+    if e.is_empty() || !e.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    e.parse().ok()
+}
+
+struct StoreInner {
+    data: Mutex<Data>,
+    fault: Mutex<Option<Fault>>,
+    /// Woken when a stall ends.
+    unstalled: tokio::sync::Notify,
+    /// The processes, for notifications.
+    hubs: Mutex<Vec<Weak<Hub>>>,
+}
+
+/// One shared tier in memory (one Redis, as far as the fleet is concerned). Cheap to clone.
+#[derive(Clone)]
+pub struct MemoryStore {
+    inner: Arc<StoreInner>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("fault", &self.fault())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The prefix of the store's names (as Redis's default).
+const PREFIX: &str = "hl";
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(StoreInner {
+                data: Mutex::default(),
+                fault: Mutex::new(None),
+                unstalled: tokio::sync::Notify::new(),
+                hubs: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The store of `name` in this process's registry (created on first use): what
+    /// `memory://<name>` means to the bindings, so caches created apart share one store.
+    pub fn named(name: &str) -> Self {
+        static NAMED: Mutex<Option<HashMap<String, MemoryStore>>> = Mutex::new(None);
+        let mut named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
+        named
+            .get_or_insert_with(HashMap::new)
+            .entry(name.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// A new process of the fleet over this store.
+    pub fn backend(&self) -> MemoryBuilder {
+        MemoryBuilder {
+            store: self.clone(),
+            op_timeout: Duration::from_secs(1),
+        }
+    }
+
+    /// Sets (or with `None` clears) the store's fault. Ending a stall runs what waited.
+    pub fn set_fault(&self, fault: Option<Fault>) {
+        let was = std::mem::replace(&mut *self.lock_fault(), fault);
+        if was == Some(Fault::Stall) && fault != Some(Fault::Stall) {
+            self.inner.unstalled.notify_waiters();
+        }
+    }
+
+    /// The current fault.
+    pub fn fault(&self) -> Option<Fault> {
+        *self.lock_fault()
+    }
+
+    fn lock_fault(&self) -> std::sync::MutexGuard<'_, Option<Fault>> {
+        self.inner.fault.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn data(&self) -> std::sync::MutexGuard<'_, Data> {
+        self.inner.data.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets everything (Redis restarted empty); every process is told its notifications
+    /// may have been lost.
+    pub fn restart(&self) {
+        self.data().keys.clear();
+        for hub in self.hubs() {
+            hub.lost();
+        }
+    }
+
+    /// Plants `bytes` under `key`'s value name (no TTL), as a bug or an attacker would.
+    pub fn put_raw(&self, key: &str, bytes: &[u8]) {
+        let n = crate::keys::names(PREFIX, key);
+        self.data().set(&n.value, bytes.to_vec(), None, now_ms());
+    }
+
+    /// Plants raw text as `namespace`'s epoch.
+    pub fn put_epoch(&self, namespace: &str, text: &str) {
+        let name = crate::keys::epoch_key(PREFIX, namespace);
+        self.data().set(&name, text.as_bytes().to_vec(), None, now_ms());
+    }
+
+    /// Makes `key`'s value (or with `lock`, its lock) a key of another Redis type.
+    pub fn put_wrong_type(&self, key: &str, lock: bool) {
+        let n = crate::keys::names(PREFIX, key);
+        let name = if lock { n.lock } else { n.value };
+        self.data().keys.insert(name, (Slot::Other, u64::MAX));
+    }
+
+    /// Plants a lock on `key` that no live process holds (a leader that died), for `px`.
+    pub fn put_lock(&self, key: &str, px: Duration) {
+        let n = crate::keys::names(PREFIX, key);
+        let mut data = self.data();
+        let now = now_ms();
+        let (ep, _) = data.epoch(&n.epoch, now);
+        let value = format!("{ep}:{}", "0".repeat(32));
+        data.set(&n.lock, value.into_bytes(), Some(ms(px)), now);
+    }
+
+    /// The entry under `key`, if its bytes are one (any epoch, any age).
+    pub fn entry(&self, key: &str) -> Option<StoredEntry> {
+        let n = crate::keys::names(PREFIX, key);
+        let (raw, _) = self.data().get(&n.value, now_ms());
+        wire::decode(&raw?).ok()
+    }
+
+    /// Whether `key`'s lock is held (by anyone, or marked unshared).
+    pub fn locked(&self, key: &str) -> bool {
+        let n = crate::keys::names(PREFIX, key);
+        self.data().get(&n.lock, now_ms()).0.is_some()
+    }
+
+    /// The epoch text of `namespace`, as stored.
+    pub fn epoch_text(&self, namespace: &str) -> Option<String> {
+        let name = crate::keys::epoch_key(PREFIX, namespace);
+        let (raw, _) = self.data().get(&name, now_ms());
+        raw.map(|b| String::from_utf8_lossy(&b).into_owned())
+    }
+
+    fn hubs(&self) -> Vec<Arc<Hub>> {
+        let mut hubs = self.inner.hubs.lock().unwrap_or_else(|e| e.into_inner());
+        hubs.retain(|h| h.strong_count() > 0);
+        hubs.iter().filter_map(Weak::upgrade).collect()
+    }
+
+    fn publish(&self, kind: char, origin: &str, number: u64, key: &str) {
+        if self.fault() == Some(Fault::LoseNotifications) {
+            return;
+        }
+        let message = format!("{kind}:{origin}:{number}:{key}");
+        for hub in self.hubs() {
+            hub.on_message(message.as_bytes());
+        }
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    crate::backend::ms_arg(d)
+}
+
+/// Options of a [`MemoryBackend`].
+#[derive(Clone, Debug)]
+pub struct MemoryBuilder {
+    store: MemoryStore,
+    op_timeout: Duration,
+}
+
+impl MemoryBuilder {
+    /// Bound of every operation (default 1 s), as Redis's `op_timeout`.
+    pub fn op_timeout(mut self, d: Duration) -> Self {
+        self.op_timeout = d;
+        self
+    }
+
+    /// The backend: a process of the fleet, with a runtime of its own for its timers.
+    pub fn build(self) -> Result<MemoryBackend, Error> {
+        if self.op_timeout.is_zero() {
+            return Err(Error::Config("`op_timeout` must not be zero".into()));
+        }
+        let metrics = Arc::new(Metrics::default());
+        let origin = crate::backend::hex(&random_secret()?[..8]);
+        let hub = Arc::new(Hub::new(origin, PREFIX.to_owned(), metrics.clone()));
+        self.store
+            .inner
+            .hubs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::downgrade(&hub));
+        let rt = Runtime::new(1).map_err(|e| Error::Config(e.to_string()))?;
+        Ok(MemoryBackend {
+            inner: Arc::new(MemoryInner {
+                store: self.store,
+                hub,
+                metrics,
+                op_timeout: self.op_timeout,
+                rt,
+            }),
+        })
+    }
+}
+
+struct MemoryInner {
+    store: MemoryStore,
+    hub: Arc<Hub>,
+    metrics: Arc<Metrics>,
+    op_timeout: Duration,
+    rt: Runtime,
+}
+
+/// One process's handle on a [`MemoryStore`]. Cheap to clone.
+#[derive(Clone)]
+pub struct MemoryBackend {
+    inner: Arc<MemoryInner>,
+}
+
+impl std::fmt::Debug for MemoryBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBackend")
+            .field("origin", &self.inner.hub.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryBackend {
+    /// The store this process shares.
+    pub fn store(&self) -> &MemoryStore {
+        &self.inner.store
+    }
+
+    /// This process's origin id in notifications.
+    pub fn origin(&self) -> &str {
+        &self.inner.hub.origin
+    }
+
+    /// Counters of the shared tier, as [`RedisBackend::metrics`](crate::RedisBackend::metrics).
+    pub fn metrics(&self) -> RedisMetrics {
+        self.inner.metrics.snapshot()
+    }
+
+    pub(crate) fn counters(&self) -> &Metrics {
+        &self.inner.metrics
+    }
+
+    /// The runtime its timers run on.
+    pub fn handle(&self) -> &Handle {
+        self.inner.rt.handle()
+    }
+
+    /// The fleet protocol over this backend.
+    pub fn fleet(&self, options: FleetOptions) -> Fleet {
+        Fleet::new(
+            Arc::new(self.clone()),
+            self.handle().clone(),
+            self.inner.metrics.clone(),
+            options,
+        )
+    }
+
+    /// Runs `apply` on the store's data under the current fault, bounded by `op_timeout`.
+    fn op<'a, T: Send + 'static>(
+        &'a self,
+        name: &'static str,
+        apply: impl FnOnce(&MemoryStore, u64) -> T + Send + 'static,
+    ) -> BackendFuture<'a, T> {
+        let store = self.inner.store.clone();
+        let after = self.inner.op_timeout;
+        let metrics = self.inner.metrics.clone();
+        let handle = self.handle().clone();
+        Box::pin(async move {
+            let failed = |e: Error| {
+                inc(&metrics.backend_errors);
+                Err(herdless::LoadError::new(e))
+            };
+            let run = async move {
+                match store.fault() {
+                    Some(Fault::Down) => return Err(Error::Protocol("the store is down")),
+                    Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
+                    Some(Fault::Stall) => {
+                        // What was sent runs when the stall ends, whether or not the caller
+                        // still waits for it.
+                        let notified = store.inner.unstalled.notified();
+                        if store.fault() == Some(Fault::Stall) {
+                            notified.await;
+                        }
+                    }
+                    _ => {}
+                }
+                Ok(apply(&store, now_ms()))
+            };
+            let task = handle.spawn(run);
+            match tokio::time::timeout(after, task).await {
+                Ok(Ok(Ok(v))) => Ok(v),
+                Ok(Ok(Err(e))) => failed(e),
+                Ok(Err(e)) => failed(Error::Config(e.to_string())),
+                Err(_) => failed(Error::Timeout { op: name, after }),
+            }
+        })
+    }
+
+    fn count_read(&self, e: Option<&StoredEntry>, now: u64) {
+        let m = &self.inner.metrics;
+        match e {
+            Some(e) if e.is_fresh(now) => inc(&m.l2_hits),
+            Some(_) => inc(&m.l2_stale),
+            None => inc(&m.l2_misses),
+        }
+    }
+}
+
+fn names(key: &str) -> crate::keys::KeyNames {
+    crate::keys::names(PREFIX, key)
+}
+
+impl Backend for MemoryBackend {
+    fn read<'a>(&'a self, key: &'a str, now: u64) -> BackendFuture<'a, Option<StoredEntry>> {
+        let (key, this) = (key.to_owned(), self.clone());
+        Box::pin(async move {
+            let found = self
+                .op("read", move |s, _| {
+                    let n = names(&key);
+                    let mut d = s.data();
+                    // MGET: another type reads as nothing; a bad epoch is counted below.
+                    let raw = match d.live(&n.value, now) {
+                        Some(Slot::Str(b)) => Some(b.clone()),
+                        _ => None,
+                    };
+                    let epoch = match d.live(&n.epoch, now) {
+                        None => Some(0),
+                        Some(Slot::Str(b)) => crate::backend::parse_epoch(b),
+                        Some(Slot::Other) => Some(0),
+                    };
+                    (raw, epoch)
+                })
+                .await?;
+            let m = &this.inner.metrics;
+            let (raw, epoch) = found;
+            let Some(epoch) = epoch else {
+                inc(&m.corrupt_entries);
+                this.count_read(None, now);
+                return Ok(None);
+            };
+            let entry = match raw.map(|r| wire::decode(&r)) {
+                Some(Ok(e)) => Some(e),
+                Some(Err(_)) => {
+                    inc(&m.corrupt_entries);
+                    None
+                }
+                None => None,
+            }
+            .filter(|e| e.epoch == epoch && e.is_servable(now));
+            this.count_read(entry.as_ref(), now);
+            Ok(entry)
+        })
+    }
+
+    fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired> {
+        let (owned, this) = (key.to_owned(), self.clone());
+        Box::pin(async move {
+            let answer = self
+                .op("acquire", move |s, now| {
+                    let n = names(&owned);
+                    let mut d = s.data();
+                    let (ep, mut corrupt) = d.epoch(&n.epoch, req.now_ms.max(now));
+                    let (raw, bad) = d.get(&n.value, now);
+                    corrupt |= bad;
+                    let mut keep = None;
+                    if let Some(raw) = raw {
+                        match wire::decode(&raw) {
+                            Err(_) => corrupt = true,
+                            Ok(e) if e.epoch == ep && req.now_ms < e.stale_until_ms => {
+                                if req.now_ms < e.fresh_until_ms && e.version > req.have_version {
+                                    return (Acquired::Fresh(e), corrupt);
+                                }
+                                keep = Some(e);
+                            }
+                            Ok(_) => {}
+                        }
+                    }
+                    let (cur, bad) = d.get(&n.lock, now);
+                    corrupt |= bad;
+                    if let Some(cur) = cur {
+                        let pttl = d.pttl(&n.lock, now);
+                        if pttl > 0 {
+                            if lock_epoch(&cur) == Some(ep) {
+                                let remaining = Duration::from_millis(pttl as u64);
+                                return (
+                                    Acquired::Contended {
+                                        stale: keep,
+                                        remaining,
+                                    },
+                                    corrupt,
+                                );
+                            }
+                            if cur == format!("unshared:{ep}").as_bytes() {
+                                return (Acquired::Unshared, corrupt);
+                            }
+                        }
+                    }
+                    let value = format!("{ep}:{}", crate::backend::hex(&req.secret));
+                    d.set(&n.lock, value.into_bytes(), Some(ms(req.lease)), now);
+                    let token = LockToken {
+                        epoch: ep,
+                        secret: req.secret,
+                    };
+                    (Acquired::Locked { token, stale: keep }, corrupt)
+                })
+                .await;
+            let (acquired, corrupt) = answer?;
+            let m = &this.inner.metrics;
+            if corrupt {
+                inc(&m.corrupt_entries);
+            }
+            match &acquired {
+                Acquired::Fresh(e) => this.count_read(Some(e), req.now_ms),
+                Acquired::Locked { stale, .. } => {
+                    inc(&m.fleet_locks_acquired);
+                    this.count_read(stale.as_ref(), req.now_ms);
+                }
+                Acquired::Contended { stale, .. } => {
+                    inc(&m.fleet_locks_contended);
+                    this.count_read(stale.as_ref(), req.now_ms);
+                }
+                Acquired::Unshared => {}
+            }
+            Ok(acquired)
+        })
+    }
+
+    fn extend<'a>(
+        &'a self,
+        key: &'a str,
+        token: &'a LockToken,
+        lease: Duration,
+    ) -> BackendFuture<'a, bool> {
+        let (key, value) = (key.to_owned(), lock_text(token));
+        self.op("extend", move |s, now| {
+            let n = names(&key);
+            let mut d = s.data();
+            if d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes()) {
+                d.set(&n.lock, value.into_bytes(), Some(ms(lease)), now);
+                return true;
+            }
+            false
+        })
+    }
+
+    fn release<'a>(&'a self, key: &'a str, token: &'a LockToken) -> BackendFuture<'a, bool> {
+        let (key, value, origin) = (key.to_owned(), lock_text(token), self.origin().to_owned());
+        self.op("release", move |s, now| {
+            let n = names(&key);
+            let released = {
+                let mut d = s.data();
+                let mine = d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes());
+                if mine {
+                    d.keys.remove(&n.lock);
+                }
+                mine
+            };
+            if released {
+                s.publish('r', &origin, 0, &key);
+            }
+            released
+        })
+    }
+
+    fn forget<'a>(&'a self, key: &'a str, secret: &'a [u8; 16]) -> BackendFuture<'a, bool> {
+        let (key, hex, origin) = (
+            key.to_owned(),
+            crate::backend::hex(secret),
+            self.origin().to_owned(),
+        );
+        self.op("forget", move |s, now| {
+            let n = names(&key);
+            let forgot = {
+                let mut d = s.data();
+                let cur = d.get(&n.lock, now).0;
+                let ours = cur.as_deref().and_then(|c| {
+                    let c = std::str::from_utf8(c).ok()?;
+                    let (e, h) = c.split_once(':')?;
+                    Some(e.bytes().all(|b| b.is_ascii_digit()) && h == hex)
+                });
+                if ours == Some(true) {
+                    d.keys.remove(&n.lock);
+                }
+                ours == Some(true)
+            };
+            if forgot {
+                s.publish('r', &origin, 0, &key);
+            }
+            forgot
+        })
+    }
+
+    fn mark_unshared<'a>(
+        &'a self,
+        key: &'a str,
+        token: &'a LockToken,
+        hold: Duration,
+    ) -> BackendFuture<'a, bool> {
+        let (key, value, origin) = (key.to_owned(), lock_text(token), self.origin().to_owned());
+        let epoch = token.epoch;
+        self.op("unshare", move |s, now| {
+            let n = names(&key);
+            let marked = {
+                let mut d = s.data();
+                let mine = d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes());
+                if mine {
+                    let mark = format!("unshared:{epoch}").into_bytes();
+                    d.set(&n.lock, mark, Some(ms(hold)), now);
+                }
+                mine
+            };
+            if marked {
+                s.publish('r', &origin, 0, &key);
+            }
+            marked
+        })
+    }
+
+    fn commit<'a>(
+        &'a self,
+        key: &'a str,
+        entry: StoredEntry,
+        token: Option<&'a LockToken>,
+    ) -> BackendFuture<'a, WriteOutcome> {
+        let (owned, origin) = (key.to_owned(), self.origin().to_owned());
+        let token = token.map(lock_text);
+        let metrics = self.inner.metrics.clone();
+        let commit = self.op("commit", move |s, now| {
+            let n = names(&owned);
+            let written = {
+                let mut d = s.data();
+                let (ep, _) = d.epoch(&n.epoch, now);
+                let mut refused_by_bump = false;
+                if let Some(token) = &token {
+                    if d.get(&n.lock, now).0.as_deref() != Some(token.as_bytes()) {
+                        return WriteOutcome::Superseded;
+                    }
+                    d.keys.remove(&n.lock);
+                    refused_by_bump = lock_epoch(token.as_bytes()) != Some(ep);
+                } else {
+                    d.keys.remove(&n.lock);
+                }
+                if refused_by_bump {
+                    None
+                } else {
+                    let now_us = now.saturating_mul(1000);
+                    let old = d.get(&n.value, now).0.and_then(|b| wire::decode(&b).ok());
+                    let version = match old {
+                        Some(o) if o.version >= now_us => o.version + 1,
+                        _ => now_us,
+                    };
+                    let mut e = entry;
+                    e.version = version;
+                    e.epoch = ep;
+                    let px = e.retain_until_ms.saturating_sub(now).max(1);
+                    d.set(&n.value, wire::encode(&e), Some(px), now);
+                    Some((version, ep))
+                }
+            };
+            match written {
+                None => {
+                    s.publish('r', &origin, 0, &owned);
+                    WriteOutcome::Superseded
+                }
+                Some((version, epoch)) => {
+                    s.publish('w', &origin, version, &owned);
+                    WriteOutcome::Written { version, epoch }
+                }
+            }
+        });
+        Box::pin(async move {
+            let r = commit.await?;
+            inc(match r {
+                WriteOutcome::Written { .. } => &metrics.commits,
+                WriteOutcome::Superseded => &metrics.superseded_commits,
+            });
+            Ok(r)
+        })
+    }
+
+    fn invalidate<'a>(&'a self, key: &'a str) -> BackendFuture<'a, bool> {
+        let (key, origin) = (key.to_owned(), self.origin().to_owned());
+        self.op("invalidate", move |s, now| {
+            let n = names(&key);
+            let had = {
+                let mut d = s.data();
+                let had = d.live(&n.value, now).is_some();
+                d.keys.remove(&n.value);
+                d.keys.remove(&n.lock);
+                had
+            };
+            s.publish('d', &origin, 0, &key);
+            had
+        })
+    }
+
+    fn bump<'a>(&'a self, namespace: &'a str) -> BackendFuture<'a, u64> {
+        let (ns, origin) = (namespace.to_owned(), self.origin().to_owned());
+        let metrics = self.inner.metrics.clone();
+        self.op("bump", move |s, now| {
+            let name = crate::keys::epoch_key(PREFIX, &ns);
+            let epoch = {
+                let mut d = s.data();
+                let (ep, repaired) = d.epoch(&name, now);
+                if repaired {
+                    inc(&metrics.corrupt_entries);
+                }
+                d.set(&name, (ep + 1).to_string().into_bytes(), None, now);
+                ep + 1
+            };
+            s.publish('e', &origin, epoch, &ns);
+            epoch
+        })
+    }
+
+    fn watch<'a>(&'a self, key: &'a str) -> BackendFuture<'a, Box<dyn Watch>> {
+        let hub = self.inner.hub.clone();
+        let key = key.to_owned();
+        let check = self.op("watch", |_, _| ());
+        Box::pin(async move {
+            check.await?;
+            Ok(Box::new(hub.watch(&key)) as Box<dyn Watch>)
+        })
+    }
+
+    fn listen(&self, listener: Listener) {
+        self.inner.hub.listen(listener);
+    }
+}
+
+fn lock_text(token: &LockToken) -> String {
+    crate::backend::lock_value(token)
+}
