@@ -141,7 +141,10 @@ impl fmt::Display for Error {
             }
             Error::Backend(e) => write!(f, "the shared cache tier failed: {e}"),
             Error::TtlTooLong { ttl, max } => {
-                write!(f, "a TTL of {ttl:?} is longer than the {max:?} the tier can keep")
+                write!(
+                    f,
+                    "a TTL of {ttl:?} is longer than the {max:?} the tier can keep"
+                )
             }
         }
     }

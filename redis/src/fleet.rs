@@ -112,7 +112,6 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
-
 impl Fleet {
     pub(crate) fn new(
         backend: Arc<dyn Backend>,
@@ -207,12 +206,11 @@ impl Fleet {
         deadline: Instant,
     ) -> Result<FleetOutcome, herdless::Error> {
         let arrived = Instant::now();
-        // Armed before the first check: a value landing after it wakes us.
-        let mut watch = self
-            .backend
-            .watch(key)
-            .await
-            .map_err(|e| self.failed(key, e))?;
+        // Armed before the first check: a value landing after it wakes us. Without a
+        // subscription (it cannot be made right now), the wait below polls on its timer:
+        // a load shared late beats one made by every process. The acquire tells whether
+        // the tier itself is down.
+        let mut watch = self.backend.watch(key).await.ok();
         let mut waited = false;
         loop {
             let req = AcquireRequest {
@@ -262,7 +260,14 @@ impl Fleet {
                         .recheck
                         .min(remaining + Duration::from_millis(1))
                         .min(deadline - now);
-                    if tokio::time::timeout(nap, watch.changed()).await.is_err() {
+                    let woken = match &mut watch {
+                        Some(w) => tokio::time::timeout(nap, w.changed()).await.is_ok(),
+                        None => {
+                            tokio::time::sleep(nap).await;
+                            false
+                        }
+                    };
+                    if !woken {
                         inc(&self.metrics.fleet_wait_rechecks);
                     }
                 }
@@ -497,9 +502,17 @@ impl FleetLease {
     /// themselves instead of taking the lock one after another. In the background.
     pub fn release_unshared(mut self) {
         self.finish();
-        let (fleet, key, token) = (self.fleet.clone(), std::mem::take(&mut self.key), self.token.clone());
+        let (fleet, key, token) = (
+            self.fleet.clone(),
+            std::mem::take(&mut self.key),
+            self.token.clone(),
+        );
         self.fleet.rt.spawn(async move {
-            if let Err(e) = fleet.backend.mark_unshared(&key, &token, fleet.opts.lease).await {
+            if let Err(e) = fleet
+                .backend
+                .mark_unshared(&key, &token, fleet.opts.lease)
+                .await
+            {
                 drop(fleet.failed(&key, e));
             }
         });

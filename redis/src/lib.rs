@@ -61,8 +61,7 @@ pub mod two_tier;
 pub mod wire;
 
 pub use backend::{
-    DEFAULT_MAX_ENTRY_BYTES, MAX_LEASE, RedisBackend, RedisBuilder, lock_value, now_ms,
-    parse_epoch,
+    DEFAULT_MAX_ENTRY_BYTES, MAX_LEASE, RedisBackend, RedisBuilder, lock_value, now_ms, parse_epoch,
 };
 pub use codec::{Codec, CodecError, Json, RawBytes};
 pub use error::Error;

@@ -122,11 +122,13 @@ fn lock_epoch(v: &[u8]) -> Option<u64> {
     e.parse().ok()
 }
 
+/// An operation sent during a stall: it runs, in the order sent, when the stall ends.
+type Stalled = Box<dyn FnOnce() + Send>;
+
 struct StoreInner {
     data: Mutex<Data>,
-    fault: Mutex<Option<Fault>>,
-    /// Woken when a stall ends.
-    unstalled: tokio::sync::Notify,
+    /// The fault, and the operations a stall holds back.
+    fault: Mutex<(Option<Fault>, Vec<Stalled>)>,
     /// The processes, for notifications.
     hubs: Mutex<Vec<Weak<Hub>>>,
 }
@@ -160,8 +162,7 @@ impl MemoryStore {
         Self {
             inner: Arc::new(StoreInner {
                 data: Mutex::default(),
-                fault: Mutex::new(None),
-                unstalled: tokio::sync::Notify::new(),
+                fault: Mutex::new((None, Vec::new())),
                 hubs: Mutex::default(),
             }),
         }
@@ -187,21 +188,42 @@ impl MemoryStore {
         }
     }
 
-    /// Sets (or with `None` clears) the store's fault. Ending a stall runs what waited.
+    /// Sets (or with `None` clears) the store's fault. Ending a stall runs what was sent
+    /// meanwhile, in order.
     pub fn set_fault(&self, fault: Option<Fault>) {
-        let was = std::mem::replace(&mut *self.lock_fault(), fault);
-        if was == Some(Fault::Stall) && fault != Some(Fault::Stall) {
-            self.inner.unstalled.notify_waiters();
+        let held = {
+            let mut f = self.lock_fault();
+            f.0 = fault;
+            if fault == Some(Fault::Stall) {
+                Vec::new()
+            } else {
+                std::mem::take(&mut f.1)
+            }
+        };
+        for op in held {
+            op();
         }
     }
 
     /// The current fault.
     pub fn fault(&self) -> Option<Fault> {
-        *self.lock_fault()
+        self.lock_fault().0
     }
 
-    fn lock_fault(&self) -> std::sync::MutexGuard<'_, Option<Fault>> {
+    fn lock_fault(&self) -> std::sync::MutexGuard<'_, (Option<Fault>, Vec<Stalled>)> {
         self.inner.fault.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `op` now, or, during a stall, when the stall ends (`false`: held back).
+    fn run_or_hold(&self, op: Stalled) -> bool {
+        let mut f = self.lock_fault();
+        if f.0 == Some(Fault::Stall) {
+            f.1.push(op);
+            return false;
+        }
+        drop(f);
+        op();
+        true
     }
 
     fn data(&self) -> std::sync::MutexGuard<'_, Data> {
@@ -217,6 +239,14 @@ impl MemoryStore {
         }
     }
 
+    /// Tells every process its notifications may have been lost (a subscription that
+    /// dropped and came back), keeping the data.
+    pub fn restart_subscriptions(&self) {
+        for hub in self.hubs() {
+            hub.lost();
+        }
+    }
+
     /// Plants `bytes` under `key`'s value name (no TTL), as a bug or an attacker would.
     pub fn put_raw(&self, key: &str, bytes: &[u8]) {
         let n = crate::keys::names(PREFIX, key);
@@ -226,7 +256,8 @@ impl MemoryStore {
     /// Plants raw text as `namespace`'s epoch.
     pub fn put_epoch(&self, namespace: &str, text: &str) {
         let name = crate::keys::epoch_key(PREFIX, namespace);
-        self.data().set(&name, text.as_bytes().to_vec(), None, now_ms());
+        self.data()
+            .set(&name, text.as_bytes().to_vec(), None, now_ms());
     }
 
     /// Makes `key`'s value (or with `lock`, its lock) a key of another Redis type.
@@ -395,7 +426,8 @@ impl MemoryBackend {
         let after = self.inner.op_timeout;
         let metrics = self.inner.metrics.clone();
         let handle = self.handle().clone();
-        Box::pin(async move {
+        let on = handle.clone();
+        Box::pin(crate::runtime::in_runtime(&on, async move {
             let failed = |e: Error| {
                 inc(&metrics.backend_errors);
                 Err(herdless::LoadError::new(e))
@@ -404,17 +436,16 @@ impl MemoryBackend {
                 match store.fault() {
                     Some(Fault::Down) => return Err(Error::Protocol("the store is down")),
                     Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
-                    Some(Fault::Stall) => {
-                        // What was sent runs when the stall ends, whether or not the caller
-                        // still waits for it.
-                        let notified = store.inner.unstalled.notified();
-                        if store.fault() == Some(Fault::Stall) {
-                            notified.await;
-                        }
-                    }
                     _ => {}
                 }
-                Ok(apply(&store, now_ms()))
+                // During a stall, what was sent runs when the stall ends, whether or not the
+                // caller still waits for it (as a script does on a Redis that was stopped).
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let s = store.clone();
+                store.run_or_hold(Box::new(move || {
+                    let _ = tx.send(apply(&s, now_ms()));
+                }));
+                rx.await.map_err(|_| Error::Protocol("the store went away"))
             };
             let task = handle.spawn(run);
             match tokio::time::timeout(after, task).await {
@@ -423,7 +454,7 @@ impl MemoryBackend {
                 Ok(Err(e)) => failed(Error::Config(e.to_string())),
                 Err(_) => failed(Error::Timeout { op: name, after }),
             }
-        })
+        }))
     }
 
     fn count_read(&self, e: Option<&StoredEntry>, now: u64) {
@@ -744,11 +775,17 @@ impl Backend for MemoryBackend {
     }
 
     fn watch<'a>(&'a self, key: &'a str) -> BackendFuture<'a, Box<dyn Watch>> {
+        // A subscription already made: only a tier that is down refuses it.
         let hub = self.inner.hub.clone();
-        let key = key.to_owned();
-        let check = self.op("watch", |_, _| ());
+        let (key, down) = (key.to_owned(), self.store().fault() == Some(Fault::Down));
+        let metrics = self.inner.metrics.clone();
         Box::pin(async move {
-            check.await?;
+            if down {
+                inc(&metrics.backend_errors);
+                return Err(herdless::LoadError::new(Error::Protocol(
+                    "the store is down",
+                )));
+            }
             Ok(Box::new(hub.watch(&key)) as Box<dyn Watch>)
         })
     }

@@ -186,7 +186,11 @@ impl Hub {
     /// cannot drop another namespace's copies or wake its waiters.
     pub(crate) fn on_channel_message(&self, channel: &[u8], payload: &[u8]) {
         let Some(m) = parse(payload) else { return };
-        let namespace = if m.kind == 'e' { m.key } else { namespace_of(m.key) };
+        let namespace = if m.kind == 'e' {
+            m.key
+        } else {
+            namespace_of(m.key)
+        };
         if crate::keys::channel(&self.prefix, namespace).as_bytes() != channel {
             return;
         }

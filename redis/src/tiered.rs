@@ -15,7 +15,6 @@ use std::time::Duration;
 
 use herdless::{Builder, Cache, Error, LoadError, Lookup, MetricsSnapshot, Waited};
 
-
 use crate::codec::Codec;
 use crate::fleet::FleetOptions;
 use crate::lifetimes::Lifetimes;
@@ -273,7 +272,12 @@ where
         block_on(self.drive(key, loader, Runner::Thread))?
     }
 
-    async fn drive<F, Fut, E>(&self, key: &str, loader: F, runner: Runner) -> Result<Option<V>, Error>
+    async fn drive<F, Fut, E>(
+        &self,
+        key: &str,
+        loader: F,
+        runner: Runner,
+    ) -> Result<Option<V>, Error>
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,

@@ -273,7 +273,10 @@ fn garbage_under_a_key_is_a_miss_and_a_metric() {
         .query(&mut c)
         .unwrap();
     let before = b.metrics().corrupt_entries;
-    assert_eq!(block_on(b.read("badep:1", now_ms())).unwrap().unwrap(), None);
+    assert_eq!(
+        block_on(b.read("badep:1", now_ms())).unwrap().unwrap(),
+        None
+    );
     locked(block_on(b.acquire("badep:1", req(0, 1))).unwrap().unwrap());
     assert_eq!(b.metrics().corrupt_entries, before + 2);
     assert_eq!(b.metrics().backend_errors, 0);
@@ -293,34 +296,87 @@ fn corrupt_shared_state_repairs_itself() {
     let mut c = srv.client();
     let n = b.names("wt:1");
     // A value and a lock of the wrong type: the lock script deletes both and leads.
-    let _: () = redis::cmd("RPUSH").arg(&n.value).arg("x").query(&mut c).unwrap();
-    let _: () = redis::cmd("HSET").arg(&n.lock).arg("f").arg("v").query(&mut c).unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg(&n.value)
+        .arg("x")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(&n.lock)
+        .arg("f")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
     let t = locked(block_on(b.acquire("wt:1", req(0, 1))).unwrap().unwrap());
-    block_on(b.commit("wt:1", entry(b"ok", 60_000), Some(&t))).unwrap().unwrap();
-    assert!(block_on(b.read("wt:1", now_ms())).unwrap().unwrap().is_some());
-    for (i, bad) in ["text", "1.5", "-3", "inf", "0x10", "1e3", " 7", "18446744073709551616"]
-        .iter()
-        .enumerate()
+    block_on(b.commit("wt:1", entry(b"ok", 60_000), Some(&t)))
+        .unwrap()
+        .unwrap();
+    assert!(
+        block_on(b.read("wt:1", now_ms()))
+            .unwrap()
+            .unwrap()
+            .is_some()
+    );
+    for (i, bad) in [
+        "text",
+        "1.5",
+        "-3",
+        "inf",
+        "0x10",
+        "1e3",
+        " 7",
+        "18446744073709551616",
+    ]
+    .iter()
+    .enumerate()
     {
         let ns = format!("ep{i}");
         let epoch_key = herdless_redis::keys::epoch_key(b.prefix(), &ns);
-        let _: () = redis::cmd("SET").arg(&epoch_key).arg(*bad).query(&mut c).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(&epoch_key)
+            .arg(*bad)
+            .query(&mut c)
+            .unwrap();
         let key = format!("{ns}:1");
-        assert_eq!(block_on(b.read(&key, now_ms())).unwrap().unwrap(), None, "{bad}");
+        assert_eq!(
+            block_on(b.read(&key, now_ms())).unwrap().unwrap(),
+            None,
+            "{bad}"
+        );
         let t = locked(block_on(b.acquire(&key, req(0, 1))).unwrap().unwrap());
-        assert!(t.epoch >= now_ms() - 60_000, "{bad} reset forward to the clock: {}", t.epoch);
+        assert!(
+            t.epoch >= now_ms() - 60_000,
+            "{bad} reset forward to the clock: {}",
+            t.epoch
+        );
         let text: String = redis::cmd("GET").arg(&epoch_key).query(&mut c).unwrap();
-        assert_eq!(herdless_redis::parse_epoch(text.as_bytes()), Some(t.epoch), "{bad}");
+        assert_eq!(
+            herdless_redis::parse_epoch(text.as_bytes()),
+            Some(t.epoch),
+            "{bad}"
+        );
     }
     // bump on a corrupt epoch repairs it first, then moves it on.
     let epoch_key = herdless_redis::keys::epoch_key(b.prefix(), "bumped");
-    let _: () = redis::cmd("SET").arg(&epoch_key).arg("garbage").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(&epoch_key)
+        .arg("garbage")
+        .query(&mut c)
+        .unwrap();
     let e = block_on(b.bump("bumped")).unwrap().unwrap();
     assert!(e > now_ms() - 60_000);
     let _: () = redis::cmd("DEL").arg(&epoch_key).query(&mut c).unwrap();
-    let _: () = redis::cmd("HSET").arg(&epoch_key).arg("f").arg("v").query(&mut c).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg(&epoch_key)
+        .arg("f")
+        .arg("v")
+        .query(&mut c)
+        .unwrap();
     let e2 = block_on(b.bump("bumped")).unwrap().unwrap();
-    assert!(e2 > e, "a wrongly typed epoch is reset forward too: {e2} after {e}");
+    assert!(
+        e2 > e,
+        "a wrongly typed epoch is reset forward too: {e2} after {e}"
+    );
     assert_eq!(b.metrics().backend_errors, 0);
     assert!(b.metrics().corrupt_entries >= 11);
 }

@@ -231,7 +231,10 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
                 return self.complete(Ok(value));
             }
         };
-        let life = *self.tt.shared_tier().expect("a fleet load has a shared tier");
+        let life = *self
+            .tt
+            .shared_tier()
+            .expect("a fleet load has a shared tier");
         let (entry, _) = life.entry(bytes, took, lease.epoch(), self.ttl);
         let fresh_until_ms = entry.fresh_until_ms;
         let (tt, guard, permit) = (self.tt.clone(), self.guard.take(), self.permit.take());

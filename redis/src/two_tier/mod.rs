@@ -47,7 +47,6 @@ pub use load::{Deadline, Load};
 pub use ops::{Get, Read};
 pub use step::{Pending, Reply, Step};
 
-
 use crate::backend::RedisBackend;
 use crate::coherence::apply_notice;
 use crate::fleet::{Fleet, FleetOptions};
@@ -214,9 +213,11 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     ) -> Self {
         let tier = tier.into();
         let errors_of = l1.clone();
-        let fleet = tier.fleet(fleet).counting_errors(Arc::new(move |key: &str| {
-            herdless::driver::record_backend_error(&errors_of, key);
-        }));
+        let fleet = tier
+            .fleet(fleet)
+            .counting_errors(Arc::new(move |key: &str| {
+                herdless::driver::record_backend_error(&errors_of, key);
+            }));
         let inner = Arc::new(Inner {
             l1,
             shared: Some(Shared { fleet, tier, life }),
@@ -365,4 +366,3 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 pub(crate) fn fresh_left(fresh_until_ms: u64) -> Duration {
     Duration::from_millis(fresh_until_ms.saturating_sub(crate::backend::now_ms()))
 }
-

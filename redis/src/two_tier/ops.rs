@@ -114,7 +114,11 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
             .map_err(|e| Error::Load(LoadError::new(e)))?;
         let (entry, _) = life.entry(Some(bytes), Duration::ZERO, 0, ttl);
         let fresh_until_ms = entry.fresh_until_ms;
-        let (fleet, tt, key) = (self.fleet().expect("shared").clone(), self.clone(), key.to_owned());
+        let (fleet, tt, key) = (
+            self.fleet().expect("shared").clone(),
+            self.clone(),
+            key.to_owned(),
+        );
         Ok(Pending::new(async move {
             match fleet.set(&key, entry).await {
                 Ok(WriteOutcome::Written { version, .. }) => {

@@ -113,6 +113,11 @@ impl Server {
         self.spawn();
     }
 
+    /// Whether the process is there (running or stopped), as opposed to killed.
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     /// SIGSTOP: the server hangs with its sockets open.
     pub fn stop(&self) {
         signal(self.pid(), libc::SIGSTOP);

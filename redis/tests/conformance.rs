@@ -1,0 +1,378 @@
+//! The Rust runner of the conformance scenarios (`conformance/*.json` at the repository
+//! root; the format is in its README): each scenario is played on the in-memory tier and,
+//! when it lists `redis`, on a private redis-server. Python and Node run the same files.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use herdless::Error;
+use herdless_redis::memory::{Fault, MemoryStore};
+use herdless_redis::{Codec, CodecError, RedisBackend, SharedTier, TieredCache};
+use serde_json::Value;
+
+/// JSON, refusing the scenario's stand-in for a value the codec cannot encode.
+struct ScenarioJson;
+
+impl Codec<Value> for ScenarioJson {
+    fn encode(&self, v: &Value) -> Result<Vec<u8>, CodecError> {
+        if v.get("$unshareable").is_some() {
+            return Err(CodecError::new("this value cannot be encoded"));
+        }
+        serde_json::to_vec(v).map_err(CodecError::new)
+    }
+    fn decode(&self, b: &[u8]) -> Result<Value, CodecError> {
+        serde_json::from_slice(b).map_err(CodecError::new)
+    }
+}
+
+type Cache = TieredCache<Value, ScenarioJson>;
+
+/// Where a scenario runs.
+enum Tier {
+    Memory(MemoryStore),
+    Redis(common::Server, String),
+}
+
+impl Tier {
+    fn process(&self, cfg: &Value) -> Cache {
+        let ms = |name: &str| {
+            cfg.get(name)
+                .and_then(Value::as_u64)
+                .map(Duration::from_millis)
+        };
+        let backend: SharedTier = match self {
+            Tier::Memory(store) => store.backend().build().expect("memory backend").into(),
+            Tier::Redis(srv, prefix) => RedisBackend::builder(srv.url())
+                .prefix(prefix.clone())
+                .build()
+                .expect("redis backend")
+                .into(),
+        };
+        let mut b = TieredCache::builder(backend, ScenarioJson)
+            .jitter(0.0)
+            .beta(0.0);
+        if let Some(d) = ms("ttl_ms") {
+            b = b.ttl(d);
+        }
+        if let Some(d) = ms("grace_ms") {
+            b = b.grace(d);
+        }
+        if let Some(d) = ms("negative_ttl_ms") {
+            b = b.negative_ttl(d);
+        }
+        if let Some(d) = ms("wait_timeout_ms") {
+            b = b.wait_timeout(d);
+        }
+        if let Some(d) = ms("lease_ms") {
+            b = b.lease(d);
+        }
+        if let Some(d) = ms("max_stale_ms") {
+            b = b.max_stale(d);
+        }
+        if let Some(d) = ms("hard_timeout_ms") {
+            b = b.hard_timeout(d);
+        }
+        b.build().expect("cache")
+    }
+
+    fn fault(&mut self, fault: &str) {
+        match self {
+            Tier::Memory(store) => store.set_fault(match fault {
+                "down" => Some(Fault::Down),
+                "stall" => Some(Fault::Stall),
+                "lose_notifications" => Some(Fault::LoseNotifications),
+                "up" => None,
+                other => panic!("unknown fault {other}"),
+            }),
+            Tier::Redis(srv, _) => match fault {
+                "down" => srv.kill(),
+                "stall" => srv.stop(),
+                "up" if srv.is_running() => srv.resume(),
+                "up" => srv.restart(),
+                other => panic!("fault {other} is not available on Redis"),
+            },
+        }
+    }
+
+    fn names(&self, key: &str) -> herdless_redis::keys::KeyNames {
+        match self {
+            Tier::Memory(_) => herdless_redis::keys::names("hl", key),
+            Tier::Redis(_, prefix) => herdless_redis::keys::names(prefix, key),
+        }
+    }
+
+    fn plant(&self, step: &Value) {
+        let text = |f: &str| step[f].as_str().expect("text").to_owned();
+        match self {
+            Tier::Memory(store) => match step["op"].as_str() {
+                Some("plant") => store.put_raw(&text("key"), text("bytes").as_bytes()),
+                Some("plant_epoch") => store.put_epoch(&text("ns"), &text("text")),
+                Some("plant_lock") => store.put_lock(&text("key"), ms(step, "ms")),
+                op => panic!("{op:?}"),
+            },
+            Tier::Redis(srv, prefix) => {
+                let mut c = srv.client();
+                let mut cmd = redis::cmd("SET");
+                match step["op"].as_str() {
+                    Some("plant") => cmd.arg(self.names(&text("key")).value).arg(text("bytes")),
+                    Some("plant_epoch") => cmd
+                        .arg(herdless_redis::keys::epoch_key(prefix, &text("ns")))
+                        .arg(text("text")),
+                    Some("plant_lock") => {
+                        let n = self.names(&text("key"));
+                        let epoch: Option<String> =
+                            redis::cmd("GET").arg(&n.epoch).query(&mut c).expect("GET");
+                        let epoch = epoch.unwrap_or_else(|| "0".into());
+                        cmd.arg(n.lock)
+                            .arg(format!("{epoch}:{}", "0".repeat(32)))
+                            .arg("PX")
+                            .arg(ms(step, "ms").as_millis() as u64)
+                    }
+                    op => panic!("{op:?}"),
+                };
+                let () = cmd.query(&mut c).expect("plant");
+            }
+        }
+    }
+
+    fn resubscribe(&self) {
+        match self {
+            Tier::Memory(store) => store.restart_subscriptions(),
+            Tier::Redis(..) => panic!("resubscribe is memory only"),
+        }
+    }
+}
+
+fn ms(step: &Value, field: &str) -> Duration {
+    Duration::from_millis(step[field].as_u64().unwrap_or(0))
+}
+
+/// The kind of an error, as the scenarios name them.
+fn kind(e: &Error) -> &'static str {
+    match e {
+        Error::Backend(_) => "backend",
+        Error::WaitTimeout { .. } => "wait_timeout",
+        Error::Load(_) => "load",
+        Error::LoadTimeout { .. } => "load_timeout",
+        _ => "other",
+    }
+}
+
+type Answer = Result<Option<Value>, Error>;
+
+fn call(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
+    let key = step["key"].as_str().expect("key").to_owned();
+    let (value, took, fail) = (step["value"].clone(), ms(step, "ms"), step["fail"].clone());
+    let loads = loads.clone();
+    cache.get_or_load(&key, move || {
+        loads.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(took);
+        match fail.as_str() {
+            Some(m) => Err(std::io::Error::other(m.to_owned())),
+            None => Ok(Some(value)),
+        }
+    })
+}
+
+/// Checks `got` against the step's `expect` / `expect_error` / `within_ms`.
+fn check(name: &str, step: &Value, got: &Answer, took: Duration) {
+    let at = format!("{name}: {step}");
+    if let Some(e) = step.get("expect_error") {
+        match got {
+            Err(err) => assert_eq!(kind(err), e.as_str().unwrap(), "{at}: {err}"),
+            Ok(v) => panic!("{at}: expected an error, got {v:?}"),
+        }
+    } else if let Some(want) = step.get("expect") {
+        match got {
+            Ok(v) => assert_eq!(v.as_ref().unwrap_or(&Value::Null), want, "{at}"),
+            Err(e) => panic!("{at}: {e}"),
+        }
+    } else if let Err(e) = got {
+        panic!("{at}: {e}");
+    }
+    if let Some(max) = step.get("within_ms").and_then(Value::as_u64) {
+        assert!(took <= Duration::from_millis(max), "{at}: took {took:?}");
+    }
+}
+
+fn expect_counter(name: &str, what: &str, want: &Value, got: u64) {
+    match want {
+        Value::Number(n) => assert_eq!(got, n.as_u64().unwrap(), "{name}: {what}"),
+        Value::String(s) => {
+            let min: u64 = s.strip_prefix(">=").expect(">=n").parse().unwrap();
+            assert!(got >= min, "{name}: {what} = {got}, expected {s}");
+        }
+        _ => panic!("{name}: bad expectation for {what}"),
+    }
+}
+
+fn play(name: &str, scenario: &Value, mut tier: Tier) {
+    let n = scenario["processes"].as_u64().unwrap_or(1) as usize;
+    let procs: Vec<Cache> = (0..n).map(|_| tier.process(&scenario["cache"])).collect();
+    let loads = Arc::new(AtomicUsize::new(0));
+    let mut running: HashMap<String, (Instant, Vec<JoinHandle<Answer>>)> = HashMap::new();
+    for step in scenario["steps"].as_array().expect("steps") {
+        let p = &procs[step["p"].as_u64().unwrap_or(0) as usize];
+        let text = |f: &str| step[f].as_str().unwrap_or_default().to_owned();
+        let started = Instant::now();
+        let plain = |r: Result<(), Error>| r.map(|()| None);
+        match step["op"].as_str().expect("op") {
+            "get_or_load" => check(name, step, &call(p, step, &loads), started.elapsed()),
+            "load" => {
+                let callers = step["callers"].as_u64().unwrap_or(1);
+                let handles = (0..callers)
+                    .map(|_| {
+                        let (p, step, loads) = (p.clone(), step.clone(), loads.clone());
+                        std::thread::spawn(move || call(&p, &step, &loads))
+                    })
+                    .collect();
+                running.insert(text("id"), (started, handles));
+                // Let the calls reach the cache before the next step.
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            "await" => {
+                let (since, handles) = running.remove(&text("id")).expect("a started load");
+                for h in handles {
+                    let got = h.join().expect("caller");
+                    check(name, step, &got, since.elapsed());
+                }
+            }
+            "get" => check(name, step, &p.get(&text("key")), started.elapsed()),
+            "set" => {
+                let r = plain(p.set(&text("key"), step["value"].clone()));
+                check(name, step, &r, started.elapsed());
+            }
+            "invalidate" => {
+                let r = p.invalidate(&text("key")).map(|_| None);
+                check(name, step, &r, started.elapsed());
+            }
+            "bump" => check(
+                name,
+                step,
+                &p.bump(&text("ns")).map(|_| None),
+                started.elapsed(),
+            ),
+            "sleep" => std::thread::sleep(ms(step, "ms")),
+            "fault" => {
+                tier.fault(&text("fault"));
+                if text("fault") == "up" {
+                    wait_until_reachable(&procs);
+                }
+            }
+            "resubscribe" => tier.resubscribe(),
+            "plant" | "plant_epoch" | "plant_lock" => tier.plant(step),
+            "expect_loads" => {
+                let want = step["n"].as_u64().unwrap() as usize;
+                assert_eq!(loads.load(Ordering::SeqCst), want, "{name}: loads");
+            }
+            "expect_metrics" => {
+                let (l1, tier_m) = p.metrics();
+                if let Some(want) = step.get("l1").and_then(Value::as_object) {
+                    let ns = l1
+                        .namespace(&text("ns"))
+                        .map(|m| m.counters.clone())
+                        .unwrap_or_default();
+                    for (field, w) in want {
+                        let got = ns.fields().iter().find(|f| f.0 == field).expect(field).2;
+                        expect_counter(name, field, w, got);
+                    }
+                }
+                if let Some(want) = step.get("tier").and_then(Value::as_object) {
+                    for (field, w) in want {
+                        let got = tier_m
+                            .fields()
+                            .into_iter()
+                            .find(|f| f.0 == field)
+                            .expect(field)
+                            .2;
+                        expect_counter(name, field, w, got);
+                    }
+                }
+            }
+            other => panic!("{name}: unknown op {other}"),
+        }
+    }
+    for (id, (_, handles)) in running {
+        for h in handles {
+            let _ = h
+                .join()
+                .unwrap_or_else(|_| panic!("{name}: load {id} panicked"));
+        }
+    }
+}
+
+/// After the tier comes back, every process's connections have reconnected (a probe of a
+/// namespace of its own reaches the tier) before the scenario goes on.
+fn wait_until_reachable(procs: &[Cache]) {
+    let until = Instant::now() + Duration::from_secs(10);
+    for p in procs {
+        while p.set("conformance-probe:k", Value::Null).is_err() {
+            assert!(Instant::now() < until, "the tier did not come back");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn scenarios() -> Vec<(String, Value)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance");
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .expect("conformance/")
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            (path.extension()? == "json").then_some(path)
+        })
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).expect("scenario");
+            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+            (name, serde_json::from_str(&text).expect("scenario JSON"))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(out.len() >= 10, "the scenarios are there");
+    out
+}
+
+fn tiers_of(s: &Value) -> Vec<String> {
+    s["tiers"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_scenario_on_the_memory_tier() {
+    let only = std::env::var("CONFORMANCE").ok();
+    for (name, s) in scenarios() {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        eprintln!("conformance (memory): {name}");
+        play(&name, &s, Tier::Memory(MemoryStore::new()));
+    }
+}
+
+#[test]
+fn every_scenario_on_redis() {
+    if !common::redis_available() {
+        return;
+    }
+    let only = std::env::var("CONFORMANCE").ok();
+    for (name, s) in scenarios() {
+        if !tiers_of(&s).iter().any(|t| t == "redis") || only.as_deref().is_some_and(|o| o != name)
+        {
+            continue;
+        }
+        eprintln!("conformance (redis): {name}");
+        let srv = common::Server::start();
+        play(&name, &s, Tier::Redis(srv, common::unique("c")));
+    }
+}
