@@ -70,4 +70,4 @@ pub use lifetimes::{Lifetimes, MAX_TTL, fresh_for};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};
 pub use tiered::{TieredBuilder, TieredCache};
-pub use two_tier::{Host, SharedTier, TwoTier, Versioned, Warning};
+pub use two_tier::{Host, SharedTier, TierAddress, TwoTier, Versioned, Warning};

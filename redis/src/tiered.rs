@@ -222,12 +222,12 @@ where
     }
 
     /// The fleet protocol.
-    pub fn fleet(&self) -> &crate::Fleet {
+    pub fn fleet(&self) -> crate::Fleet {
         self.tt.fleet().expect("a tiered cache has a shared tier")
     }
 
     /// The shared tier.
-    pub fn backend(&self) -> &SharedTier {
+    pub fn backend(&self) -> SharedTier {
         self.tt.tier().expect("a tiered cache has a shared tier")
     }
 

@@ -35,7 +35,7 @@ mod ops;
 mod step;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use herdless::backend::{Backend, Notice};
@@ -46,7 +46,6 @@ pub use host::{Host, Warning};
 pub use load::{Deadline, Load};
 pub use ops::{Get, Read};
 pub use step::{Pending, Reply, Step};
-
 use crate::backend::RedisBackend;
 use crate::coherence::apply_notice;
 use crate::fleet::{Fleet, FleetOptions};
@@ -73,6 +72,95 @@ impl From<RedisBackend> for SharedTier {
 impl From<MemoryBackend> for SharedTier {
     fn from(b: MemoryBackend) -> Self {
         SharedTier::Memory(b)
+    }
+}
+
+/// Where a shared tier is, as the bindings' `redis` option names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TierAddress {
+    /// One Redis server: `redis://host:port/db`, `rediss://...`, `unix:///path`.
+    Redis(String),
+    /// A Redis Cluster, given some of its nodes (`redis://host:port` each).
+    Cluster(Vec<String>),
+    /// A [`MemoryStore`](crate::memory::MemoryStore) of this process, by name
+    /// (`memory://<name>`): caches created with the same name are one fleet.
+    Memory(String),
+}
+
+impl TierAddress {
+    /// Parses one address: `redis://` / `rediss://` / `unix://` (one server),
+    /// `redis+cluster://host:port,host:port` (a cluster; `rediss+cluster://` with TLS), or
+    /// `memory://<name>`.
+    pub fn parse(url: &str) -> Result<Self, crate::Error> {
+        let bad = |why: &str| crate::Error::Config(format!("redis address {url:?}: {why}"));
+        if let Some(name) = url.strip_prefix("memory://") {
+            return Ok(TierAddress::Memory(name.to_owned()));
+        }
+        for (scheme, node_scheme) in [("redis+cluster://", "redis://"), ("rediss+cluster://", "rediss://")] {
+            if let Some(rest) = url.strip_prefix(scheme) {
+                let nodes: Vec<String> = rest
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(|n| format!("{node_scheme}{n}"))
+                    .collect();
+                if nodes.is_empty() {
+                    return Err(bad("a cluster address names at least one node"));
+                }
+                return Ok(TierAddress::Cluster(nodes));
+            }
+        }
+        if ["redis://", "rediss://", "unix://", "redis+unix://"]
+            .iter()
+            .any(|s| url.starts_with(s))
+        {
+            return Ok(TierAddress::Redis(url.to_owned()));
+        }
+        Err(bad(
+            "expected redis://, rediss://, unix://, redis+cluster://host:port,... or memory://name",
+        ))
+    }
+
+    /// Several node addresses given as a list: one server, or a cluster of them.
+    pub fn nodes(nodes: &[String]) -> Result<Self, crate::Error> {
+        match nodes {
+            [] => Err(crate::Error::Config(
+                "a list of Redis Cluster nodes must not be empty".into(),
+            )),
+            [one] if !one.contains("+cluster://") => Self::parse(one).map(|a| match a {
+                TierAddress::Redis(u) => TierAddress::Cluster(vec![u]),
+                other => other,
+            }),
+            many => {
+                for n in many {
+                    if !(n.starts_with("redis://") || n.starts_with("rediss://")) {
+                        return Err(crate::Error::Config(format!(
+                            "Redis Cluster node {n:?}: expected redis://host:port"
+                        )));
+                    }
+                }
+                Ok(TierAddress::Cluster(many.to_vec()))
+            }
+        }
+    }
+
+    /// Connects (lazily for Redis: this succeeds while it is down), with `prefix` for
+    /// every Redis name (default `hl`).
+    pub fn connect(&self, prefix: Option<&str>) -> Result<SharedTier, crate::Error> {
+        let with_prefix = |b: crate::RedisBuilder| match prefix {
+            Some(p) => b.prefix(p),
+            None => b,
+        };
+        Ok(match self {
+            TierAddress::Redis(url) => with_prefix(RedisBackend::builder(url.clone())).build()?.into(),
+            TierAddress::Cluster(nodes) => {
+                with_prefix(RedisBackend::cluster(nodes.iter().cloned())).build()?.into()
+            }
+            TierAddress::Memory(name) => crate::memory::MemoryStore::named(name)
+                .backend()
+                .build()?
+                .into(),
+        })
     }
 }
 
@@ -154,11 +242,22 @@ impl<V> Versioned<V> {
 /// still counts, but nothing more is told.
 const MAX_WARNED_NAMESPACES: usize = 256;
 
-/// The shared tier of a [`TwoTier`]: the fleet protocol, and what entries are written with.
-struct Shared {
+/// The live connection to the shared tier: the fleet protocol over it, and the process
+/// that made it (a tier's threads and sockets do not survive a `fork`).
+struct Live {
     fleet: Fleet,
     tier: SharedTier,
+    pid: u32,
+}
+
+/// The shared tier of a [`TwoTier`]: what entries are written with, and the connection,
+/// remade in a forked child when the tier was given as an address.
+struct Shared {
     life: Lifetimes,
+    options: FleetOptions,
+    /// How to connect again (in a forked child); `None` for a tier given as an object.
+    address: Option<(TierAddress, Option<String>)>,
+    live: RwLock<Arc<Live>>,
 }
 
 struct Inner<V: Clone + Send + Sync + 'static> {
@@ -201,39 +300,105 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         }
     }
 
-    /// The engine with `backend` as the shared tier: `l1` in front of it, kept coherent
+    /// The engine with `tier` as the shared tier: `l1` in front of it, kept coherent
     /// with the other processes' writes, invalidations and bumps. `l1` should be built
     /// without jitter: the jitter of `life` is drawn once, when the shared entry is
-    /// written, so every process agrees on when it expires.
+    /// written, so every process agrees on when it expires. A tier given this way cannot
+    /// be remade after a `fork`: use [`connect`](Self::connect) where processes fork.
     pub fn shared(
         l1: Cache<Versioned<V>>,
         tier: impl Into<SharedTier>,
         fleet: FleetOptions,
         life: Lifetimes,
     ) -> Self {
-        let tier = tier.into();
+        Self::with_tier(l1, tier.into(), fleet, life, None)
+    }
+
+    /// [`shared`](Self::shared) over the tier at `address` (with `prefix` for its
+    /// names). Connecting is lazy for Redis (this succeeds while it is down). In a child
+    /// of `fork` (a prefork server, a Celery worker) the first use connects again, from
+    /// the child, by itself.
+    pub fn connect(
+        l1: Cache<Versioned<V>>,
+        address: TierAddress,
+        prefix: Option<&str>,
+        fleet: FleetOptions,
+        life: Lifetimes,
+    ) -> Result<Self, crate::Error> {
+        let tier = address.connect(prefix)?;
+        let again = Some((address, prefix.map(str::to_owned)));
+        Ok(Self::with_tier(l1, tier, fleet, life, again))
+    }
+
+    fn with_tier(
+        l1: Cache<Versioned<V>>,
+        tier: SharedTier,
+        options: FleetOptions,
+        life: Lifetimes,
+        address: Option<(TierAddress, Option<String>)>,
+    ) -> Self {
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner<V>>| Inner {
+            l1: l1.clone(),
+            shared: Some(Shared {
+                life,
+                options,
+                address,
+                live: RwLock::new(Arc::new(Self::attach(weak.clone(), &l1, tier, options))),
+            }),
+            warned: Mutex::default(),
+        });
+        Self { inner }
+    }
+
+    /// Wires `tier` to `l1`: its errors counted per namespace, its notices applied. The
+    /// listener holds a weak handle: the backend (which may outlive this cache) must not
+    /// keep the L1 and its values alive.
+    fn attach(
+        weak: Weak<Inner<V>>,
+        l1: &Cache<Versioned<V>>,
+        tier: SharedTier,
+        options: FleetOptions,
+    ) -> Live {
         let errors_of = l1.clone();
         let fleet = tier
-            .fleet(fleet)
+            .fleet(options)
             .counting_errors(Arc::new(move |key: &str| {
                 herdless::driver::record_backend_error(&errors_of, key);
             }));
-        let inner = Arc::new(Inner {
-            l1,
-            shared: Some(Shared { fleet, tier, life }),
-            warned: Mutex::default(),
-        });
-        // A weak handle: the backend's listener (which may outlive this cache) must not
-        // keep the L1 and its values alive.
-        let weak: Weak<Inner<V>> = Arc::downgrade(&inner);
-        if let Some(s) = &inner.shared {
-            s.tier.backend().listen(Arc::new(move |n: Notice<'_>| {
-                if let Some(inner) = weak.upgrade() {
-                    apply_notice(&inner.l1, n);
-                }
-            }));
+        tier.backend().listen(Arc::new(move |n: Notice<'_>| {
+            if let Some(inner) = weak.upgrade() {
+                apply_notice(&inner.l1, n);
+            }
+        }));
+        Live {
+            fleet,
+            tier,
+            pid: std::process::id(),
         }
-        Self { inner }
+    }
+
+    /// The connection to the shared tier, made again first in a child of `fork` (the
+    /// parent's threads and sockets are not there; its copy of the L1 is kept, as the
+    /// parent's values were valid).
+    fn live(&self) -> Option<Arc<Live>> {
+        let shared = self.inner.shared.as_ref()?;
+        let live = shared.live.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let pid = std::process::id();
+        if live.pid == pid {
+            return Some(live);
+        }
+        let mut slot = shared.live.write().unwrap_or_else(|e| e.into_inner());
+        if slot.pid != pid {
+            if let Some(tier) = shared
+                .address
+                .as_ref()
+                .and_then(|(a, prefix)| a.connect(prefix.as_deref()).ok())
+            {
+                let weak = Arc::downgrade(&self.inner);
+                *slot = Arc::new(Self::attach(weak, &self.inner.l1, tier, shared.options));
+            }
+        }
+        Some(slot.clone())
     }
 
     /// The in-memory tier.
@@ -242,18 +407,18 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     }
 
     /// The shared tier, if any.
-    pub fn tier(&self) -> Option<&SharedTier> {
-        self.inner.shared.as_ref().map(|s| &s.tier)
+    pub fn tier(&self) -> Option<SharedTier> {
+        self.live().map(|l| l.tier.clone())
     }
 
     /// The fleet protocol, if there is a shared tier.
-    pub fn fleet(&self) -> Option<&Fleet> {
-        self.inner.shared.as_ref().map(|s| &s.fleet)
+    pub fn fleet(&self) -> Option<Fleet> {
+        self.live().map(|l| l.fleet.clone())
     }
 
     /// The shared tier's counters (all zero without one).
     pub fn tier_metrics(&self) -> RedisMetrics {
-        self.tier().map(SharedTier::metrics).unwrap_or_default()
+        self.tier().map(|t| t.metrics()).unwrap_or_default()
     }
 
     /// Both metric sets in Prometheus text format: the L1's (per namespace, with the
@@ -312,7 +477,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         have: u64,
         background: bool,
     ) -> Step<V> {
-        let Some(shared) = &self.inner.shared else {
+        let Some(live) = self.live() else {
             return Load::local(self.clone(), guard, ttl, background).begin();
         };
         // The fleet wait ends where this caller's wait ends: `wait_timeout` after its first
@@ -320,7 +485,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let clock = self.inner.l1.clock();
         let left = guard.wait_deadline().saturating_sub(clock.now());
         let until = Instant::now() + left.min(Duration::from_secs(86_400 * 365));
-        let fleet = shared.fleet.clone();
+        let fleet = live.fleet.clone();
         let key = guard.key().to_owned();
         let this = self.clone();
         Step::Tier(Pending::new(async move {
