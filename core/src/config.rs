@@ -173,6 +173,13 @@ macro_rules! setters {
 }
 
 impl<V> Builder<V> {
+    /// The options as set so far (defaults for the rest), before [`build`](Self::build)
+    /// checks them: what a second tier reads its own lifetimes from, so the defaults are
+    /// written once.
+    pub fn options(&self) -> Options {
+        self.cfg.options()
+    }
+
     setters! {
         /// Capacity in weight units: entries, unless a [`weigher`](Self::weigher) is set
         /// (default 10,000). Values and cached absences both count.

@@ -410,7 +410,8 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         // table (its own waiters still get its result) and this caller loads anew.
         if let Some(f) = shard.flight(hash, key) {
             let hung = f.hard_deadline.is_some_and(|d| now >= d);
-            let outdated = f.is_superseded() || f.epoch != f.ns.epoch();
+            // A flight inherited through `fork` has no leader here: the key loads anew.
+            let outdated = f.is_superseded() || f.epoch != f.ns.epoch() || f.orphaned();
             if hung || outdated {
                 let f = f.clone();
                 shard.remove_flight(&f);

@@ -53,6 +53,10 @@ pub(crate) struct Flight<V> {
     pub(crate) hard_deadline: Option<Duration>,
     /// Set by `set`/`invalidate` while the load runs: its result must not be stored.
     pub(crate) superseded: AtomicBool,
+    /// The process whose caller leads it: a child of `fork` inherits the table, not the
+    /// thread or task that would finish the load.
+    #[cfg(feature = "std")]
+    pid: u32,
     state: Mutex<State<V>>,
 }
 
@@ -78,11 +82,22 @@ impl<V: Clone> Flight<V> {
             soft_deadline: soft.map(|s| created.saturating_add(s)),
             hard_deadline: hard.map(|h| created.saturating_add(h)),
             superseded: AtomicBool::new(false),
+            #[cfg(feature = "std")]
+            pid: std::process::id(),
             state: Mutex::new(State {
                 outcome: None,
                 wakers: Vec::new(),
             }),
         }
+    }
+
+    /// Whether its leader is in another process (this is a child of `fork`): nobody here
+    /// will finish it.
+    pub(crate) fn orphaned(&self) -> bool {
+        #[cfg(feature = "std")]
+        return self.pid != std::process::id();
+        #[cfg(not(feature = "std"))]
+        return false;
     }
 
     /// Records the outcome if the flight has none yet and returns the wakers for the caller

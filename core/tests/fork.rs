@@ -1,6 +1,7 @@
 //! A forked worker (gunicorn, Celery prefork) inherits the parent's memory but only the
 //! forking thread: the system clock's timer thread must be started again in the child, or
-//! a waiter that relies on it would never reach its `wait_timeout`.
+//! a waiter that relies on it would never reach its `wait_timeout`; and a key that was
+//! loading in the parent has no leader in the child, so the child loads it anew.
 #![cfg(target_os = "linux")]
 
 use std::time::Duration;
@@ -32,6 +33,9 @@ fn waits_stay_bounded_in_a_forked_child() {
         .unwrap();
     // The parent starts its timer thread.
     assert!(waiter_times_out(&cache, "parent"));
+    // A load in progress in the parent when it forks.
+    let loading = cache.lookup("loading");
+    assert!(matches!(loading, Ok(Lookup::Lead(_))));
 
     // SAFETY: the child only uses the cache and then leaves with `_exit`; this test binary
     // runs this one test, so no other test thread holds a lock across the fork.
@@ -41,13 +45,16 @@ fn waits_stay_bounded_in_a_forked_child() {
         // A watchdog: without the fix the child would hang forever.
         unsafe { libc::alarm(20) };
         let ok = waiter_times_out(&cache, "child");
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        // The parent's load is not this process's: the child leads it instead of waiting.
+        let leads = matches!(cache.lookup("loading"), Ok(Lookup::Lead(_)));
+        unsafe { libc::_exit(if !ok { 1 } else if !leads { 2 } else { 0 }) };
     }
     let mut status = 0;
     // SAFETY: waiting for our own child.
     unsafe { libc::waitpid(pid, &mut status, 0) };
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the child's waiter did not time out (status {status:#x})"
+        "the child's waiter did not time out (1) or waited for the parent's load (2): status {status:#x}"
     );
+    drop(loading);
 }

@@ -32,15 +32,22 @@ pub struct Lifetimes {
 pub const MAX_TTL: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 impl Default for Lifetimes {
-    /// The engine's defaults: 60 s fresh, no grace, 10 s for absences, no fail-safe,
-    /// jitter 0.2.
+    /// The engine's defaults (those of `herdless::Builder`).
     fn default() -> Self {
+        Self::from(&herdless::Cache::<()>::builder().options())
+    }
+}
+
+impl From<&herdless::Options> for Lifetimes {
+    /// The lifetimes a cache with these options writes: a two-tier cache reads them from
+    /// its L1 builder before it sets the L1's own jitter to 0.
+    fn from(o: &herdless::Options) -> Self {
         Self {
-            ttl: Duration::from_secs(60),
-            grace: Duration::ZERO,
-            negative_ttl: Duration::from_secs(10),
-            max_stale: None,
-            jitter: 0.2,
+            ttl: o.ttl,
+            grace: o.grace,
+            negative_ttl: o.negative_ttl,
+            max_stale: o.max_stale,
+            jitter: o.jitter,
         }
     }
 }
