@@ -59,6 +59,8 @@ where
     F: Future + Unpin + Send,
     F::Output: Send,
 {
+    // The exit waits for this wait (and refuses new ones): see `shutdown`.
+    let _busy = crate::shutdown::Busy::enter()?;
     let main = on_main_thread(py)?;
     // One waker for the whole wait, so that the engine's `will_wake` checks hold and a
     // sliced wait does not register a new timer per slice.

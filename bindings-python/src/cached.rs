@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::cache::{Cache, call_ttl};
-use crate::load::{Engine, Loader, get_or_load};
+use crate::blocking::{Engine, Loader, get_or_load};
 
 /// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through
 /// `get_or_load`, natively, so a hit costs a key and a lookup.

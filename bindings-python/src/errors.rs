@@ -65,10 +65,17 @@ pub(crate) fn map_error(py: Python<'_>, e: Error) -> PyErr {
     let message = e.to_string();
     let attempt = || -> PyResult<PyErr> {
         Ok(match e {
-            Error::Load(load) => match load.downcast_ref::<PyLoadError>() {
-                Some(original) => original.raise(py),
-                None => herdless_err(py, "HerdlessError", message, &[]),
-            },
+            Error::Load(load) => {
+                // A loader's exception, or a codec's (a value `set` could not encode).
+                let original = load.downcast_ref::<PyLoadError>().or_else(|| {
+                    load.downcast_ref::<herdless_redis::CodecError>()
+                        .and_then(|c| c.get().downcast_ref::<PyLoadError>())
+                });
+                match original {
+                    Some(original) => original.raise(py),
+                    None => herdless_err(py, "HerdlessError", message, &[]),
+                }
+            }
             Error::EmptyKey => herdless_err(py, "EmptyKey", message, &[]),
             Error::KeyTooLong { len, max } => herdless_err(
                 py,
@@ -87,7 +94,7 @@ pub(crate) fn map_error(py: Python<'_>, e: Error) -> PyErr {
                 herdless_err(py, "TooManyFlights", message, &[("limit", int(max)?)])
             }
             Error::Backend(_) => herdless_err(py, "BackendError", message, &[]),
-            Error::ZeroTtl => config_error(py, message),
+            Error::ZeroTtl | Error::TtlTooLong { .. } => config_error(py, message),
             _ => herdless_err(py, "HerdlessError", message, &[]),
         })
     };
@@ -140,8 +147,13 @@ impl PyLoadError {
         }
     }
 
+    /// The exception object.
+    pub(crate) fn value<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        self.exc.bind(py).clone()
+    }
+
     /// The original exception, ready to raise, its traceback reset to the loader's.
-    fn raise(&self, py: Python<'_>) -> PyErr {
+    pub(crate) fn raise(&self, py: Python<'_>) -> PyErr {
         let exc = self.exc.bind(py);
         if let Some(tb) = &self.traceback {
             // Restoring the loader's frames: a waiter's traceback then reads "waiter's call,

@@ -3,38 +3,34 @@
 //!
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
 //! (`Cache(...)` keywords), [`cache`] (the cache), [`cached`] (the decorated function),
-//! [`load`] (the blocking driver), [`steps`] (the state machine's steps for the asyncio
-//! driver), [`block`] (waiting with the GIL released), [`tier`] (Redis: the fleet protocol
-//! and codecs), [`keys`] (canonical keys), [`metrics`], [`errors`].
+//! [`blocking`] (the blocking driver of the fleet engine), [`asyncio`] (its steps for the
+//! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
+//! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
+//! herdless is busy), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
+//! keys), [`metrics`], [`errors`].
 
+mod asyncio;
 mod block;
+mod blocking;
 mod cache;
 mod cached;
+mod codec;
 mod detector;
 mod errors;
 mod keys;
-mod load;
 mod metrics;
 mod options;
-mod steps;
-mod tier;
+mod shutdown;
+mod testing;
 mod value;
 
 use pyo3::prelude::*;
 
-/// Threads of the tokio runtime that bridges asyncio waiters: they only poll waiters and
-/// hand results to the event loop, so a few are plenty (the machine may have 2 cores).
-const TOKIO_WORKERS: usize = 1;
-const TOKIO_BLOCKING: usize = 4;
-
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    rt.worker_threads(TOKIO_WORKERS)
-        .max_blocking_threads(TOKIO_BLOCKING)
-        .thread_name("herdless-asyncio-bridge")
-        .enable_all();
-    pyo3_async_runtimes::tokio::init(rt);
+    // Exiting while herdless runs loaders or waits on other threads: see `shutdown`.
+    let drain = wrap_pyfunction!(shutdown::_drain_at_exit, m)?;
+    m.py().import("atexit")?.call_method1("register", (drain,))?;
 
     m.add_class::<cache::Cache>()?;
     m.add_class::<cached::CachedFunction>()?;
@@ -42,10 +38,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<keys::KeyBuilder>()?;
     m.add_class::<keys::Keyer>()?;
     m.add_class::<value::Absent>()?;
-    m.add_class::<steps::Lead>()?;
-    m.add_class::<steps::Wait>()?;
-    m.add_class::<steps::RetryToken>()?;
-    m.add_class::<load::Refresh>()?;
+    m.add_class::<asyncio::Bridge>()?;
+    m.add_class::<asyncio::Done>()?;
+    m.add_class::<asyncio::Stale>()?;
+    m.add_class::<asyncio::TierStep>()?;
+    m.add_class::<asyncio::LoadStep>()?;
+    m.add_class::<asyncio::Wait>()?;
+    m.add_class::<asyncio::RetryToken>()?;
+    m.add_class::<blocking::Refresh>()?;
+    m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;
     m.add("ABSENT", cache::absent_object(m.py())?)?;

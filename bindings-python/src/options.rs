@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use herdless::{Builder, KeyBuilder};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
+use herdless_redis::{FleetOptions, Lifetimes, TierAddress};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
 
+use crate::codec::Codec;
 use crate::errors::{config_error, config_type_error};
-use crate::tier::{Codec, Lifetimes};
-use crate::value::PyValue;
-use herdless_redis::FleetOptions;
+use crate::value::Held;
 
 /// Checks that `v` is a number of seconds and returns it as a float.
 fn seconds(py: Python<'_>, name: &str, v: &Bound<'_, PyAny>) -> PyResult<f64> {
@@ -221,34 +221,27 @@ fn detector(
     Ok(Some(o))
 }
 
-/// The engine's defaults (core/src/config.rs) for the options the Redis tier needs as
-/// values: it writes the shared entries' lifetimes itself.
-const DEFAULT_TTL: Duration = Duration::from_secs(60);
-const DEFAULT_NEGATIVE_TTL: Duration = Duration::from_secs(10);
-const DEFAULT_JITTER: f64 = 0.2;
-
-/// The Redis tier's options.
+/// The shared tier's options.
 pub(crate) struct RedisOptions {
-    pub(crate) url: String,
+    pub(crate) address: TierAddress,
     pub(crate) prefix: Option<String>,
-    pub(crate) codec: Codec,
     pub(crate) fleet: FleetOptions,
     pub(crate) life: Lifetimes,
 }
 
 /// The checked options.
 pub(crate) struct Checked {
-    pub(crate) cache: herdless::Cache<PyValue>,
+    pub(crate) cache: herdless::Cache<Held>,
     pub(crate) namespace: Option<String>,
-    pub(crate) hard_timeout: Option<Duration>,
     pub(crate) origin_budget: Option<usize>,
+    pub(crate) codec: Codec,
     pub(crate) redis: Option<RedisOptions>,
 }
 
 impl Options<'_> {
     /// Checks every option, then lets the engine check how they combine.
     pub(crate) fn check(self, py: Python<'_>) -> PyResult<Checked> {
-        let mut b = Builder::<PyValue>::default();
+        let mut b = Builder::<Held>::default();
         let dur = |name: &str, v: &Option<Bound<'_, PyAny>>, positive: bool| {
             v.as_ref()
                 .map(|v| duration(py, name, v, positive))
@@ -319,8 +312,8 @@ impl Options<'_> {
             None => None,
         };
         let redis = match &self.redis {
-            Some(v) => Some(redis_url(py, v)?),
-            None => None,
+            Some(v) if !v.is_none() => Some(redis_address(py, v)?),
+            _ => None,
         };
         let redis_prefix = match &self.redis_prefix {
             Some(v) => Some(prefix(py, v)?),
@@ -330,39 +323,42 @@ impl Options<'_> {
         // `redis_prefix`, `codec` and `lease` are checked even without `redis=` (so that
         // `redis=os.environ.get(...)` configurations fail early), and used only with it.
         let codec = Codec::from_option(py, self.codec.as_ref())?;
+        // The shared entries' lifetimes, read from the same options (and defaults) as the
+        // first tier's; then the first tier keeps each shared entry's lifetime as written:
+        // jitter is drawn once, when the entry is written for the whole fleet.
+        let configured = b.options();
         if redis.is_some() {
-            // The first tier keeps the shared entry's lifetime: jitter is drawn once, when
-            // the entry is written for the whole fleet.
             b = b.jitter(0.0);
         }
         // The engine checks ranges and combinations (jitter in [0, 1), max_stale >= grace,
         // soft < hard, ...): one source of truth for the rules.
         let cache = b.build().map_err(|e| config_error(py, e.to_string()))?;
-        let redis = redis.map(|url| {
-            let defaults = FleetOptions::default();
-            RedisOptions {
-                url,
-                prefix: redis_prefix,
-                codec,
-                fleet: FleetOptions {
+        let redis = match redis {
+            None => None,
+            Some(address) => {
+                let defaults = FleetOptions::default();
+                let fleet = FleetOptions {
                     lease: lease.unwrap_or(defaults.lease),
-                    wait_timeout: wait_timeout.unwrap_or(defaults.wait_timeout),
+                    wait_timeout: configured.wait_timeout,
                     ..defaults
-                },
-                life: Lifetimes {
-                    ttl: ttl.unwrap_or(DEFAULT_TTL),
-                    grace: grace.unwrap_or_default(),
-                    negative_ttl: negative_ttl.unwrap_or(DEFAULT_NEGATIVE_TTL),
-                    max_stale,
-                    jitter: jitter.unwrap_or(DEFAULT_JITTER),
-                },
+                };
+                let life = Lifetimes::from(&configured);
+                let refused = |e: herdless::ConfigError| config_error(py, e.to_string());
+                fleet.check().map_err(refused)?;
+                life.check().map_err(refused)?;
+                Some(RedisOptions {
+                    address,
+                    prefix: redis_prefix,
+                    fleet,
+                    life,
+                })
             }
-        });
+        };
         Ok(Checked {
             cache,
             namespace,
-            hard_timeout,
             origin_budget,
+            codec,
             redis,
         })
     }
@@ -383,23 +379,23 @@ fn prefix(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(s.to_owned())
 }
 
-/// Checks a Redis URL's shape (the backend checks the rest when it connects).
-fn redis_url(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
-    let s = v.cast::<PyString>().map_err(|_| {
-        config_type_error(
-            py,
-            "`redis` must be a URL string such as \"redis://127.0.0.1:6379/0\"".into(),
-        )
-    })?;
-    let s = s.to_str()?;
-    let ok = ["redis://", "rediss://", "unix://", "redis+unix://"]
-        .iter()
-        .any(|scheme| s.len() > scheme.len() && s.starts_with(scheme));
-    if !ok {
-        return Err(config_error(
-            py,
-            format!("`redis` must be a redis://, rediss:// or unix:// URL, got {s:?}"),
-        ));
+/// The `redis=` option: a URL (`redis://`, `rediss://`, `unix://`,
+/// `redis+cluster://host:port,...`, `memory://name`) or a list of Redis Cluster node URLs.
+/// The fleet engine parses it (one parser for every language).
+fn redis_address(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<TierAddress> {
+    let refused = |e: herdless_redis::Error| config_error(py, format!("`redis`: {e}"));
+    if let Ok(s) = v.cast::<PyString>() {
+        return TierAddress::parse(s.to_str()?).map_err(refused);
     }
-    Ok(s.to_owned())
+    let nodes: Vec<String> = if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        v.extract().map_err(|_| {
+            config_type_error(py, "`redis` as a list must hold node URL strings".into())
+        })?
+    } else {
+        return Err(config_type_error(
+            py,
+            "`redis` must be a URL string such as \"redis://127.0.0.1:6379/0\" or a list of Redis Cluster node URLs".into(),
+        ));
+    };
+    TierAddress::nodes(&nodes).map_err(refused)
 }

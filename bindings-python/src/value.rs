@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use herdless_redis::Versioned;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
@@ -16,25 +17,18 @@ use pyo3::sync::PyOnceLock;
 /// attaches, which every call into this module does. Dropping without the GIL is therefore
 /// sound and never blocks.
 ///
-/// With the Redis tier, `version` is the version of the shared entry the value came from
-/// (0: loaded here and never shared), so a refresh asks Redis only for a newer one.
+/// The L1 holds it as a [`Versioned`] (the shared entry's version travels beside it).
 #[derive(Clone)]
 pub(crate) struct PyValue {
     obj: Arc<Py<PyAny>>,
-    pub(crate) version: u64,
 }
+
+/// What the L1 holds.
+pub(crate) type Held = Versioned<PyValue>;
 
 impl PyValue {
     pub(crate) fn new(obj: Py<PyAny>) -> Self {
-        Self {
-            obj: Arc::new(obj),
-            version: 0,
-        }
-    }
-
-    /// The same object, as the shared entry of `version`.
-    pub(crate) fn with_version(self, version: u64) -> Self {
-        Self { version, ..self }
+        Self { obj: Arc::new(obj) }
     }
 
     pub(crate) fn bind<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {

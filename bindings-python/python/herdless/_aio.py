@@ -1,19 +1,20 @@
-"""The asyncio driver of the engine's state machine (``Cache.aget_or_load``).
+"""The asyncio driver of the fleet engine (``Cache.aget_or_load``, async decorated functions).
 
-``Cache._lookup`` answers one step at a time:
+The engine decides; this driver only does what each step says, the asyncio way:
 
-- a hit: return the value. If the engine chose this caller to refresh the key
-  (stale-while-revalidate or XFetch), the loader runs in a background asyncio task on the
-  running loop; the caller does not wait for it.
-- a lead: with the Redis tier, ask the fleet first (``lead.fleet()``): another process's
-  entry may answer, else this process loads for the fleet and publishes the entry (or alone,
-  when Redis fails). Await the loader's coroutine here, then complete the load. The hard timeout
-  cancels the coroutine; at the soft timeout, with a fail-safe value at hand, that value
-  answers and the load finishes in the background. Cancellation of this task (or any other
-  ``BaseException``) abandons the load, and one waiter takes it over.
-- a wait: await the leader's answer (a native future resolved from a tokio thread, so any
-  number of waiting tasks cost the event loop nothing until the answer lands), or look up
-  again when the leader went away.
+- ``_Done``: the answer.
+- ``_Stale``: answer its value now; run its ``refresh`` step (if any) in a background task.
+- ``_Wait``: await another caller's load (``_Done``), or look up again (``_Retry``: its
+  leader went away; the wait keeps its deadline).
+- ``_Tier``: await the shared tier (``await step.next()`` is the next step).
+- ``_Load``: await the loader's coroutine, under the load's soft and hard timeouts, then
+  ``loaded(value)`` / ``failed(exc)`` (the next step). The hard timeout cancels the
+  coroutine; at the soft timeout, with a fail-safe value at hand, that value answers and
+  the load finishes in the background. Cancellation of the task (or any other
+  ``BaseException``) abandons the load: a waiter, here or in the fleet, takes it over.
+
+Every wait is a native future polled on the event loop and woken by the engine, so any
+number of waiting tasks cost the loop nothing until their answer lands.
 """
 
 from __future__ import annotations
@@ -28,10 +29,6 @@ from typing import Any, TypeVar
 from . import _native
 
 T = TypeVar("T")
-
-HIT, _LEAD = 0, 1
-_VALUE = 0
-_ADOPTED = 0
 
 _log = logging.getLogger("herdless")
 
@@ -55,78 +52,76 @@ class _HardTimeout(Exception):
     pass
 
 
+class _Answered:
+    """The answer of a load whose caller took the fail-safe value at the soft timeout."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
 async def aget_or_load(
     cache: _native.Cache,
     key: str,
     loader: Callable[[], Awaitable[T] | T],
     ttl: float | None,
-    step: tuple[Any, ...] | None = None,
+    step: Any = None,
 ) -> T:
     """Drives `key` to an answer; `step` is a first lookup the caller already made."""
-    retry: _native._Retry | None = None
+    if step is None:
+        step = cache._lookup(key, ttl)
     while True:
-        if step is None:
-            step = cache._lookup(key, ttl, retry)
-        kind = step[0]
-        if kind == HIT:
-            if len(step) == 3:
-                _spawn(_refresh(step[2], loader))
-            return step[1]  # type: ignore[no-any-return]
-        if kind == _LEAD:
-            return await _lead(step[1], loader)  # type: ignore[no-any-return]
-        outcome, value = await step[1].future()
-        if outcome == _VALUE:
-            return value  # type: ignore[no-any-return]
-        # The leader went away without an answer: look up again (one caller will lead),
-        # with the wait still counted from this caller's first arrival.
-        retry = value
-        step = None
+        if isinstance(step, _native._Wait):
+            step = await step.future()
+            if isinstance(step, _native._Retry):
+                step = cache._lookup(key, ttl, step)
+            continue
+        return await _drive(step, loader)  # type: ignore[no-any-return]
 
 
-async def _lead(lead: _native._Lead, loader: Callable[[], Any]) -> Any:
-    try:
-        if lead.shared:
-            kind, value = await lead.fleet()
-            if kind == _ADOPTED:
-                return value
-        if not lead.try_begin():
-            began, value = await lead.begin()
-            if not began:
-                return value
-        return await _run(lead, loader)
-    except BaseException:
-        # Cancelled, interrupted, or failed before the loader ran: hand the load over.
-        # (A no-op when the load was already finished.)
-        lead.abandon()
-        raise
+async def _drive(step: Any, loader: Callable[[], Any]) -> Any:
+    """Drives a step of this caller's load (or a hit) to its answer."""
+    while True:
+        if isinstance(step, (_native._Done, _Answered)):
+            return step.value
+        if isinstance(step, _native._Stale):
+            if step.refresh is not None:
+                _spawn(_background(step.refresh, loader))
+            return step.value
+        if isinstance(step, _native._Tier):
+            # Cancelled here, the pending step is dropped: the load is handed over.
+            step = await step.next()
+        elif isinstance(step, _native._Load):
+            step = await _run(step, loader)
+        else:
+            raise RuntimeError(f"herdless: unexpected step {step!r}")
 
 
-async def _run(lead: _native._Lead, loader: Callable[[], Any]) -> Any:
+async def _run(load: _native._Load, loader: Callable[[], Any]) -> Any:
+    """Runs the loader for `load`; the next step."""
     try:
         result = loader()
         if inspect.isawaitable(result):
-            result = await _in_time(lead, result)
+            result = await _in_time(load, result)
     except _SoftTimeout as soft:
-        return soft.stale
+        return _Answered(soft.stale)
     except _HardTimeout:
-        return lead.timeout()
+        return load.timed_out()
     except Exception as exc:
-        return lead.fail(exc)
-    return await _complete(lead, result)
+        return load.failed(exc)
+    except BaseException:
+        # Cancelled or interrupted: hand the load over.
+        load.abandon()
+        raise
+    return load.loaded(result)
 
 
-async def _complete(lead: _native._Lead, result: Any) -> Any:
-    """Completes the load: published to the fleet when this process loads for it."""
-    if lead.leased:
-        return await lead.publish(result)
-    return lead.complete(result)
-
-
-async def _in_time(lead: _native._Lead, awaitable: Awaitable[Any]) -> Any:
+async def _in_time(load: _native._Load, awaitable: Awaitable[Any]) -> Any:
     """Awaits the loader under the load's soft and hard timeouts."""
-    hard = lead.hard_remaining()
-    has_fallback, stale = lead.fallback
-    soft = lead.soft_remaining() if has_fallback else None
+    hard = load.hard_remaining()
+    has_fallback, _ = load.fallback
+    soft = load.soft_remaining() if has_fallback and not load.background else None
     if soft is None and hard is None:
         return await awaitable
     task = asyncio.ensure_future(awaitable)
@@ -136,10 +131,11 @@ async def _in_time(lead: _native._Lead, awaitable: Awaitable[Any]) -> Any:
             done, _ = await asyncio.wait((task,), timeout=max(soft, 0.0))
             if not done:
                 # Answer with the fail-safe value now; the load goes on and is stored.
-                _spawn(_finish(lead, task))
+                stale = load.answer_stale()
+                _spawn(_finish(load, task))
                 handed_over = True
                 raise _SoftTimeout(stale)
-        hard = lead.hard_remaining()
+        hard = load.hard_remaining()
         if hard is not None:
             done, _ = await asyncio.wait((task,), timeout=max(hard, 0.0))
             if not done:
@@ -150,44 +146,34 @@ async def _in_time(lead: _native._Lead, awaitable: Awaitable[Any]) -> Any:
             task.cancel()
 
 
-async def _finish(lead: _native._Lead, task: asyncio.Future[Any]) -> None:
+async def _finish(load: _native._Load, task: asyncio.Future[Any]) -> None:
     """Completes a load that outlived its soft timeout, within its hard timeout."""
     try:
-        hard = lead.hard_remaining()
+        hard = load.hard_remaining()
         done, _ = await asyncio.wait((task,), timeout=None if hard is None else max(hard, 0.0))
         if not done:
             task.cancel()
-            lead.timeout()
-            return
-        await _complete(lead, task.result())
+            step = load.timed_out()
+        else:
+            step = load.loaded(task.result())
+        await _drive(step, _no_loader)
     except Exception as exc:
-        _settle_failure(lead, exc)
+        with contextlib.suppress(Exception):  # already finished, or re-raising `exc`
+            await _drive(load.failed(exc), _no_loader)
+        _log.warning("background load failed", exc_info=exc)
     except BaseException:
         task.cancel()
-        lead.abandon()
+        load.abandon()
         raise
 
 
-async def _refresh(lead: _native._Lead, loader: Callable[[], Any]) -> None:
+async def _background(step: Any, loader: Callable[[], Any]) -> None:
     """A background refresh; its failure is logged and counted, never raised."""
-    key = lead.key
     try:
-        if lead.shared:
-            kind, _ = await lead.fleet()
-            if kind == _ADOPTED:
-                return
-        await _run(lead, loader)
+        await _drive(step, loader)
     except Exception as exc:
-        _log.warning("background refresh of %r failed", key, exc_info=exc)
-    except BaseException:
-        lead.abandon()
-        raise
+        _log.warning("background refresh failed", exc_info=exc)
 
 
-def _settle_failure(lead: _native._Lead, exc: Exception) -> None:
-    key: str | None = None
-    with contextlib.suppress(RuntimeError):  # already finished, e.g. by the timeout
-        key = lead.key
-    with contextlib.suppress(Exception):  # `fail` re-raises `exc` when no stale value answers
-        lead.fail(exc)
-    _log.warning("background load of %r failed", key, exc_info=exc)
+def _no_loader() -> Any:
+    raise RuntimeError("herdless: a finished load asked for its loader again")

@@ -125,13 +125,21 @@ class Cache(_native.Cache):
     - ``namespace``: default namespace of the keys the decorator builds.
     - ``redis``: a ``redis://`` URL (or ``rediss://``, ``unix://``) adds the Redis tier:
       processes sharing it (Python, Rust, Node) make one loader call per key between them;
-      memory stays the first tier. In memory only otherwise.
+      memory stays the first tier. A Redis Cluster is a list of node URLs or
+      ``"redis+cluster://host:port,host:port"``; ``"memory://name"`` is a fleet inside this
+      process (tests: ``herdless.testing.MemoryStore(name)`` injects faults). In memory only
+      otherwise. A cache created before ``os.fork()`` connects again in the child by itself.
+      When Redis fails: loads are served in this process (not shared), ``get`` misses,
+      and ``set``/``invalidate``/``bump`` raise ``BackendError`` (after dropping this
+      process's copy); each failure is counted in ``backend_errors``.
     - ``redis_prefix`` ("hl"): prefix of every Redis key; fleets that must not share data
       use different prefixes.
-    - ``codec`` ("json"): how values cross Redis: ``"json"`` (readable by every language),
-      ``"bytes"`` (values are bytes), or an object with ``encode(value) -> bytes`` and
-      ``decode(bytes) -> value``. Never pickle by default: bytes read from Redis must not be
-      able to run code.
+    - ``codec`` ("json"): how values cross Redis: ``"json"`` (readable by every language;
+      ``Decimal``, ``datetime``, ``date`` and ``UUID`` round-trip as
+      ``{"$type": ..., "$value": ...}`` objects), ``"bytes"`` (values are bytes), or an
+      object with ``encode(value) -> bytes`` and ``decode(bytes) -> value``. Never pickle
+      by default: bytes read from Redis must not be able to run code. A value the codec
+      cannot encode is served in its process only (logged once per namespace).
     - ``lease`` (5): the fleet lock's lease, extended while the loader runs; a crashed
       leader blocks its key for at most this long.
     - ``detector_tick`` (1): width of one window tick of the stampede detector
@@ -160,8 +168,8 @@ class Cache(_native.Cache):
         the task that runs it hands the load to a waiter.
         """
         step = self._lookup(key, ttl)
-        if step[0] == _aio.HIT and len(step) == 2:
-            return step[1]  # type: ignore[no-any-return]  # the hit path: no extra coroutine
+        if type(step) is _native._Done:
+            return step.value  # type: ignore[no-any-return]  # the hit path: no extra coroutine
         return await _aio.aget_or_load(self, key, loader, ttl, step)
 
     @overload

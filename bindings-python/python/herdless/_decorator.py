@@ -115,8 +115,8 @@ def wrap_async(
         k = keyer(*args, **kwargs) if native else key(*args, **kwargs)
         # The hit path: one lookup, no loader made.
         step = cache._lookup(k, ttl)
-        if step[0] == _aio.HIT and len(step) == 2:
-            return step[1]  # type: ignore[no-any-return]
+        if type(step) is _native._Done:
+            return step.value  # type: ignore[no-any-return]
         load = functools.partial(func, *args, **kwargs)
         return await _aio.aget_or_load(cache, k, load, ttl, step)
 

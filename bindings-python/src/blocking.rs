@@ -1,0 +1,246 @@
+//! The blocking driver of the fleet engine for Python callers: `get_or_load`, the
+//! decorator's sync path, and background refreshes on a Python thread.
+//!
+//! It only does what the engine's steps say, in Python's way: the loader runs on the
+//! calling thread (an `Exception` is the load's result and reaches every waiter; any other
+//! `BaseException` is about this thread, not the load: the load is handed over and the
+//! exception re-raised); waits block with the GIL released ([`block_on`]); a refresh gets a
+//! daemon `threading.Thread`.
+
+use std::time::Duration;
+
+use herdless::{Error, LoadError, Lookup, Waited};
+use herdless_redis::two_tier::{Step, TwoTier};
+use parking_lot::Mutex;
+use pyo3::exceptions::{PyException, PyRuntimeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use crate::block::block_on;
+use crate::codec::{Codec, PyHost};
+use crate::errors::{PyLoadError, map_error};
+use crate::shutdown::Busy;
+use crate::value::{PyValue, from_loader, to_caller};
+
+/// The engine as the binding drives it: the fleet engine over its L1, and the codec of its
+/// shared tier (JSON when there is none: it is then never used).
+#[derive(Clone)]
+pub(crate) struct Engine {
+    pub(crate) tt: TwoTier<PyValue>,
+    pub(crate) codec: std::sync::Arc<Codec>,
+}
+
+impl Engine {
+    /// Removes `key` here and, with a shared tier, in the whole fleet.
+    pub(crate) fn invalidate(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
+        let mut pending = self.tt.invalidate(key).map_err(|e| map_error(py, e))?;
+        block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
+    }
+}
+
+/// What to call to load a value.
+pub(crate) enum Loader {
+    /// `loader()`.
+    Call0(Py<PyAny>),
+    /// `func(*args, **kwargs)` (the decorator: no closure is allocated per call).
+    Call(Py<PyAny>, Py<PyTuple>, Option<Py<PyDict>>),
+}
+
+impl Loader {
+    pub(crate) fn call<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let value = match self {
+            Loader::Call0(f) => f.bind(py).call0(),
+            Loader::Call(f, args, kwargs) => f
+                .bind(py)
+                .call(args.bind(py), kwargs.as_ref().map(|k| k.bind(py))),
+        }?;
+        // An async function given to the sync API: caching its coroutine (or future) would
+        // hand every caller the same never-awaited object. Refused (a coroutine is closed,
+        // so no "never awaited" warning follows).
+        if value.hasattr("__await__")? {
+            if value.get_type().name()? == "coroutine" {
+                let _ = value.call_method0("close");
+            }
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "the loader returned an awaitable: get_or_load and sync functions run sync \
+                 loaders; use aget_or_load (or decorate the async function itself)",
+            ));
+        }
+        Ok(value)
+    }
+}
+
+/// A finished load's answer for this caller, as a Python object or exception.
+pub(crate) fn settle(py: Python<'_>, r: Result<Option<PyValue>, Error>) -> PyResult<Py<PyAny>> {
+    match r {
+        Ok(v) => to_caller(py, v),
+        Err(e) => Err(map_error(py, e)),
+    }
+}
+
+/// The value of `key`, loading it when needed; see the module docs.
+///
+/// `loader` makes the loader only when one is needed (a lead or a refresh), so a hit
+/// allocates nothing for it.
+pub(crate) fn get_or_load(
+    engine: &Engine,
+    py: Python<'_>,
+    key: &str,
+    loader: impl FnOnce() -> Loader,
+    ttl: Option<Duration>,
+) -> PyResult<Py<PyAny>> {
+    let l1 = engine.tt.l1();
+    let mut step = l1.lookup(key);
+    loop {
+        match step.map_err(|e| map_error(py, e))? {
+            Lookup::Hit(hit) => {
+                if let Some(guard) = hit.refresh {
+                    let have = hit.value.as_ref().map_or(0, |v| v.version);
+                    if let Some(first) = engine.tt.refresh(guard, have, ttl) {
+                        spawn(py, engine, first, loader());
+                    }
+                }
+                return to_caller(py, hit.value.map(|v| v.value));
+            }
+            Lookup::Wait(mut waiter) => match block_on(py, &mut waiter)? {
+                Ok(Waited::Loaded(v)) => return to_caller(py, v.map(|v| v.value)),
+                Ok(Waited::Stale(v)) => return to_caller(py, Some(v.value)),
+                Ok(Waited::Retry(r)) => step = l1.lookup_again(key, r),
+                Err(e) => return Err(map_error(py, e)),
+            },
+            Lookup::Lead(guard) => {
+                let first = engine.tt.lead(guard, ttl);
+                return drive(py, engine, first, loader());
+            }
+        }
+    }
+}
+
+/// A loader call's outcome.
+enum Called {
+    Value(Option<PyValue>),
+    /// An `Exception`: the load's result.
+    Failed(LoadError),
+    /// Any other `BaseException`: about this thread, not the load.
+    Interrupted(PyErr),
+}
+
+fn call(py: Python<'_>, loader: &Loader) -> Called {
+    match loader.call(py).and_then(from_loader) {
+        Ok(v) => Called::Value(v),
+        Err(err) if err.is_instance_of::<PyException>(py) => {
+            Called::Failed(LoadError::new(PyLoadError::new(py, err)))
+        }
+        Err(err) => Called::Interrupted(err),
+    }
+}
+
+/// Drives `step` to this caller's answer (a background refresh's answer is dropped).
+pub(crate) fn drive(
+    py: Python<'_>,
+    engine: &Engine,
+    mut step: Step<PyValue>,
+    loader: Loader,
+) -> PyResult<Py<PyAny>> {
+    let mut loader = Some(loader);
+    loop {
+        step = match step {
+            Step::Done(r) => return settle(py, r),
+            Step::Tier(mut pending) => {
+                // A KeyboardInterrupt here drops the pending step, which hands the load over.
+                let reply = block_on(py, &mut pending)?;
+                let host = PyHost::new(py, &engine.codec);
+                let next = reply.next(&host);
+                if let Some(err) = host.take_interrupt() {
+                    return Err(err);
+                }
+                next
+            }
+            Step::Stale(value, refresh) => {
+                if let (Some(load), Some(loader)) = (refresh, loader.take()) {
+                    spawn(py, engine, Step::Load(load), loader);
+                }
+                return to_caller(py, Some(value));
+            }
+            Step::Interrupted(e) => {
+                return Err(PyRuntimeError::new_err(format!("herdless: {e}")));
+            }
+            Step::Load(load) => {
+                let loader = loader.take().expect("a load runs its loader once");
+                // The exit waits for a loader running on a daemon thread: see `shutdown`.
+                let busy = match Busy::enter() {
+                    Ok(b) => b,
+                    Err(e) => {
+                        load.abandon();
+                        return Err(e);
+                    }
+                };
+                let called = call(py, &loader);
+                drop(busy);
+                let host = PyHost::new(py, &engine.codec);
+                let next = match called {
+                    Called::Value(v) => load.loaded(Ok(v), &host),
+                    Called::Failed(e) => load.loaded(Err(e), &host),
+                    Called::Interrupted(err) => {
+                        load.abandon();
+                        return Err(err);
+                    }
+                };
+                if let Some(err) = host.take_interrupt() {
+                    return Err(err);
+                }
+                next
+            }
+        }
+    }
+}
+
+/// A refresh handed to a background thread: the thread's `target`.
+#[pyclass(frozen, module = "herdless._native", name = "_Refresh")]
+pub(crate) struct Refresh {
+    job: Mutex<Option<(Engine, Step<PyValue>, Loader)>>,
+}
+
+#[pymethods]
+impl Refresh {
+    /// Runs the load; a failure is logged (there is no caller to raise it to) and counted.
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        let Some((engine, step, loader)) = self.job.lock().take() else {
+            return Ok(());
+        };
+        if let Err(err) = drive(py, &engine, step, loader) {
+            if !err.is_instance_of::<PyException>(py) {
+                return Err(err);
+            }
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("exc_info", err.into_value(py))?;
+            py.import("logging")?
+                .call_method1("getLogger", ("herdless",))?
+                .call_method("warning", ("background refresh failed",), Some(&kwargs))?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs a background step on a new daemon thread. No thread (at interpreter shutdown): the
+/// step is dropped, which hands the load over; the caller is still served.
+fn spawn(py: Python<'_>, engine: &Engine, step: Step<PyValue>, loader: Loader) {
+    let start = || -> PyResult<()> {
+        let job = Py::new(
+            py,
+            Refresh {
+                job: Mutex::new(Some((engine.clone(), step, loader))),
+            },
+        )?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("target", job)?;
+        kwargs.set_item("name", "herdless-refresh")?;
+        kwargs.set_item("daemon", true)?;
+        py.import("threading")?
+            .getattr("Thread")?
+            .call((), Some(&kwargs))?
+            .call_method0("start")?;
+        Ok(())
+    };
+    let _ = start();
+}

@@ -1,0 +1,75 @@
+//! Exiting cleanly while herdless is busy on other threads.
+//!
+//! At interpreter exit, CPython 3.11-3.13 end every daemon thread that tries to attach to
+//! the interpreter again with `pthread_exit`, which unwinds the thread's stack. A thread
+//! that is inside a herdless call (running a loader, or waiting with the GIL released)
+//! has this module's frames on that stack, and unwinding through them aborts the process
+//! ("FATAL: exception not rethrown"). So an `atexit` hook, registered at import:
+//!
+//! 1. marks the interpreter as shutting down: from then on herdless calls neither run
+//!    loaders nor release the GIL (they raise `RuntimeError`), and its wakers stop
+//!    attaching to the interpreter;
+//! 2. waits, with the GIL released, until every herdless call that is running a loader or
+//!    waiting has returned to Python, for at most [`DRAIN`]. Threads then end in Python
+//!    code, which is what CPython's exit handles.
+//!
+//! `atexit` hooks run after the non-daemon threads were joined and before daemon threads
+//! are stopped, which is the window this needs.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+/// The longest the exit waits for herdless calls on other threads.
+pub(crate) const DRAIN: Duration = Duration::from_secs(10);
+
+static SHUTTING_DOWN: AtomicBool = AtomicBool::new(false);
+static ACTIVE: Mutex<usize> = Mutex::new(0);
+static IDLE: Condvar = Condvar::new();
+
+/// Whether the interpreter is exiting (the hook ran).
+pub(crate) fn shutting_down() -> bool {
+    SHUTTING_DOWN.load(Ordering::Acquire)
+}
+
+/// A herdless call that may run Python code or release the GIL: the exit waits for it.
+pub(crate) struct Busy(());
+
+impl Busy {
+    /// Enters, or refuses once the interpreter is exiting.
+    pub(crate) fn enter() -> PyResult<Self> {
+        if shutting_down() {
+            return Err(PyRuntimeError::new_err(
+                "herdless: the interpreter is shutting down; no new loads or waits",
+            ));
+        }
+        *ACTIVE.lock() += 1;
+        Ok(Busy(()))
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let mut n = ACTIVE.lock();
+        *n -= 1;
+        if *n == 0 {
+            IDLE.notify_all();
+        }
+    }
+}
+
+/// The `atexit` hook (see the module docs).
+#[pyfunction]
+pub(crate) fn _drain_at_exit(py: Python<'_>) {
+    SHUTTING_DOWN.store(true, Ordering::Release);
+    py.detach(|| {
+        let until = Instant::now() + DRAIN;
+        let mut n = ACTIVE.lock();
+        while *n > 0 && Instant::now() < until {
+            IDLE.wait_until(&mut n, until);
+        }
+    });
+}

@@ -1,0 +1,73 @@
+//! `herdless.testing.MemoryStore`: the in-memory shared tier (`Cache(redis="memory://name")`)
+//! and its faults, for tests of code that runs on herdless (and for herdless's own
+//! conformance scenarios): Redis down, stalled, losing notifications, corrupt state.
+
+use std::time::Duration;
+
+use herdless_redis::memory::{Fault, MemoryStore as Store};
+use pyo3::prelude::*;
+
+use crate::errors::config_error;
+use crate::options::duration;
+
+/// The shared store behind `memory://<name>`: every `Cache(redis="memory://<name>")` of
+/// this process is one process of a simulated fleet over it.
+#[pyclass(frozen, module = "herdless._native", name = "MemoryStore")]
+pub(crate) struct MemoryStore(Store);
+
+#[pymethods]
+impl MemoryStore {
+    /// The store of `memory://<name>` (created on first use).
+    #[new]
+    fn new(name: &str) -> Self {
+        Self(Store::named(name))
+    }
+
+    /// Sets the fault: `"down"` (every call fails at once), `"stall"` (calls hang; a caller
+    /// gives up after 1 s, and what it sent still runs when the stall ends),
+    /// `"lose_notifications"`, or `None` to clear it.
+    fn set_fault(&self, py: Python<'_>, fault: Option<&str>) -> PyResult<()> {
+        let fault = match fault {
+            None => None,
+            Some("down") => Some(Fault::Down),
+            Some("stall") => Some(Fault::Stall),
+            Some("lose_notifications") => Some(Fault::LoseNotifications),
+            Some(other) => {
+                return Err(config_error(
+                    py,
+                    format!("unknown fault {other:?}: \"down\", \"stall\", \"lose_notifications\" or None"),
+                ));
+            }
+        };
+        self.0.set_fault(fault);
+        Ok(())
+    }
+
+    /// Tells every cache on this store that notifications may have been lost (as after a
+    /// subscription that dropped and came back): each drops its in-memory copies.
+    fn restart_subscriptions(&self) {
+        self.0.restart_subscriptions();
+    }
+
+    /// Forgets everything, as a Redis restarted empty.
+    fn restart(&self) {
+        self.0.restart();
+    }
+
+    /// Plants `data` under `key` (not an entry: corrupt state).
+    fn plant(&self, key: &str, data: &[u8]) {
+        self.0.put_raw(key, data);
+    }
+
+    /// Plants `text` as `namespace`'s epoch.
+    fn plant_epoch(&self, namespace: &str, text: &str) {
+        self.0.put_epoch(namespace, text);
+    }
+
+    /// Plants a lock on `key` that no cache holds (a leader that died), for `seconds`.
+    fn plant_lock(&self, py: Python<'_>, key: &str, seconds: Bound<'_, PyAny>) -> PyResult<()> {
+        let d: Duration = duration(py, "seconds", &seconds, true)?;
+        self.0.put_lock(key, d);
+        Ok(())
+    }
+}
