@@ -97,7 +97,7 @@ pub(crate) fn get_or_load(
                 if let Some(guard) = hit.refresh {
                     let have = hit.value.as_ref().map_or(0, |v| v.version);
                     if let Some(first) = engine.tt.refresh(guard, have, ttl) {
-                        spawn(py, engine, first, loader());
+                        spawn(py, engine, key, first, loader());
                     }
                 }
                 return to_caller(py, hit.value.map(|v| v.value));
@@ -110,7 +110,7 @@ pub(crate) fn get_or_load(
             },
             Lookup::Lead(guard) => {
                 let first = engine.tt.lead(guard, ttl);
-                return drive(py, engine, first, loader());
+                return drive(py, engine, key, first, loader());
             }
         }
     }
@@ -139,6 +139,7 @@ fn call(py: Python<'_>, loader: &Loader) -> Called {
 pub(crate) fn drive(
     py: Python<'_>,
     engine: &Engine,
+    key: &str,
     mut step: Step<PyValue>,
     loader: Loader,
 ) -> PyResult<Py<PyAny>> {
@@ -158,7 +159,7 @@ pub(crate) fn drive(
             }
             Step::Stale(value, refresh) => {
                 if let (Some(load), Some(loader)) = (refresh, loader.take()) {
-                    spawn(py, engine, Step::Load(load), loader);
+                    spawn(py, engine, key, Step::Load(load), loader);
                 }
                 return to_caller(py, Some(value));
             }
@@ -198,17 +199,20 @@ pub(crate) fn drive(
 /// A refresh handed to a background thread: the thread's `target`.
 #[pyclass(frozen, module = "herdless._native", name = "_Refresh")]
 pub(crate) struct Refresh {
-    job: Mutex<Option<(Engine, Step<PyValue>, Loader)>>,
+    job: Mutex<Option<RefreshJob>>,
 }
+
+/// What a refresh thread runs: the step of `key`'s load, with its loader.
+type RefreshJob = (Engine, String, Step<PyValue>, Loader);
 
 #[pymethods]
 impl Refresh {
     /// Runs the load; a failure is logged (there is no caller to raise it to) and counted.
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let Some((engine, step, loader)) = self.job.lock().take() else {
+        let Some((engine, key, step, loader)) = self.job.lock().take() else {
             return Ok(());
         };
-        if let Err(err) = drive(py, &engine, step, loader) {
+        if let Err(err) = drive(py, &engine, &key, step, loader) {
             if !err.is_instance_of::<PyException>(py) {
                 return Err(err);
             }
@@ -216,7 +220,11 @@ impl Refresh {
             kwargs.set_item("exc_info", err.into_value(py))?;
             py.import("logging")?
                 .call_method1("getLogger", ("herdless",))?
-                .call_method("warning", ("background refresh failed",), Some(&kwargs))?;
+                .call_method(
+                    "warning",
+                    ("background refresh of %r failed", key),
+                    Some(&kwargs),
+                )?;
         }
         Ok(())
     }
@@ -224,12 +232,12 @@ impl Refresh {
 
 /// Runs a background step on a new daemon thread. No thread (at interpreter shutdown): the
 /// step is dropped, which hands the load over; the caller is still served.
-fn spawn(py: Python<'_>, engine: &Engine, step: Step<PyValue>, loader: Loader) {
+fn spawn(py: Python<'_>, engine: &Engine, key: &str, step: Step<PyValue>, loader: Loader) {
     let start = || -> PyResult<()> {
         let job = Py::new(
             py,
             Refresh {
-                job: Mutex::new(Some((engine.clone(), step, loader))),
+                job: Mutex::new(Some((engine.clone(), key.to_owned(), step, loader))),
             },
         )?;
         let kwargs = PyDict::new(py);

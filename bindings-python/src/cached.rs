@@ -6,8 +6,8 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::cache::{Cache, call_ttl};
 use crate::blocking::{Engine, Loader, get_or_load};
+use crate::cache::{Cache, call_ttl};
 
 /// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through
 /// `get_or_load`, natively, so a hit costs a key and a lookup.

@@ -30,7 +30,9 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // Exiting while herdless runs loaders or waits on other threads: see `shutdown`.
     let drain = wrap_pyfunction!(shutdown::_drain_at_exit, m)?;
-    m.py().import("atexit")?.call_method1("register", (drain,))?;
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (drain,))?;
 
     m.add_class::<cache::Cache>()?;
     m.add_class::<cached::CachedFunction>()?;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use herdless::{Builder, KeyBuilder};
-use pyo3::prelude::*;
 use herdless_redis::{FleetOptions, Lifetimes, TierAddress};
+use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use crate::codec::Codec;

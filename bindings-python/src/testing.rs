@@ -35,7 +35,9 @@ impl MemoryStore {
             Some(other) => {
                 return Err(config_error(
                     py,
-                    format!("unknown fault {other:?}: \"down\", \"stall\", \"lose_notifications\" or None"),
+                    format!(
+                        "unknown fault {other:?}: \"down\", \"stall\", \"lose_notifications\" or None"
+                    ),
                 ));
             }
         };

@@ -77,34 +77,34 @@ async def aget_or_load(
             if isinstance(step, _native._Retry):
                 step = cache._lookup(key, ttl, step)
             continue
-        return await _drive(step, loader)  # type: ignore[no-any-return]
+        return await _drive(step, loader, key)  # type: ignore[no-any-return]
 
 
-async def _drive(step: Any, loader: Callable[[], Any]) -> Any:
-    """Drives a step of this caller's load (or a hit) to its answer."""
+async def _drive(step: Any, loader: Callable[[], Any], key: str) -> Any:
+    """Drives a step of this caller's load of `key` (or a hit) to its answer."""
     while True:
         if isinstance(step, (_native._Done, _Answered)):
             return step.value
         if isinstance(step, _native._Stale):
             if step.refresh is not None:
-                _spawn(_background(step.refresh, loader))
+                _spawn(_background(step.refresh, loader, key))
             return step.value
         if isinstance(step, _native._Tier):
             # Cancelled here, the pending step is dropped: the load is handed over.
             step = await step.next()
         elif isinstance(step, _native._Load):
-            step = await _run(step, loader)
+            step = await _run(step, loader, key)
         else:
             raise RuntimeError(f"herdless: unexpected step {step!r}")
 
 
-async def _run(load: _native._Load, loader: Callable[[], Any]) -> Any:
+async def _run(load: _native._Load, loader: Callable[[], Any], key: str) -> Any:
     """Runs the loader for `load`; the next step."""
     try:
         result = loader()
         if inspect.isawaitable(result):
-            result = await _in_time(load, result)
-    except _SoftTimeout as soft:
+            result = await _in_time(load, result, key)
+    except _SoftTimeout as soft:  # raised by _in_time, which started _finish
         return _Answered(soft.stale)
     except _HardTimeout:
         return load.timed_out()
@@ -117,7 +117,7 @@ async def _run(load: _native._Load, loader: Callable[[], Any]) -> Any:
     return load.loaded(result)
 
 
-async def _in_time(load: _native._Load, awaitable: Awaitable[Any]) -> Any:
+async def _in_time(load: _native._Load, awaitable: Awaitable[Any], key: str) -> Any:
     """Awaits the loader under the load's soft and hard timeouts."""
     hard = load.hard_remaining()
     has_fallback, _ = load.fallback
@@ -132,7 +132,7 @@ async def _in_time(load: _native._Load, awaitable: Awaitable[Any]) -> Any:
             if not done:
                 # Answer with the fail-safe value now; the load goes on and is stored.
                 stale = load.answer_stale()
-                _spawn(_finish(load, task))
+                _spawn(_finish(load, task, key))
                 handed_over = True
                 raise _SoftTimeout(stale)
         hard = load.hard_remaining()
@@ -146,7 +146,7 @@ async def _in_time(load: _native._Load, awaitable: Awaitable[Any]) -> Any:
             task.cancel()
 
 
-async def _finish(load: _native._Load, task: asyncio.Future[Any]) -> None:
+async def _finish(load: _native._Load, task: asyncio.Future[Any], key: str) -> None:
     """Completes a load that outlived its soft timeout, within its hard timeout."""
     try:
         hard = load.hard_remaining()
@@ -156,23 +156,23 @@ async def _finish(load: _native._Load, task: asyncio.Future[Any]) -> None:
             step = load.timed_out()
         else:
             step = load.loaded(task.result())
-        await _drive(step, _no_loader)
+        await _drive(step, _no_loader, key)
     except Exception as exc:
         with contextlib.suppress(Exception):  # already finished, or re-raising `exc`
-            await _drive(load.failed(exc), _no_loader)
-        _log.warning("background load failed", exc_info=exc)
+            await _drive(load.failed(exc), _no_loader, key)
+        _log.warning("background load of %r failed", key, exc_info=exc)
     except BaseException:
         task.cancel()
         load.abandon()
         raise
 
 
-async def _background(step: Any, loader: Callable[[], Any]) -> None:
+async def _background(step: Any, loader: Callable[[], Any], key: str) -> None:
     """A background refresh; its failure is logged and counted, never raised."""
     try:
-        await _drive(step, loader)
+        await _drive(step, loader, key)
     except Exception as exc:
-        _log.warning("background refresh failed", exc_info=exc)
+        _log.warning("background refresh of %r failed", key, exc_info=exc)
 
 
 def _no_loader() -> Any:

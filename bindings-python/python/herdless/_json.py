@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable
 from uuid import UUID
 
 __all__ = ["dumps", "loads"]
 
-_READ = {
+_READ: dict[str, Callable[[str], Any]] = {
     "decimal": Decimal,
     "datetime": datetime.fromisoformat,
     "date": date.fromisoformat,

@@ -49,11 +49,16 @@ pub struct Load<V: Clone + Send + Sync + 'static> {
 impl<V: Clone + Send + Sync + 'static> Load<V> {
     fn new(
         tt: TwoTier<V>,
-        guard: Option<LoadGuard<Versioned<V>>>,
+        mut guard: Option<LoadGuard<Versioned<V>>>,
         lease: Option<FleetLease>,
         ttl: Option<Duration>,
         background: bool,
     ) -> Self {
+        // A value kept in this process only lives for the call's TTL; a published one for
+        // what is left of its shared entry's (set when the publish returns).
+        if let (Some(g), Some(t)) = (&mut guard, ttl) {
+            g.set_ttl(t);
+        }
         Self {
             tt,
             guard,

@@ -98,34 +98,63 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         ttl: Option<Duration>,
         host: &dyn Host<V>,
     ) -> Result<Pending<Result<(), Error>>, Error> {
+        self.write(key, Some(value), ttl, host)
+    }
+
+    /// Caches an absence of `key` (for `negative_ttl`), here and, with a shared tier, for
+    /// the whole fleet, as [`set`](Self::set) stores a value.
+    pub fn set_absent(&self, key: &str) -> Result<Pending<Result<(), Error>>, Error> {
+        struct Nothing;
+        impl<V> crate::Codec<V> for Nothing {
+            fn encode(&self, _: &V) -> Result<Vec<u8>, CodecError> {
+                Err(CodecError::new("an absence has no value to encode"))
+            }
+            fn decode(&self, _: &[u8]) -> Result<V, CodecError> {
+                Err(CodecError::new("an absence has no value to decode"))
+            }
+        }
+        self.write(key, None, None, &Nothing)
+    }
+
+    fn write(
+        &self,
+        key: &str,
+        value: Option<V>,
+        ttl: Option<Duration>,
+        host: &dyn Host<V>,
+    ) -> Result<Pending<Result<(), Error>>, Error> {
         let l1 = self.l1();
-        let Some(life) = self.shared_tier() else {
-            let v = Versioned::local(value);
-            let r = match ttl {
-                Some(t) => l1.set_with_ttl(key, v, t),
-                None => l1.set(key, v),
+        let Some(life) = self.shared_tier().copied() else {
+            let r = match (value, ttl) {
+                (None, _) => l1.set_absent(key),
+                (Some(v), Some(t)) => l1.set_with_ttl(key, Versioned::local(v), t),
+                (Some(v), None) => l1.set(key, Versioned::local(v)),
             };
             return Ok(Pending::ready(r));
         };
         self.check_key(key)?;
         self.check_ttl(ttl)?;
-        let bytes = host
-            .encode(&value)
-            .map_err(|e| Error::Load(LoadError::new(e)))?;
-        let (entry, _) = life.entry(Some(bytes), Duration::ZERO, 0, ttl);
+        let bytes = match &value {
+            Some(v) => Some(host.encode(v).map_err(|e| Error::Load(LoadError::new(e)))?),
+            None => None,
+        };
+        let (entry, _) = life.entry(bytes, Duration::ZERO, 0, ttl);
         let fresh_until_ms = entry.fresh_until_ms;
         let (fleet, tt, key) = (
-            self.fleet().expect("shared").clone(),
+            self.fleet().expect("shared"),
             self.clone(),
             key.to_owned(),
         );
         Ok(Pending::new(async move {
             match fleet.set(&key, entry).await {
-                Ok(WriteOutcome::Written { version, .. }) => {
-                    let fresh = fresh_left(fresh_until_ms).max(Duration::from_nanos(1));
-                    tt.l1()
-                        .set_with_ttl(&key, Versioned { value, version }, fresh)
-                }
+                Ok(WriteOutcome::Written { version, .. }) => match value {
+                    Some(value) => {
+                        let fresh = fresh_left(fresh_until_ms).max(Duration::from_nanos(1));
+                        tt.l1()
+                            .set_with_ttl(&key, Versioned { value, version }, fresh)
+                    }
+                    None => tt.l1().set_absent(&key),
+                },
                 // A newer write won the race in the tier: it is what every process reads.
                 Ok(WriteOutcome::Superseded) => {
                     let _ = tt.l1().invalidate(&key);
