@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import shutil
 import socket
 import subprocess
@@ -35,11 +36,14 @@ class RedisServer:
     """A redis-server on a free loopback port, without persistence, stopped by its pid."""
 
     def __init__(self) -> None:
-        binary = require_redis_server()
+        self.binary = require_redis_server()
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="herdless-py-redis-")
+        self._spawn()
+
+    def _spawn(self) -> None:
         self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", self.dir],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -56,12 +60,36 @@ class RedisServer:
                 raise RuntimeError("redis-server did not start")
             time.sleep(0.05)
 
+    def kill(self) -> None:
+        """SIGKILL (Redis down: connections refused until `restart`)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def restart(self) -> None:
+        """Starts again, empty, on the same port."""
+        self.kill()
+        self._spawn()
+
+    def pause(self) -> None:
+        """SIGSTOP: the server hangs with its sockets open."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT."""
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    @property
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
         if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
             self.proc.terminate()
             try:
                 self.proc.wait(10)
@@ -137,8 +165,22 @@ def command(port: int, *args: str | bytes | int) -> Any:
         return r.command(*args)
 
 
+def stem(prefix: str, namespace: str) -> str:
+    """The hash-tagged stem of a namespace's Redis names (PROTOCOL.md section 1)."""
+    tag = namespace.replace("%", "%25").replace("{", "%7B").replace("}", "%7D") or "%"
+    return f"{prefix}:{{{tag}}}"
+
+
 def value_key(prefix: str, key: str) -> str:
     """The Redis name of a herdless key's entry (PROTOCOL.md section 1)."""
-    namespace = key.split(":", 1)[0]
-    tag = namespace.replace("%", "%25").replace("{", "%7B").replace("}", "%7D") or "%"
-    return f"{prefix}:{{{tag}}}:v:{key}"
+    return f"{stem(prefix, key.split(':', 1)[0])}:v:{key}"
+
+
+def lock_key(prefix: str, key: str) -> str:
+    """The Redis name of a herdless key's lock."""
+    return f"{stem(prefix, key.split(':', 1)[0])}:l:{key}"
+
+
+def epoch_key(prefix: str, namespace: str) -> str:
+    """The Redis name of a namespace's epoch."""
+    return f"{stem(prefix, namespace)}:e"

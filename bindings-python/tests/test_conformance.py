@@ -1,0 +1,252 @@
+"""The Python runner of the conformance scenarios (``conformance/*.json`` at the repository
+root; the format is in its README): each scenario is played on the in-memory tier and, when
+it lists ``redis``, on a private redis-server. Rust and Node run the same files; a
+difference between the languages fails CI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from herdless import ABSENT, BackendError, Cache, LoadTimeout, WaitTimeout
+from herdless.testing import MemoryStore
+
+from redis_support import RedisServer, command, epoch_key, lock_key, value_key
+
+SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "conformance").glob("*.json"))
+_UNIQUE = itertools.count()
+
+
+class _Opaque:
+    """What the JSON codec cannot encode."""
+
+
+def _unshareable(value: Any) -> Any:
+    if isinstance(value, dict) and "$unshareable" in value:
+        return {"$unshareable": True, "x": _Opaque()}
+    return value
+
+
+class _LoaderFailed(Exception):
+    pass
+
+
+def _kind(exc: BaseException) -> str:
+    if isinstance(exc, BackendError):
+        return "backend"
+    if isinstance(exc, WaitTimeout):
+        return "wait_timeout"
+    if isinstance(exc, LoadTimeout):
+        return "load_timeout"
+    if isinstance(exc, _LoaderFailed):
+        return "load"
+    return f"other: {exc!r}"
+
+
+class Tier:
+    """Where a scenario runs: a MemoryStore of its own, or a private redis-server."""
+
+    def __init__(self, server: RedisServer | None) -> None:
+        self.server = server
+        self.name = f"conformance-{os.getpid()}-{next(_UNIQUE)}"
+        self.prefix = "hl" if server is None else f"c{os.getpid()}x{next(_UNIQUE)}"
+        self.store = MemoryStore(self.name) if server is None else None
+
+    def process(self, cfg: dict[str, Any]) -> Cache:
+        opts: dict[str, Any] = {"jitter": 0, "beta": 0}
+        for field in ("ttl", "grace", "negative_ttl", "wait_timeout", "lease", "max_stale",
+                      "hard_timeout"):
+            ms = cfg.get(f"{field}_ms")
+            if ms is not None:
+                opts[field] = ms / 1000
+        if self.server is None:
+            return Cache(redis=f"memory://{self.name}", **opts)
+        return Cache(redis=self.server.url, redis_prefix=self.prefix, **opts)
+
+    def fault(self, fault: str) -> None:
+        if self.store is not None:
+            self.store.set_fault(None if fault == "up" else fault)
+            return
+        assert self.server is not None
+        if fault == "down":
+            self.server.kill()
+        elif fault == "stall":
+            self.server.pause()
+        elif fault == "up" and self.server.running:
+            self.server.resume()
+        elif fault == "up":
+            self.server.restart()
+        else:
+            raise AssertionError(f"fault {fault} is not available on Redis")
+
+    def plant(self, step: dict[str, Any]) -> None:
+        op = step["op"]
+        if self.store is not None:
+            if op == "plant":
+                self.store.plant(step["key"], step["bytes"].encode())
+            elif op == "plant_epoch":
+                self.store.plant_epoch(step["ns"], step["text"])
+            else:
+                self.store.plant_lock(step["key"], step["ms"] / 1000)
+            return
+        assert self.server is not None
+        port = self.server.port
+        if op == "plant":
+            command(port, "SET", value_key(self.prefix, step["key"]), step["bytes"])
+        elif op == "plant_epoch":
+            command(port, "SET", epoch_key(self.prefix, step["ns"]), step["text"])
+        else:
+            ns = step["key"].split(":", 1)[0]
+            raw = command(port, "GET", epoch_key(self.prefix, ns))
+            epoch = raw.decode() if raw else "0"
+            command(port, "SET", lock_key(self.prefix, step["key"]), f"{epoch}:{'0' * 32}",
+                    "PX", step["ms"])
+
+
+def _check(name: str, step: dict[str, Any], got: Any, exc: BaseException | None,
+           took: float) -> None:
+    at = f"{name}: {step}"
+    if "expect_error" in step:
+        assert exc is not None, f"{at}: expected an error, got {got!r}"
+        assert _kind(exc) == step["expect_error"], f"{at}: {exc!r}"
+    else:
+        assert exc is None, f"{at}: {exc!r}"
+        if "expect" in step:
+            want = step["expect"]
+            assert (None if got is ABSENT else got) == want, f"{at}: got {got!r}"
+    if "within_ms" in step:
+        assert took <= step["within_ms"] / 1000, f"{at}: took {took:.3f} s"
+
+
+def _counter(name: str, what: str, want: Any, got: int) -> None:
+    if isinstance(want, str):
+        assert want.startswith(">="), f"{name}: bad expectation {want}"
+        assert got >= int(want[2:]), f"{name}: {what} = {got}, expected {want}"
+    else:
+        assert got == want, f"{name}: {what} = {got}, expected {want}"
+
+
+def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
+    procs = [tier.process(scenario.get("cache", {})) for _ in range(scenario.get("processes", 1))]
+    loads = 0
+    lock = threading.Lock()
+    running: dict[str, tuple[float, list[Future[Any]]]] = {}
+
+    def call(cache: Cache, step: dict[str, Any]) -> Any:
+        def loader() -> Any:
+            nonlocal loads
+            with lock:
+                loads += 1
+            time.sleep(step.get("ms", 0) / 1000)
+            if "fail" in step:
+                raise _LoaderFailed(step["fail"])
+            return _unshareable(step.get("value"))
+
+        return cache.get_or_load(step["key"], loader)
+
+    def timed(f: Any) -> tuple[Any, BaseException | None, float]:
+        t0 = time.monotonic()
+        try:
+            return f(), None, time.monotonic() - t0
+        except Exception as exc:
+            return None, exc, time.monotonic() - t0
+
+    with ThreadPoolExecutor(max_workers=128, thread_name_prefix="conformance") as pool:
+        for step in scenario["steps"]:
+            p = procs[step.get("p", 0)]
+            op = step["op"]
+            if op == "get_or_load":
+                _check(name, step, *timed(lambda: call(p, step)))
+            elif op == "load":
+                since = time.monotonic()
+                futures = [pool.submit(call, p, step) for _ in range(step.get("callers", 1))]
+                running[step["id"]] = (since, futures)
+                time.sleep(0.02)  # let the calls reach the cache before the next step
+            elif op == "await":
+                since, futures = running.pop(step["id"])
+                for f in futures:
+                    exc = f.exception()
+                    got = None if exc is not None else f.result()
+                    _check(name, step, got, exc, time.monotonic() - since)
+            elif op == "get":
+                _check(name, step, *timed(lambda: p.get(step["key"])))
+            elif op == "set":
+                _check(name, step, *timed(lambda: p.set(step["key"], step["value"])))
+            elif op == "invalidate":
+                _check(name, step, *timed(lambda: p.invalidate(step["key"])))
+            elif op == "bump":
+                _check(name, step, *timed(lambda: p.bump(step["ns"])))
+            elif op == "sleep":
+                time.sleep(step["ms"] / 1000)
+            elif op == "fault":
+                tier.fault(step["fault"])
+                if step["fault"] == "up":
+                    _wait_until_reachable(procs)
+            elif op == "resubscribe":
+                assert tier.store is not None, "resubscribe is memory only"
+                tier.store.restart_subscriptions()
+            elif op in ("plant", "plant_epoch", "plant_lock"):
+                tier.plant(step)
+            elif op == "expect_loads":
+                assert loads == step["n"], f"{name}: loads = {loads}, expected {step['n']}"
+            elif op == "expect_metrics":
+                m = p.metrics()
+                ns = m.namespace(step.get("ns", ""))
+                for field, want in step.get("l1", {}).items():
+                    got = getattr(ns.counters, field) if ns is not None else 0
+                    _counter(name, field, want, got)
+                for field, want in step.get("tier", {}).items():
+                    assert m.redis is not None
+                    _counter(name, field, want, m.redis[field])
+            else:
+                raise AssertionError(f"{name}: unknown op {op}")
+        for _, futures in running.values():
+            for f in futures:
+                f.exception()
+
+
+def _wait_until_reachable(procs: list[Cache]) -> None:
+    """After the tier comes back, every process reaches it again before the scenario goes on."""
+    deadline = time.monotonic() + 10
+    for p in procs:
+        while True:
+            try:
+                p.set("conformance-probe:k", None)
+                break
+            except BackendError:
+                assert time.monotonic() < deadline, "the tier did not come back"
+                time.sleep(0.05)
+
+
+def _load(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+def test_the_scenarios_are_there() -> None:
+    assert len(SCENARIOS) >= 10
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_scenario_on_the_memory_tier(path: Path) -> None:
+    play(path.stem, _load(path), Tier(None))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in SCENARIOS if "redis" in _load(p).get("tiers", [])],
+    ids=[p.stem for p in SCENARIOS if "redis" in _load(p).get("tiers", [])],
+)
+def test_scenario_on_redis(path: Path) -> None:
+    server = RedisServer()
+    try:
+        play(path.stem, _load(path), Tier(server))
+    finally:
+        server.stop()
