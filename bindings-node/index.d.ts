@@ -29,28 +29,40 @@ export declare class Cache {
    */
   constructor(options?: CacheOptions)
   /**
-   * The value of `key` if it is fresh (or stale within grace), else `undefined`; never
-   * loads. A cached absence reads as `undefined` too.
+   * The value of `key` in this process's memory if it is fresh (or stale within grace),
+   * else `undefined`; synchronous, never loads, never asks the shared tier (`read` does).
+   * A cached absence reads as `undefined` too.
    */
   get(key: string): unknown
   /**
+   * `get`, then the shared tier: the value of `key` in this process's memory, else the
+   * shared entry (one round trip, kept in memory for the rest of its life), else
+   * `undefined`. Never loads. A tier that fails is a miss (counted in `backendErrors`);
+   * without a shared tier it answers as `get`.
+   */
+  read(key: string): Promise<unknown>
+  /**
    * Stores `value` under `key` (`ABSENT` caches an absence for `negativeTtl`).
    * `options.ttl` (ms) replaces the cache's TTL for this entry. A load of `key` already
-   * running will not overwrite it. This process sees the value at once; the promise
-   * resolves when the fleet has it too (Redis tier; at once in memory). A Redis failure
-   * does not reject (it is counted in the metrics).
+   * running anywhere will not overwrite it. Without a shared tier this process has it at
+   * once. With one, the promise resolves when the fleet has it (and this process with
+   * it); when the tier fails it rejects (code `HERDLESS_BACKEND`) after dropping this
+   * process's copy, and a value the codec cannot encode is refused (a `TypeError`, or
+   * what your codec's `encode` threw).
    */
   set(key: string, value: unknown, options?: { ttl?: number }): Promise<void>
   /**
-   * Removes `key`'s entry (in the whole fleet with the Redis tier); a load of `key`
+   * Removes `key`'s entry (in the whole fleet with a shared tier); a load of `key`
    * already running will not write back its (older) result. Resolves to whether an
-   * entry was removed.
+   * entry was removed (the shared tier's, with one). This process drops its copy at
+   * once; a shared tier that fails rejects (code `HERDLESS_BACKEND`).
    */
   invalidate(key: string): Promise<boolean>
   /**
    * Invalidates every key of `namespace` (default: the cache's `namespace` option) in
-   * O(1) by moving it to a new epoch (in the whole fleet with the Redis tier: INCR),
-   * which the promise resolves to. Loads that began before are not stored.
+   * O(1) by moving it to a new epoch (in the whole fleet with a shared tier: INCR),
+   * which the promise resolves to. Loads that began before are not stored. This process
+   * moves on at once; a shared tier that fails rejects (code `HERDLESS_BACKEND`).
    */
   bump(namespace?: string): Promise<number>
   /**
@@ -64,9 +76,10 @@ export declare class Cache {
    * error object. `options.signal` stops this caller waiting (rejecting with the
    * signal's reason) without cancelling the shared load; `options.ttl` (ms) replaces the
    * cache's TTL for the loaded value. When a stale value is served (grace, XFetch), the
-   * loader runs once in the background and nobody waits for it.
+   * loader runs once in the background and nobody waits for it. The result's type is the
+   * loader's, with `undefined` instead of `ABSENT` when the loader may return it.
    */
-  getOrLoad<T>(key: string, loader: () => T | PromiseLike<T>, options?: LoadOptions): Promise<Exclude<T, typeof ABSENT> | undefined>
+  getOrLoad<T>(key: string, loader: () => T | PromiseLike<T>, options?: LoadOptions): Promise<typeof ABSENT extends T ? Exclude<T, typeof ABSENT> | undefined : T>
   /**
    * Memoises the async function `fn`: each call becomes a `getOrLoad` under a canonical
    * key built from `options.namespace` (default: the cache's), `options.entity` (default:
@@ -75,7 +88,7 @@ export declare class Cache {
    * count as id and each argument as a positional parameter. `options.key(...args)`
    * replaces that mapping: it returns an id, or `{ id, params }`. Arrays in keys are sets.
    */
-  wrap<A extends unknown[], R>(fn: (...args: A) => R | PromiseLike<R>, options?: WrapOptions): (...args: A) => Promise<Exclude<Awaited<R>, typeof ABSENT> | undefined>
+  wrap<A extends unknown[], R>(fn: (...args: A) => R | PromiseLike<R>, options?: WrapOptions): (...args: A) => Promise<typeof ABSENT extends Awaited<R> ? Exclude<Awaited<R>, typeof ABSENT> | undefined : Awaited<R>>
   /**
    * Pre-warms `keys` (e.g. a hot-key list saved before a restart) with `loader(key)`, at
    * most `options.concurrency` (default 8) loads at once. Resolves with how many keys
@@ -237,18 +250,23 @@ export interface CacheOptions {
    */
   namespace?: string
   /**
-   * `'redis://host:port/db'` (or `rediss://`) adds the shared Redis tier: this cache
-   * stays the first tier, and Node, Python and Rust processes sharing the Redis make one
-   * loader call per key between them (PROTOCOL.md).
+   * Adds the shared tier: this cache stays the first tier, and Node, Python and Rust
+   * processes sharing it make one loader call per key between them (PROTOCOL.md). A URL:
+   * `'redis://host:port/db'`, `'rediss://...'`, `'unix:///path'`,
+   * `'redis+cluster://host:port,host:port'` (a Redis Cluster), or `'memory://name'` (a
+   * tier in this process's memory, shared by the caches given the same name: for tests,
+   * see `testing.memoryStore`); or an array of node URLs (a Redis Cluster).
    */
-  redis?: string
+  redis?: string | readonly string[]
   /** Prefix of every Redis key (default `'hl'`); processes that share keys share it. */
   redisPrefix?: string
   /**
-   * How values are stored in Redis: `'json'` (default; what every language reads) or
-   * `'buffer'` (values are `Buffer`s, stored as their bytes).
+   * How values are stored in the shared tier: `'json'` (default; what every language
+   * reads), `'buffer'` (values are `Buffer`s, stored as their bytes), or your own
+   * `{ encode(value), decode(bytes) }`. A value the codec cannot encode is served in its
+   * process only.
    */
-  codec?: 'json' | 'buffer'
+  codec?: 'json' | 'buffer' | CodecObject
   /**
    * How long the fleet lock of a loading key lasts unless extended (default 5000); a
    * crashed leader blocks the key for at most this long.
@@ -264,6 +282,20 @@ export interface CacheOptions {
    * an object sets its thresholds (default: on, with the thresholds below).
    */
   detector?: boolean | DetectorOptions
+}
+
+/**
+ * A codec of your own (`new Cache({ codec: { encode, decode } })`): `encode` turns a
+ * value into bytes (throwing, or returning anything but bytes, when it cannot: the value is
+ * then served in its process only, and `set` rejects with what `encode` threw); `decode`
+ * turns the bytes of a shared entry back into a value (throwing when they are not its own:
+ * a miss, counted in `corruptEntries`).
+ */
+export interface CodecObject {
+  /** The bytes of `value`. */
+  encode: (value: unknown) => Buffer | Uint8Array
+  /** The value of `bytes`. */
+  decode: (bytes: Buffer) => unknown
 }
 
 /** Counters of one namespace (or of all). */
@@ -407,7 +439,7 @@ export interface Metrics {
   weight: number
   /** Loads running now. */
   loadsInFlight: number
-  /** The Redis tier's counters (absent without the `redis` option). */
+  /** The shared tier's counters (absent without the `redis` option). */
   redis?: RedisCounters
 }
 
@@ -423,7 +455,7 @@ export interface NamespaceStats {
   lockWait: Histogram
 }
 
-/** Counters of the Redis tier (this process's view of the fleet). */
+/** Counters of the shared tier (this process's view of the fleet). */
 export interface RedisCounters {
   /** Reads answered by a fresh entry in Redis. */
   l2Hits: number
@@ -431,8 +463,13 @@ export interface RedisCounters {
   l2Stale: number
   /** Reads that found nothing servable in Redis. */
   l2Misses: number
-  /** Unreadable bytes found under a value key (treated as a miss). */
+  /**
+   * Unreadable shared state found (a miss; repaired where the protocol says how): bytes
+   * that are no entry, value bytes the codec cannot decode, a corrupt epoch.
+   */
   corruptEntries: number
+  /** Loaded values the codec could not encode: served in their process only. */
+  unshareableValues: number
   /** Redis operations that failed or timed out. */
   backendErrors: number
   /** Fleet locks won: this process loaded for the fleet. */
@@ -500,4 +537,44 @@ export interface WrapOptions {
   ttl?: number
   /** Maps the arguments to the key's id (a key value) or to `{ id?, params? }`. */
   key?: (...args: any[]) => KeyValue | { id?: KeyValue; params?: Record<string, KeyValue> }
+}
+
+export declare namespace testing {
+  /**
+   * A shared tier in memory, standing for one Redis: every `new Cache({ redis:
+   * 'memory://<name>' })` with its name is one process of its fleet. It follows the wire
+   * protocol's rules (locks, epochs, notifications, repairs) on the wall clock, with the
+   * prefix `hl`. Get one with `testing.memoryStore(name)`.
+   */
+  export class MemoryStore {
+    /**
+     * Sets the store's fault, or clears it with `null`: `'down'` (every operation fails at
+     * once, as a refused connection), `'stall'` (operations wait; callers give up at their
+     * 1 s operation timeout, and what they sent runs when the stall is cleared, as on a
+     * stopped Redis), `'lose_notifications'` (published notifications reach nobody).
+     */
+    setFault(fault: 'down' | 'stall' | 'lose_notifications' | null): void
+    /**
+     * Tells every cache of the store that its notifications may have been lost (a
+     * subscription that dropped and came back): each drops its whole memory tier.
+     */
+    restartSubscriptions(): void
+    /**
+     * Plants `text` as the raw bytes under `key`'s value (no expiry), as a bug or an
+     * attacker would: bytes that are not an entry are a miss for every reader.
+     */
+    plant(key: string, text: string): void
+    /** Plants `text` as the epoch of `namespace` (a corrupt epoch is repaired forward). */
+    plantEpoch(namespace: string, text: string): void
+    /**
+     * Plants a lock on `key` that no live cache holds (a leader that died), for `ms`
+     * milliseconds.
+     */
+    plantLock(key: string, ms: number): void
+  }
+  /**
+   * The in-memory shared tier named `name` (made on first use), the one that caches created
+   * with `redis: 'memory://<name>'` share.
+   */
+  export function memoryStore(name: string): MemoryStore
 }

@@ -1,6 +1,7 @@
 'use strict'
 // The package's CommonJS entry: loads the native addon built for this platform and adds the
-// `ABSENT` marker. The API itself is native (see index.d.ts, generated from src/).
+// `ABSENT` marker. The API itself is native (see index.d.ts, generated from src/), `testing`
+// included (the in-memory shared tier with faults, for tests).
 const { join } = require('node:path')
 const { existsSync } = require('node:fs')
 const { addonFile } = require('./scripts/platform.js')
@@ -17,5 +18,6 @@ const native = require(file)
 module.exports = {
   Cache: native.Cache,
   buildKey: native.buildKey,
+  testing: native.testing,
   ABSENT: Symbol.for('herdless.absent'),
 }

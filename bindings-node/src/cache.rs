@@ -6,12 +6,16 @@ use napi::bindgen_prelude::{Env, This, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::engine::{Answer, CallOptions, Inner, Loader};
+use herdless_redis::two_tier::Get;
+use herdless_redis::{FleetOptions, Lifetimes, TwoTier};
+
+use crate::engine::{Answer, CallOptions, EResult, Inner, Loader, Outcome};
 use crate::error::{self, code, type_error};
 use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
 use crate::metrics::{Metrics, snapshot};
 use crate::options;
-use crate::tier::Tier;
+use crate::tier::Codec;
+use crate::value::Val;
 
 /// A stampede-proof cache of JS values under string keys.
 ///
@@ -31,7 +35,7 @@ fn key_arg<'b>(js: Js, key: Value, room: &'b mut StrRoom) -> Result<StrBuf<'b>> 
         // ('k:\ud800', 'k:\udfff', 'k:\ufffd') onto one: such keys are refused. Only a key
         // that reads back with U+FFFD pays for the check.
         Ok(s) if !matches!(s, StrBuf::Ascii(_)) && s.as_str().contains('\u{FFFD}') => {
-            well_formed(js, key)?;
+            well_formed(js, key, "key")?;
             Ok(s)
         }
         Ok(s) => Ok(s),
@@ -39,16 +43,18 @@ fn key_arg<'b>(js: Js, key: Value, room: &'b mut StrRoom) -> Result<StrBuf<'b>> 
     }
 }
 
-/// Refuses a key that is not valid Unicode (a lone surrogate).
+/// Refuses a key or namespace that is not valid Unicode (a lone surrogate).
 #[cold]
-fn well_formed(js: Js, key: Value) -> Result<()> {
-    let ok = js.call_method(key, "isWellFormed", &[])?;
+fn well_formed(js: Js, s: Value, what: &str) -> Result<()> {
+    let ok = js.call_method(s, "isWellFormed", &[])?;
     if js.get_bool(ok)? {
         Ok(())
     } else {
         Err(type_error(
             js,
-            "the key has a lone surrogate (it is not valid Unicode, so it cannot be a key)",
+            &format!(
+                "the {what} has a lone surrogate (it is not valid Unicode, so it cannot be a {what})"
+            ),
         ))
     }
 }
@@ -59,14 +65,18 @@ fn not_a_key(js: Js, key: Value) -> napi::Error {
     type_error(js, &format!("the key must be a string, got {got}"))
 }
 
-/// Checks that `v` is an options object (or undefined): `None` for undefined.
-fn options_arg(js: Js, v: Option<Value>, what: &str) -> Result<Option<Value>> {
+/// Checks that `v` is an options object with only `known` fields (or undefined): `None`
+/// for undefined.
+fn options_arg(js: Js, v: Option<Value>, what: &str, known: &[&str]) -> Result<Option<Value>> {
     let Some(v) = v else {
         return Ok(None);
     };
     match js.type_of(v)? {
         Type::Undefined => Ok(None),
-        Type::Object if !js.is_array(v)? => Ok(Some(v)),
+        Type::Object if !js.is_array(v)? => {
+            options::known_fields(js, v, what, known)?;
+            Ok(Some(v))
+        }
         t => Err(error::throw_new(
             js,
             ErrorKind::Type,
@@ -116,8 +126,8 @@ pub(crate) fn get_value(js: Js, inner: &Inner, key: Value) -> Result<Value> {
     let key = key_arg(js, key, &mut room)?;
     // Read in place: no clone and drop of the value's handle (two atomic operations) per hit.
     match inner
-        .cache
-        .get_with(key.as_str(), |v| inner.table.read(js, v))
+        .l1
+        .get_with(key.as_str(), |v| inner.table.read(js, &v.value))
     {
         Some(Ok(v)) => Ok(v),
         Some(Err(status)) => Err(js::failed(status)),
@@ -150,8 +160,8 @@ fn get_or_load_impl(
     if js.type_of(loader)? != Type::Function {
         return Err(type_error(js, "the loader must be a function"));
     }
-    let options = call_options(js, options_arg(js, opts, "getOrLoad")?)?;
-    let first = inner.cache.lookup(key.as_str());
+    let options = call_options(js, options_arg(js, opts, "getOrLoad", &["signal", "ttl"])?)?;
+    let first = inner.l1.lookup(key.as_str());
     if options.signal.is_none() {
         // The hit path: no call record, no loader reference.
         if let Some(v) = inner.hit_now(js, &first)? {
@@ -165,56 +175,51 @@ fn get_or_load_impl(
     Ok(promise)
 }
 
+/// Settles with the engine's answer: `ok` of the value, or the mapped error.
+fn answer<T>(
+    js: Js,
+    inner: &Inner,
+    r: EResult<T>,
+    ok: impl FnOnce(T) -> Result<Value>,
+) -> Result<Outcome> {
+    match r {
+        Ok(v) => Ok(Ok(ok(v)?)),
+        Err(e) => Ok(Err(error::to_js(js, &inner.table, &e)?)),
+    }
+}
+
 impl Cache {
     fn set_impl(&self, js: Js, key: Value, value: Value, options: Option<Value>) -> Result<Value> {
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
-        let ttl = match options_arg(js, options, "set")? {
+        let ttl = match options_arg(js, options, "set", &["ttl"])? {
             Some(o) => options::ttl(js, o)?,
             None => None,
         };
         let inner = &self.inner;
-        let absent = inner.is_absent(js, value)?;
-        let r = if absent {
-            inner.cache.set_absent(key.as_str())
+        let r = if inner.is_absent(js, value)? {
+            inner.tt.set_absent(key.as_str())
         } else {
             let v = inner.table.store(js, value)?;
-            match ttl {
-                Some(ttl) => inner.cache.set_with_ttl(key.as_str(), v, ttl),
-                None => inner.cache.set(key.as_str(), v),
-            }
+            inner.tt.set(key.as_str(), v, ttl, &inner.host(js))
         };
         inner.settle(js)?;
-        r.map_err(|e| error::throw(js, &inner.table, &e))?;
-        let Some(tier) = &inner.tier else {
-            return js.resolved(js.undefined()?);
-        };
-        let bytes = if absent {
-            Some(None)
-        } else {
-            tier.codec.encode(js, value)?.map(Some)
-        };
-        let Some(bytes) = bytes else {
-            crate::tier::warn_unshareable(js, key.as_str())?;
-            return js.resolved(js.undefined()?);
-        };
-        let (entry, _) = tier.entry(bytes, std::time::Duration::ZERO, 0, ttl);
-        inner.op(js, tier.set(key.as_str(), entry), |js, _| js.undefined())
+        let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
+        inner.op(js, pending, |js, inner, r| {
+            answer(js, inner, r, |()| js.undefined())
+        })
     }
 
     fn invalidate_impl(&self, js: Js, key: Value) -> Result<Value> {
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
         let inner = &self.inner;
-        let r = inner.cache.invalidate(key.as_str());
+        let r = inner.tt.invalidate(key.as_str());
         inner.settle(js)?;
-        let removed = r.map_err(|e| error::throw(js, &inner.table, &e))?;
-        match &inner.tier {
-            None => js.resolved(js.bool(removed)?),
-            Some(tier) => inner.op(js, tier.invalidate(key.as_str()), move |js, r| {
-                js.bool(removed || r.unwrap_or(false))
-            }),
-        }
+        let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
+        inner.op(js, pending, |js, inner, r| {
+            answer(js, inner, r, |b| js.bool(b))
+        })
     }
 
     fn bump_impl(&self, js: Js, namespace: Option<Value>) -> Result<Value> {
@@ -222,7 +227,14 @@ impl Cache {
             None => None,
             Some(v) => match js.type_of(v)? {
                 Type::Undefined | Type::Null => None,
-                Type::String => Some(js.get_string(v)?),
+                Type::String => {
+                    let ns = js.get_string(v)?;
+                    // As for keys: a lone surrogate would read as U+FFFD, another namespace.
+                    if ns.contains('\u{FFFD}') {
+                        well_formed(js, v, "namespace")?;
+                    }
+                    Some(ns)
+                }
                 t => {
                     return Err(type_error(
                         js,
@@ -237,19 +249,65 @@ impl Cache {
                 "bump() needs a namespace (or the cache's `namespace` option)",
             ));
         };
+        let pending = self.inner.tt.bump(&ns);
+        self.inner.op(js, pending, |js, inner, r| {
+            answer(js, inner, r, |epoch| js.number(epoch as f64))
+        })
+    }
+
+    fn read_impl(&self, js: Js, key: Value) -> Result<Value> {
+        let mut room = StrRoom::new();
+        let key = key_arg(js, key, &mut room)?;
         let inner = &self.inner;
-        // Longer than any key: it holds no key, and Redis gets no epoch key of that name.
-        if ns.len() > inner.cache.options().max_key_len {
-            return js.resolved(js.number(0.0)?);
-        }
-        let local = inner.cache.bump(&ns);
-        match &inner.tier {
-            None => js.resolved(js.number(local as f64)?),
-            Some(tier) => inner.op(js, tier.bump(&ns), move |js, r| {
-                js.number(r.unwrap_or(local) as f64)
+        let value = |js: Js, inner: &Inner, v: Option<Val>| match v {
+            Some(v) => inner.table.load(js, &v),
+            None => js.undefined(),
+        };
+        match inner.tt.get(key.as_str()) {
+            Get::Ready(v) => js.resolved(value(js, inner, v)?),
+            Get::Tier(pending) => inner.op(js, pending, move |js, inner, read| {
+                let r = read.finish(&inner.host(js));
+                let r = r.map_err(|e| herdless::Error::Load(herdless::LoadError::new(e)));
+                answer(js, inner, r, |v| value(js, inner, v))
             }),
         }
     }
+}
+
+/// The engine of a new cache: its L1 alone, or in front of the shared tier at `redis`
+/// (whose entries carry the jitter: the L1 then has none, as in `herdless_redis`'s
+/// `TieredBuilder`).
+fn engine(js: Js, parsed: options::Parsed) -> Result<(TwoTier<Val>, Codec)> {
+    let invalid = |e: &dyn std::fmt::Display| {
+        error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string())
+    };
+    let Some(r) = parsed.redis else {
+        let l1 = parsed.builder.build().map_err(|e| invalid(&e))?;
+        return Ok((TwoTier::memory(l1), Codec::Json));
+    };
+    let life = Lifetimes::from(&parsed.builder.options());
+    let defaults = FleetOptions::default();
+    let fleet = FleetOptions {
+        lease: r.lease.unwrap_or(defaults.lease),
+        wait_timeout: parsed.builder.options().wait_timeout,
+        ..defaults
+    };
+    let l1 = parsed
+        .builder
+        .jitter(0.0)
+        .build()
+        .map_err(|e| invalid(&e))?;
+    life.check().map_err(|e| invalid(&e))?;
+    fleet.check().map_err(|e| invalid(&e))?;
+    let tt = TwoTier::connect(l1, r.address, r.prefix.as_deref(), fleet, life).map_err(|e| {
+        error::throw_new(
+            js,
+            ErrorKind::Type,
+            code::INVALID_OPTION,
+            &format!("option `redis`: {e}"),
+        )
+    })?;
+    Ok((tt, r.codec))
 }
 
 #[napi]
@@ -260,39 +318,16 @@ impl Cache {
     pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
         let js = Js(env.raw());
         let parsed = options::parse(js, options.map(|o| o.raw()))?;
-        let hard = parsed.hard_timeout;
-        let cache = parsed.builder.build().map_err(|e| {
-            error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string())
-        })?;
-        let tier = match parsed.redis {
-            None => None,
-            Some(r) => {
-                let tier = Tier::connect(
-                    &r.url,
-                    r.prefix.as_deref(),
-                    r.fleet,
-                    r.codec,
-                    r.life,
-                    &cache,
-                )
-                .map_err(|e| {
-                    error::throw_new(
-                        js,
-                        ErrorKind::Type,
-                        code::INVALID_OPTION,
-                        &format!("option `redis`: {e}"),
-                    )
-                })?;
-                Some(tier)
-            }
-        };
-        let inner = Inner::new(js, cache, parsed.namespace, hard, tier)?;
+        let namespace = parsed.namespace.clone();
+        let (tt, codec) = engine(js, parsed)?;
+        let inner = Inner::new(js, tt, codec, namespace)?;
         crate::fast::install(js, this.object.raw(), &inner)?;
         Ok(Self { inner })
     }
 
-    /// The value of `key` if it is fresh (or stale within grace), else `undefined`; never
-    /// loads. A cached absence reads as `undefined` too.
+    /// The value of `key` in this process's memory if it is fresh (or stale within grace),
+    /// else `undefined`; synchronous, never loads, never asks the shared tier (`read` does).
+    /// A cached absence reads as `undefined` too.
     #[napi(ts_args_type = "key: string", ts_return_type = "unknown")]
     pub fn get<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
@@ -301,11 +336,26 @@ impl Cache {
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) })
     }
 
+    /// `get`, then the shared tier: the value of `key` in this process's memory, else the
+    /// shared entry (one round trip, kept in memory for the rest of its life), else
+    /// `undefined`. Never loads. A tier that fails is a miss (counted in `backendErrors`);
+    /// without a shared tier it answers as `get`.
+    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<unknown>")]
+    pub fn read<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let r = self.read_impl(js, key.raw());
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
+    }
+
     /// Stores `value` under `key` (`ABSENT` caches an absence for `negativeTtl`).
     /// `options.ttl` (ms) replaces the cache's TTL for this entry. A load of `key` already
-    /// running will not overwrite it. This process sees the value at once; the promise
-    /// resolves when the fleet has it too (Redis tier; at once in memory). A Redis failure
-    /// does not reject (it is counted in the metrics).
+    /// running anywhere will not overwrite it. Without a shared tier this process has it at
+    /// once. With one, the promise resolves when the fleet has it (and this process with
+    /// it); when the tier fails it rejects (code `HERDLESS_BACKEND`) after dropping this
+    /// process's copy, and a value the codec cannot encode is refused (a `TypeError`, or
+    /// what your codec's `encode` threw).
     #[napi(
         ts_args_type = "key: string, value: unknown, options?: { ttl?: number }",
         ts_return_type = "Promise<void>"
@@ -324,9 +374,10 @@ impl Cache {
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
     }
 
-    /// Removes `key`'s entry (in the whole fleet with the Redis tier); a load of `key`
+    /// Removes `key`'s entry (in the whole fleet with a shared tier); a load of `key`
     /// already running will not write back its (older) result. Resolves to whether an
-    /// entry was removed.
+    /// entry was removed (the shared tier's, with one). This process drops its copy at
+    /// once; a shared tier that fails rejects (code `HERDLESS_BACKEND`).
     #[napi(ts_args_type = "key: string", ts_return_type = "Promise<boolean>")]
     pub fn invalidate<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
@@ -337,8 +388,9 @@ impl Cache {
     }
 
     /// Invalidates every key of `namespace` (default: the cache's `namespace` option) in
-    /// O(1) by moving it to a new epoch (in the whole fleet with the Redis tier: INCR),
-    /// which the promise resolves to. Loads that began before are not stored.
+    /// O(1) by moving it to a new epoch (in the whole fleet with a shared tier: INCR),
+    /// which the promise resolves to. Loads that began before are not stored. This process
+    /// moves on at once; a shared tier that fails rejects (code `HERDLESS_BACKEND`).
     #[napi(
         ts_args_type = "namespace?: string",
         ts_return_type = "Promise<number>"
@@ -365,11 +417,12 @@ impl Cache {
     /// error object. `options.signal` stops this caller waiting (rejecting with the
     /// signal's reason) without cancelling the shared load; `options.ttl` (ms) replaces the
     /// cache's TTL for the loaded value. When a stale value is served (grace, XFetch), the
-    /// loader runs once in the background and nobody waits for it.
+    /// loader runs once in the background and nobody waits for it. The result's type is the
+    /// loader's, with `undefined` instead of `ABSENT` when the loader may return it.
     #[napi(
         ts_generic_types = "T",
         ts_args_type = "key: string, loader: () => T | PromiseLike<T>, options?: LoadOptions",
-        ts_return_type = "Promise<Exclude<T, typeof ABSENT> | undefined>"
+        ts_return_type = "Promise<typeof ABSENT extends T ? Exclude<T, typeof ABSENT> | undefined : T>"
     )]
     pub fn get_or_load<'env>(
         &self,
@@ -394,7 +447,7 @@ impl Cache {
     #[napi(
         ts_generic_types = "A extends unknown[], R",
         ts_args_type = "fn: (...args: A) => R | PromiseLike<R>, options?: WrapOptions",
-        ts_return_type = "(...args: A) => Promise<Exclude<Awaited<R>, typeof ABSENT> | undefined>"
+        ts_return_type = "(...args: A) => Promise<typeof ABSENT extends Awaited<R> ? Exclude<Awaited<R>, typeof ABSENT> | undefined : Awaited<R>>"
     )]
     pub fn wrap<'env>(
         &self,
@@ -403,7 +456,8 @@ impl Cache {
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let opts = options_arg(js, options.map(|o| o.raw()), "wrap")?;
+        let known = ["namespace", "entity", "version", "ttl", "key"];
+        let opts = options_arg(js, options.map(|o| o.raw()), "wrap", &known)?;
         let f = crate::wrap::wrap(js, &self.inner, func.raw(), opts)?;
         // SAFETY: a value of this env, returned to it at once.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), f) })
@@ -424,7 +478,8 @@ impl Cache {
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let r = options_arg(js, options.map(|o| o.raw()), "warm")
+        let known = ["concurrency", "ttl", "onProgress"];
+        let r = options_arg(js, options.map(|o| o.raw()), "warm", &known)
             .and_then(|o| crate::warm::warm(js, &self.inner, keys.raw(), loader.raw(), o));
         let p = rejecting(js, r)?;
         // SAFETY: a value of this env, returned to it at once.
@@ -434,23 +489,19 @@ impl Cache {
     /// Counters, histograms and sizes at this moment, per namespace and in total.
     #[napi]
     pub fn metrics(&self) -> Metrics {
-        let mut m = snapshot(&self.inner.cache.metrics());
+        let mut m = snapshot(&self.inner.l1.metrics());
         m.redis = self
             .inner
-            .tier
-            .as_ref()
-            .map(|t| crate::metrics::redis(&t.backend.metrics()));
+            .tt
+            .tier()
+            .map(|t| crate::metrics::redis(&t.metrics()));
         m
     }
 
     /// The metrics in Prometheus text exposition format.
     #[napi]
     pub fn prometheus(&self) -> String {
-        let mut text = self.inner.cache.prometheus();
-        if let Some(tier) = &self.inner.tier {
-            text.push_str(&tier.backend.metrics().to_prometheus());
-        }
-        text
+        self.inner.tt.prometheus()
     }
 
     /// The stampede detector's findings, oldest first: what (`kind`, `cause`), where
@@ -458,20 +509,20 @@ impl Cache {
     /// listed for 10 minutes after their condition last held (`active`: it holds now).
     #[napi]
     pub fn alerts(&self) -> Vec<crate::detector::Alert> {
-        crate::detector::alerts(&self.inner.cache.alerts())
+        crate::detector::alerts(&self.inner.l1.alerts())
     }
 
     /// The `n` (default 100) most accessed keys, most first (counts are sampled estimates).
     #[napi]
     pub fn hot_keys(&self, n: Option<u32>) -> Vec<crate::detector::HotKey> {
-        crate::detector::hot_keys(self.inner.cache.hot_keys(n.unwrap_or(100) as usize))
+        crate::detector::hot_keys(self.inner.l1.hot_keys(n.unwrap_or(100) as usize))
     }
 
     /// The `n` (default 1000) hottest keys as JSON, for `importHotKeys` in the next
     /// instance.
     #[napi]
     pub fn export_hot_keys(&self, n: Option<u32>) -> String {
-        self.inner.cache.export_hot_keys(n.unwrap_or(1000) as usize)
+        self.inner.l1.export_hot_keys(n.unwrap_or(1000) as usize)
     }
 
     /// Reads what `exportHotKeys` wrote into this cache's tracker and returns the keys,
@@ -479,7 +530,7 @@ impl Cache {
     /// `HERDLESS_INVALID_ARGUMENT`) on anything else.
     #[napi]
     pub fn import_hot_keys(&self, env: &Env, json: String) -> Result<Vec<String>> {
-        match self.inner.cache.import_hot_keys(&json) {
+        match self.inner.l1.import_hot_keys(&json) {
             Ok(keys) => Ok(keys.into_iter().map(|k| k.key).collect()),
             Err(e) => Err(type_error(Js(env.raw()), &e.to_string())),
         }
@@ -494,7 +545,7 @@ impl Cache {
         Ok(Internals {
             live_values: self.inner.table.live() as f64,
             pending_calls: self.inner.calls() as f64,
-            flights: self.inner.cache.flights_in_progress() as f64,
+            flights: self.inner.l1.flights_in_progress() as f64,
         })
     }
 }

@@ -1,23 +1,26 @@
-//! The Node driver of the engine's state machine (`herdless::Cache::lookup`).
+//! The Node driver of the fleet engine ([`TwoTier`], `herdless_redis::two_tier`): it calls
+//! JS loaders and polls the engine's futures on the JS thread; every decision about loads,
+//! the shared tier and its failures is the engine's.
 //!
-//! Everything here runs on the JS thread. A call of `getOrLoad` (or of a wrapped function,
-//! or one key of `warm`) that is not answered at once by a hit becomes a [`Call`] in the
-//! cache's table of calls, and moves through these states:
+//! A call of `getOrLoad` (or of a wrapped function, or one key of `warm`) that is not
+//! answered at once by a hit becomes a [`Call`] in the cache's table of calls:
 //!
-//! - **lookup** ([`State::Start`]): `lookup` answers Hit (reply now; if the hit carries a
-//!   refresh guard, the loader runs in the background as a call of its own with nobody to
-//!   answer), Lead or Wait;
-//! - **budget** ([`State::Budget`]): a leader waiting for the origin budget (a future);
-//! - **loading** ([`State::Loading`]): the JS loader runs; its promise settling completes
-//!   the guard ([`Inner::loaded`]), which stores the value and wakes every waiter; the
-//!   loader's soft and hard deadlines are clock timers that wake the call;
-//! - **waiting** ([`State::Waiting`]): a [`herdless::Waiter`] future, polled whenever its
-//!   waker fires (see [`crate::wake`]); it ends with the leader's value, its error (the same
-//!   JS object for every waiter), a fail-safe value, a timeout, or "retry" (back to lookup).
+//! - **start** ([`State::Start`]): `lookup` answers Hit (reply now; a refresh guard starts a
+//!   background call of its own with nobody to answer), Wait, or Lead, whose first
+//!   [`Step`] (`TwoTier::lead`) the call then follows;
+//! - **waiting** ([`State::Waiting`]): a [`herdless::Waiter`] future; "retry" goes back to
+//!   start, keeping the caller's first arrival;
+//! - **tier** ([`State::Tier`]): an engine step in progress (asking the fleet who loads,
+//!   waiting for the origin budget, publishing), woken by the backend's runtime;
+//! - **loading** ([`State::Loading`]): the JS loader runs; its promise settling hands the
+//!   result to [`Load::loaded`]; meanwhile [`Load::poll_deadline`] wakes the call at the
+//!   soft and hard timeouts;
+//! - **op** ([`State::Op`]): a `set`, `invalidate`, `bump` or `read` waiting for the tier.
 //!
-//! An aborted call (AbortSignal) is answered with the signal's reason at once; a waiter or
-//! a queued leader is dropped (the engine forgets it; a queued leader hands the load over),
-//! and a running load goes on for the others, its result stored as usual.
+//! Wakers may fire on any thread; [`crate::wake`] brings them to the JS thread. An aborted
+//! call (AbortSignal) is answered with the signal's reason at once; a waiter is dropped (the
+//! engine forgets it), while a load or an engine step goes on for the other callers, its
+//! result stored as usual.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -28,16 +31,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use std::time::Instant;
-
-use herdless::backend::WriteOutcome;
-use herdless::{LoadError, LoadGuard, Lookup, Waited, Waiter};
-use herdless_redis::{FleetLease, FleetOutcome};
+use herdless::{LoadError, Lookup, Retry, Waited, Waiter};
+use herdless_redis::two_tier::{Deadline, Load, Pending, Reply, Step};
+use herdless_redis::{TwoTier, Versioned};
 use napi::{JsValue, Result, Status};
 
 use crate::error;
 use crate::js::{Deferred, Js, Ref, Type, Value};
-use crate::tier::{FleetFuture, Tier};
+use crate::tier::{Codec, JsHost};
 use crate::value::{JsFailure, Table, Val};
 use crate::wake::Wake;
 
@@ -132,36 +133,26 @@ pub(crate) struct CallOptions {
 /// What the engine answers.
 pub(crate) type EResult<T> = std::result::Result<T, herdless::Error>;
 
-type BudgetFuture = Pin<Box<dyn Future<Output = (LoadGuard<Val>, EResult<()>)>>>;
+/// What the L1 holds.
+pub(crate) type Entry = Versioned<Val>;
+
+/// The poll function of a [`State::Op`]: it answers whether it finished.
+type OpPoll = Box<dyn FnMut(Js, &Inner, &mut Context<'_>) -> Result<bool>>;
 
 enum State {
     Start,
-    Budget(BudgetFuture),
-    /// The local leader asks the fleet who loads (Redis tier).
-    Fleet(FleetFuture<FleetOutcome>, LoadGuard<Val>),
-    Loading(LoadGuard<Val>),
-    /// The loaded value is being published to the fleet (Redis tier).
-    Publishing(FleetFuture<WriteOutcome>, LoadGuard<Val>, Option<Val>),
-    Waiting(Waiter<Val>),
-    /// A fleet operation of `set`/`invalidate`/`bump` (Redis tier): polled with the
-    /// context, it answers whether it finished.
+    Waiting(Waiter<Entry>),
+    Tier(Pending<Reply<Val>>),
+    /// Boxed: a load is several times the size of the other states.
+    Loading(Box<Load<Val>>),
     Op(OpPoll),
 }
 
-/// The poll function of a [`State::Op`].
-type OpPoll = Box<dyn FnMut(Js, &mut Context<'_>) -> Result<bool>>;
-
 impl State {
-    /// Whether the call sleeps until a waker fires (then the process must stay alive).
+    /// Whether the call sleeps until a waker fires (then the process must stay alive). A
+    /// running loader keeps the process alive by itself.
     fn parked(&self) -> bool {
-        matches!(
-            self,
-            State::Budget(_)
-                | State::Waiting(_)
-                | State::Fleet(..)
-                | State::Publishing(..)
-                | State::Op(_)
-        )
+        matches!(self, State::Waiting(_) | State::Tier(_) | State::Op(_))
     }
 }
 
@@ -173,28 +164,23 @@ struct Call {
     ttl: Option<Duration>,
     waker: Waker,
     state: State,
-    /// The fleet lock, when this process loads for the fleet.
-    lease: Option<FleetLease>,
-    /// When the loader was called (the shared entry keeps the load's duration).
-    started: Option<Instant>,
     /// Set after a hand-over: the next lookup keeps the caller's first arrival.
-    retry: Option<herdless::Retry>,
+    retry: Option<Retry>,
 }
 
 /// The JS-thread state of one `Cache` object.
 ///
-/// Field order matters when it is dropped: the calls and the Redis listener's handle on the
-/// engine go first (in `Drop`), then the engine (its entries release their values), then the
-/// table (which lets those values go).
+/// Field order matters when it is dropped: the calls go first (in `Drop`), then the engine
+/// (its entries release their values), then the table (which lets those values go).
 pub(crate) struct Inner {
-    pub(crate) cache: herdless::Cache<Val>,
+    pub(crate) tt: TwoTier<Val>,
+    /// The engine's L1 (the same as `tt.l1()`, one indirection nearer for the hit path).
+    pub(crate) l1: herdless::Cache<Entry>,
     pub(crate) table: Table,
+    pub(crate) codec: Codec,
     pub(crate) wake: Arc<Wake>,
     pub(crate) namespace: Option<String>,
-    /// The Redis tier, if any.
-    pub(crate) tier: Option<Tier>,
     absent: Ref,
-    hard_timeout: Duration,
     calls: RefCell<HashMap<u64, Call>>,
     next_id: Cell<u64>,
     parked: Cell<usize>,
@@ -205,39 +191,21 @@ pub(crate) struct Inner {
     pending: RefCell<Option<Rc<Inner>>>,
 }
 
-/// The message of a rejection, for Rust-side display only.
-fn describe(js: Js, e: Value) -> String {
-    let text = || -> Result<String> {
-        if js.is_error(e)? {
-            let m = js.get(e, "message")?;
-            if js.type_of(m)? == Type::String {
-                return js.get_string(m);
-            }
-        }
-        Ok(match js.type_of(e)? {
-            Type::String => js.get_string(e)?,
-            t => format!("the loader rejected with {}", t.name()),
-        })
-    };
-    text().unwrap_or_else(|_| "the loader rejected".into())
-}
-
 impl Inner {
     pub(crate) fn new(
         js: Js,
-        cache: herdless::Cache<Val>,
+        tt: TwoTier<Val>,
+        codec: Codec,
         namespace: Option<String>,
-        hard_timeout: Option<Duration>,
-        tier: Option<Tier>,
     ) -> Result<Rc<Self>> {
         let inner = Rc::new(Self {
-            cache,
+            l1: tt.l1().clone(),
+            tt,
             table: Table::new(js)?,
+            codec,
             wake: Wake::new(),
             namespace,
-            tier,
             absent: js.reference(absent_symbol(js)?)?,
-            hard_timeout: hard_timeout.unwrap_or_default(),
             calls: RefCell::new(HashMap::new()),
             next_id: Cell::new(1),
             parked: Cell::new(0),
@@ -248,20 +216,52 @@ impl Inner {
         Ok(inner)
     }
 
+    /// The engine's host for this call of the JS thread (the codec, warnings).
+    pub(crate) fn host(&self, js: Js) -> JsHost<'_> {
+        JsHost {
+            js,
+            table: &self.table,
+            codec: &self.codec,
+        }
+    }
+
     pub(crate) fn is_absent(&self, js: Js, v: Value) -> Result<bool> {
         js.strict_equals(v, self.absent.get(js)?)
     }
 
     /// The value to answer at once when `first` is a plain hit (no refresh to run).
     #[inline]
-    pub(crate) fn hit_now(&self, js: Js, first: &EResult<Lookup<Val>>) -> Result<Option<Value>> {
+    pub(crate) fn hit_now(&self, js: Js, first: &EResult<Lookup<Entry>>) -> Result<Option<Value>> {
         match first {
             Ok(Lookup::Hit(hit)) if hit.refresh.is_none() => Ok(Some(match &hit.value {
-                Some(v) => self.table.load(js, v)?,
+                Some(v) => self.table.load(js, &v.value)?,
                 None => js.undefined()?,
             })),
             _ => Ok(None),
         }
+    }
+
+    fn new_call(
+        &self,
+        key: String,
+        loader: Option<Loader>,
+        answer: Answer,
+        ttl: Option<Duration>,
+    ) -> (u64, Call) {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        let waker = self.wake.waker(id);
+        let call = Call {
+            key,
+            loader,
+            answer,
+            abort: None,
+            ttl,
+            waker,
+            state: State::Start,
+            retry: None,
+        };
+        (id, call)
     }
 
     fn put(&self, id: u64, call: Call) {
@@ -293,22 +293,9 @@ impl Inner {
         loader: Loader,
         options: CallOptions,
         answer: Answer,
-        first: EResult<Lookup<Val>>,
+        first: EResult<Lookup<Entry>>,
     ) -> Result<()> {
-        let id = self.next_id.get();
-        self.next_id.set(id + 1);
-        let mut call = Call {
-            key,
-            loader: Some(loader),
-            answer,
-            abort: None,
-            ttl: options.ttl,
-            waker: self.wake.waker(id),
-            state: State::Start,
-            lease: None,
-            started: None,
-            retry: None,
-        };
+        let (id, mut call) = self.new_call(key, Some(loader), answer, options.ttl);
         if let Some(signal) = options.signal {
             if js.get_bool(js.get(signal, "aborted")?)? {
                 let reason = js.get(signal, "reason")?;
@@ -322,40 +309,28 @@ impl Inner {
         r
     }
 
-    /// Runs a fleet operation on the JS thread: the returned promise resolves with
+    /// Runs an operation of the engine on the JS thread: the returned promise settles with
     /// `done(result)` when `fut` ends.
     pub(crate) fn op<T: 'static>(
         self: &Rc<Self>,
         js: Js,
-        mut fut: FleetFuture<T>,
-        done: impl FnOnce(Js, EResult<T>) -> Result<Value> + 'static,
+        mut fut: Pending<T>,
+        done: impl FnOnce(Js, &Inner, T) -> Result<Outcome> + 'static,
     ) -> Result<Value> {
         let (deferred, promise) = js.promise()?;
         let mut finish = Some((deferred, done));
-        let poll: OpPoll = Box::new(move |js, cx| match fut.as_mut().poll(cx) {
+        let poll: OpPoll = Box::new(move |js, inner, cx| match Pin::new(&mut fut).poll(cx) {
             Poll::Pending => Ok(false),
             Poll::Ready(r) => {
                 if let Some((deferred, done)) = finish.take() {
-                    let v = done(js, r)?;
-                    deferred.settle(js, Ok(v))?;
+                    let outcome = done(js, inner, r)?;
+                    deferred.settle(js, outcome)?;
                 }
                 Ok(true)
             }
         });
-        let id = self.next_id.get();
-        self.next_id.set(id + 1);
-        let call = Call {
-            key: String::new(),
-            loader: None,
-            answer: Answer::Nobody,
-            abort: None,
-            ttl: None,
-            waker: self.wake.waker(id),
-            state: State::Op(poll),
-            lease: None,
-            started: None,
-            retry: None,
-        };
+        let (id, mut call) = self.new_call(String::new(), None, Answer::Nobody, None);
+        call.state = State::Op(poll);
         self.put(id, call);
         self.poll(js, id)?;
         self.settle(js)?;
@@ -391,11 +366,9 @@ impl Inner {
             None => js.undefined()?,
         };
         self.reply(js, &mut call, Err(reason))?;
-        if matches!(
-            call.state,
-            State::Loading(_) | State::Fleet(..) | State::Publishing(..)
-        ) {
-            // The shared load goes on for the other callers; its result is stored.
+        // A load (or an engine step of one) goes on for the other callers; its result is
+        // stored. A waiter is dropped.
+        if matches!(call.state, State::Loading(_) | State::Tier(_)) {
             self.put(id, call);
         }
         Ok(())
@@ -434,8 +407,8 @@ impl Inner {
     /// Looks the call's key up again (after a handed-over load).
     fn advance(self: &Rc<Self>, js: Js, id: u64, mut call: Call) -> Result<()> {
         let r = match call.retry.take() {
-            Some(retry) => self.cache.lookup_again(&call.key, retry),
-            None => self.cache.lookup(&call.key),
+            Some(retry) => self.l1.lookup_again(&call.key, retry),
+            None => self.l1.lookup(&call.key),
         };
         self.step(js, id, call, r)
     }
@@ -446,15 +419,19 @@ impl Inner {
         js: Js,
         id: u64,
         mut call: Call,
-        r: EResult<Lookup<Val>>,
+        r: EResult<Lookup<Entry>>,
     ) -> Result<()> {
         match r {
             Err(e) => self.reply_with(js, &mut call, Err(e)),
             Ok(Lookup::Hit(hit)) => {
-                let have = hit.value.as_ref().map_or(0, |v| v.version());
-                let answered = self.reply_with(js, &mut call, Ok(hit.value));
+                let have = hit.value.as_ref().map_or(0, |v| v.version);
+                let answered = self.reply_with(js, &mut call, Ok(hit.value.map(|v| v.value)));
                 if let (Some(guard), Some(loader)) = (hit.refresh, call.loader.take()) {
-                    self.refresh(js, guard, loader, have)?;
+                    if let Some(first) = self.tt.refresh(guard, have, call.ttl) {
+                        let (id, refresh) =
+                            self.new_call(call.key, Some(loader), Answer::Nobody, call.ttl);
+                        self.drive(js, id, refresh, first)?;
+                    }
                 }
                 answered
             }
@@ -463,146 +440,66 @@ impl Inner {
                 self.put(id, call);
                 self.poll(js, id)
             }
-            Ok(Lookup::Lead(guard)) => self.lead(js, id, call, guard, 0),
-        }
-    }
-
-    /// A local leader: with the Redis tier, asks the fleet first; then loads.
-    fn lead(
-        self: &Rc<Self>,
-        js: Js,
-        id: u64,
-        mut call: Call,
-        guard: LoadGuard<Val>,
-        have: u64,
-    ) -> Result<()> {
-        match &self.tier {
-            Some(tier) => {
-                call.state = State::Fleet(tier.ask(guard.key(), have), guard);
-                self.put(id, call);
-                self.poll(js, id)
+            Ok(Lookup::Lead(guard)) => {
+                let first = self.tt.lead(guard, call.ttl);
+                self.drive(js, id, call, first)
             }
-            None => self.begin(js, id, call, guard),
         }
     }
 
-    /// Takes the origin budget (waiting for it if need be), then calls the loader.
-    fn begin(
-        self: &Rc<Self>,
-        js: Js,
-        id: u64,
-        mut call: Call,
-        mut guard: LoadGuard<Val>,
-    ) -> Result<()> {
-        if guard.try_begin() {
-            return self.load(js, id, call, guard);
-        }
-        call.state = State::Budget(Box::pin(async move {
-            let began = guard.begin().await;
-            (guard, began)
-        }));
-        self.put(id, call);
-        self.poll(js, id)
-    }
-
-    /// What the fleet answered a local leader.
-    fn asked(
-        self: &Rc<Self>,
-        js: Js,
-        id: u64,
-        mut call: Call,
-        guard: LoadGuard<Val>,
-        answer: EResult<FleetOutcome>,
-    ) -> Result<()> {
-        let Some(tier) = &self.tier else {
-            return self.begin(js, id, call, guard);
-        };
-        match answer {
-            Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => {
-                match tier.decode(js, &self.table, &e)? {
-                    Some(v) => {
-                        let r = guard.adopt(v, Tier::fresh_for(&e), e.load_duration);
-                        self.reply_with(js, &mut call, r)
+    /// Does what the engine's `step` says, until the call answers or has to wait.
+    fn drive(self: &Rc<Self>, js: Js, id: u64, mut call: Call, mut step: Step<Val>) -> Result<()> {
+        loop {
+            step = match step {
+                Step::Done(r) => return self.reply_with(js, &mut call, r),
+                Step::Stale(value, refresh) => {
+                    // Answered now; the refresh (if any) goes on with nobody to answer.
+                    self.reply_with(js, &mut call, Ok(Some(value)))?;
+                    match refresh {
+                        Some(load) => Step::Load(load),
+                        None => return Ok(()),
                     }
-                    // Bytes another codec wrote: load here, leave Redis alone.
-                    None => self.begin(js, id, call, guard),
                 }
+                Step::Tier(pending) => {
+                    call.state = State::Tier(pending);
+                    self.put(id, call);
+                    return self.poll(js, id);
+                }
+                Step::Load(load) => return self.load(js, id, call, load),
+                // Node's codecs are not interrupted by the language; a Node-API call that
+                // could not run JS is: the engine handed the load over, the caller is told.
+                Step::Interrupted(e) => Step::Done(Err(herdless::Error::Load(LoadError::new(e)))),
             }
-            Ok(FleetOutcome::Lead(lease)) => {
-                call.lease = Some(lease);
-                self.begin(js, id, call, guard)
-            }
-            Err(e @ herdless::Error::WaitTimeout { .. }) => {
-                let r = guard.fail(e);
-                self.reply_with(js, &mut call, r)
-            }
-            // Redis failing: load for this process only (counted by the backend).
-            Err(_) => self.begin(js, id, call, guard),
         }
     }
 
-    /// Runs a stale-while-revalidate or XFetch refresh in the background: nobody awaits it.
-    fn refresh(
-        self: &Rc<Self>,
-        js: Js,
-        mut guard: LoadGuard<Val>,
-        loader: Loader,
-        have: u64,
-    ) -> Result<()> {
-        // The origin is busy: skip the refresh (dropping the guard hands it over).
-        if !guard.try_begin() {
-            return Ok(());
-        }
-        let id = self.next_id.get();
-        self.next_id.set(id + 1);
-        let call = Call {
-            key: guard.key().to_owned(),
-            loader: Some(loader),
-            answer: Answer::Nobody,
-            abort: None,
-            ttl: None,
-            waker: self.wake.waker(id),
-            state: State::Start,
-            lease: None,
-            started: None,
-            retry: None,
-        };
-        self.lead(js, id, call, guard, have)
-    }
-
-    /// Calls the JS loader for a leading call.
-    fn load(
-        self: &Rc<Self>,
-        js: Js,
-        id: u64,
-        mut call: Call,
-        mut guard: LoadGuard<Val>,
-    ) -> Result<()> {
-        if let Some(ttl) = call.ttl {
-            guard.set_ttl(ttl);
-        }
-        let clock = self.cache.clock();
-        if let (Some(soft), Some(_)) = (guard.soft_deadline(), guard.fallback()) {
-            clock.wake_at(soft, call.waker.clone());
-        }
-        if let Some(hard) = guard.hard_deadline() {
-            clock.wake_at(hard, call.waker.clone());
-        }
+    /// Calls the JS loader for `load`.
+    fn load(self: &Rc<Self>, js: Js, id: u64, mut call: Call, load: Load<Val>) -> Result<()> {
         let Some(loader) = call.loader.take() else {
-            // A call leads at most once, and only with its loader.
-            let r = guard.fail(herdless::Error::LoaderPanicked { message: None });
-            return self.reply_with(js, &mut call, r);
+            // A call loads at most once, and only with its loader.
+            let step = load.fail(herdless::Error::LoaderPanicked { message: None });
+            return self.drive(js, id, call, step);
         };
-        call.state = State::Loading(guard);
-        call.started = Some(Instant::now());
+        call.state = State::Loading(Box::new(load));
         self.put(id, call);
         // No borrow is held here: the loader may call this cache again.
-        let result = loader.call(js)?;
+        let result = match loader.call(js) {
+            Ok(r) => r,
+            Err(e) => {
+                // Dropping the load hands it over.
+                drop(self.take(id));
+                return Err(e);
+            }
+        };
         drop(loader);
         match result {
             Err(thrown) => self.loaded(js, id, Err(thrown)),
             Ok(v) => match self.thenable(js, v)? {
-                Some(promise) => self.on_settled(js, id, promise),
+                Some(promise) => {
+                    self.on_settled(js, id, promise)?;
+                    // Arms the deadline timers.
+                    self.poll(js, id)
+                }
                 None => self.loaded(js, id, Ok(v)),
             },
         }
@@ -642,102 +539,61 @@ impl Inner {
         Ok(())
     }
 
-    /// The loader of call `id` settled: complete its guard (publishing the value to the
-    /// fleet first when this process loads for it), answer, wake the waiters.
+    /// The loader of call `id` settled: the engine takes it from there.
     fn loaded(self: &Rc<Self>, js: Js, id: u64, result: Outcome) -> Result<()> {
         // Gone: the load timed out and was answered already; the value is dropped.
         let Some(mut call) = self.take(id) else {
             return Ok(());
         };
-        let State::Loading(mut guard) = std::mem::replace(&mut call.state, State::Start) else {
-            return Ok(());
-        };
-        let lease = call.lease.take();
-        let outcome = match result {
-            Ok(v) if self.is_absent(js, v)? => Ok(None),
-            Ok(v) => Ok(Some((v, self.table.store(js, v)?))),
-            Err(e) => {
-                // A failed load releases the fleet lock (dropping the lease does).
-                drop(lease);
-                let failure = JsFailure::new(self.table.store(js, e)?, describe(js, e));
-                let r = guard.complete(Err(LoadError::new(failure)));
-                return self.answered(js, call, r);
-            }
-        };
-        if let (Some(lease), Some(tier), Ok(loaded)) = (lease, &self.tier, &outcome) {
-            let bytes = match loaded {
-                None => Some(None),
-                Some((v, _)) => tier.codec.encode(js, *v)?.map(Some),
-            };
-            // A value the codec cannot share is served here only; the lease is dropped,
-            // which releases the fleet lock for another process to try.
-            if bytes.is_none() {
-                crate::tier::warn_unshareable(js, &call.key)?;
-            }
-            if let Some(bytes) = bytes {
-                let took = call.started.map_or(Duration::ZERO, |s| s.elapsed());
-                let (entry, fresh) = tier.entry(bytes, took, lease.epoch(), call.ttl);
-                guard.set_ttl(fresh);
-                let value = loaded.as_ref().map(|(_, val)| val.clone());
-                call.state = State::Publishing(Box::pin(lease.publish(entry)), guard, value);
+        let load = match std::mem::replace(&mut call.state, State::Start) {
+            State::Loading(load) => *load,
+            other => {
+                call.state = other;
                 self.put(id, call);
-                let polled = self.poll(js, id);
-                let settled = self.settle(js);
-                return polled.and(settled);
+                return Ok(());
             }
-        }
-        let r = guard.complete(outcome.map(|o| o.map(|(_, val)| val)));
-        self.answered(js, call, r)
-    }
-
-    /// Answers a call that ended, then wakes whoever it woke.
-    fn answered(self: &Rc<Self>, js: Js, mut call: Call, r: EResult<Option<Val>>) -> Result<()> {
-        let answered = self.reply_with(js, &mut call, r);
-        drop(call);
+        };
+        let result = match result {
+            Ok(v) if self.is_absent(js, v)? => Ok(None),
+            Ok(v) => Ok(Some(self.table.store(js, v)?)),
+            Err(e) => Err(LoadError::new(JsFailure::caught(js, &self.table, e)?)),
+        };
+        let step = load.loaded(result, &self.host(js));
+        let driven = self.drive(js, id, call, step);
         let settled = self.settle(js);
-        answered.and(settled)
+        driven.and(settled)
     }
 
-    /// The version a publish gave the entry (0: not shared). A superseded publish (newer
-    /// data in Redis, a bump, a lost lease) answers its callers but keeps the value out of
-    /// the L1: invalidating supersedes the running flight, whose result is then not stored.
-    fn published_version(&self, key: &str, published: EResult<WriteOutcome>) -> u64 {
-        match published {
-            Ok(WriteOutcome::Written { version, .. }) => version,
-            Ok(WriteOutcome::Superseded) => {
-                let _ = self.cache.invalidate(key);
-                0
-            }
-            Err(_) => 0,
-        }
-    }
-
-    /// A leading call's deadline timer fired.
+    /// A loading call's deadline timer fired (or the timers are to be armed).
     fn deadline(
         self: &Rc<Self>,
         js: Js,
         id: u64,
         mut call: Call,
-        guard: LoadGuard<Val>,
+        mut load: Box<Load<Val>>,
+        cx: &mut Context<'_>,
     ) -> Result<()> {
-        let now = self.cache.clock().now();
-        if guard.hard_deadline().is_some_and(|h| now >= h) {
-            // Give the fleet lock back: another process may load.
-            drop(call.lease.take());
-            let after = self.hard_timeout;
-            let r = guard.fail(herdless::Error::LoadTimeout { after });
-            return self.reply_with(js, &mut call, r);
-        }
-        let soft = guard.soft_deadline().is_some_and(|s| now >= s);
-        if soft && !matches!(call.answer, Answer::Nobody) {
-            if let Some(stale) = guard.fallback().cloned() {
-                // Soft timeout: answer stale now; the load goes on and is stored.
-                self.reply_with(js, &mut call, Ok(Some(stale)))?;
+        loop {
+            match load.poll_deadline(cx) {
+                Poll::Pending => {
+                    call.state = State::Loading(load);
+                    self.put(id, call);
+                    return Ok(());
+                }
+                Poll::Ready(Deadline::Hard) => {
+                    let step = load.timed_out();
+                    return self.drive(js, id, call, step);
+                }
+                // Soft timeout: a waiting caller takes the fail-safe value; the load goes on.
+                Poll::Ready(Deadline::Soft) => {
+                    if !matches!(call.answer, Answer::Nobody) {
+                        if let Some(stale) = load.answer_stale() {
+                            self.reply_with(js, &mut call, Ok(Some(stale)))?;
+                        }
+                    }
+                }
             }
         }
-        call.state = State::Loading(guard);
-        self.put(id, call);
-        Ok(())
     }
 
     /// Polls call `id` after its waker fired.
@@ -754,8 +610,12 @@ impl Inner {
                     self.put(id, call);
                     Ok(())
                 }
-                Poll::Ready(Ok(Waited::Loaded(v))) => self.reply_with(js, &mut call, Ok(v)),
-                Poll::Ready(Ok(Waited::Stale(v))) => self.reply_with(js, &mut call, Ok(Some(v))),
+                Poll::Ready(Ok(Waited::Loaded(v))) => {
+                    self.reply_with(js, &mut call, Ok(v.map(|v| v.value)))
+                }
+                Poll::Ready(Ok(Waited::Stale(v))) => {
+                    self.reply_with(js, &mut call, Ok(Some(v.value)))
+                }
                 Poll::Ready(Ok(Waited::Retry(retry))) => {
                     drop(w);
                     call.retry = Some(retry);
@@ -763,49 +623,25 @@ impl Inner {
                 }
                 Poll::Ready(Err(e)) => self.reply_with(js, &mut call, Err(e)),
             },
-            State::Budget(mut f) => match f.as_mut().poll(&mut cx) {
+            State::Tier(mut pending) => match Pin::new(&mut pending).poll(&mut cx) {
                 Poll::Pending => {
-                    call.state = State::Budget(f);
+                    call.state = State::Tier(pending);
                     self.put(id, call);
                     Ok(())
                 }
-                Poll::Ready((guard, Ok(()))) => self.load(js, id, call, guard),
-                Poll::Ready((guard, Err(e))) => {
-                    let r = guard.fail(e);
-                    self.reply_with(js, &mut call, r)
+                Poll::Ready(reply) => {
+                    let step = reply.next(&self.host(js));
+                    self.drive(js, id, call, step)
                 }
             },
-            State::Fleet(mut f, guard) => match f.as_mut().poll(&mut cx) {
-                Poll::Pending => {
-                    call.state = State::Fleet(f, guard);
-                    self.put(id, call);
-                    Ok(())
-                }
-                Poll::Ready(answer) => self.asked(js, id, call, guard, answer),
-            },
-            State::Publishing(mut f, guard, value) => match f.as_mut().poll(&mut cx) {
-                Poll::Pending => {
-                    call.state = State::Publishing(f, guard, value);
-                    self.put(id, call);
-                    Ok(())
-                }
-                Poll::Ready(published) => {
-                    let version = self.published_version(&call.key, published);
-                    if let Some(v) = &value {
-                        v.set_version(version);
-                    }
-                    let r = guard.complete(Ok(value));
-                    self.reply_with(js, &mut call, r)
-                }
-            },
+            State::Loading(load) => self.deadline(js, id, call, load, &mut cx),
             State::Op(mut f) => {
-                if !f(js, &mut cx)? {
+                if !f(js, self, &mut cx)? {
                     call.state = State::Op(f);
                     self.put(id, call);
                 }
                 Ok(())
             }
-            State::Loading(guard) => self.deadline(js, id, call, guard),
             State::Start => self.advance(js, id, call),
         }
     }
@@ -855,9 +691,6 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.calls.borrow_mut().clear();
-        if let Some(tier) = &self.tier {
-            tier.detach();
-        }
         self.wake.close();
     }
 }

@@ -37,11 +37,28 @@ pub(crate) fn to_js(js: Js, table: &Table, e: &herdless::Error) -> Result<Value>
         if let Some(f) = load.downcast_ref::<JsFailure>() {
             return table.load(js, &f.value);
         }
+        // A value the codec refused (`set` with a shared tier): a user codec's own
+        // exception as it is; the built-in codecs' refusal as a bad argument.
+        if let Some(c) = load.downcast_ref::<herdless_redis::CodecError>() {
+            if let Some(f) = c.get().downcast_ref::<JsFailure>() {
+                return table.load(js, &f.value);
+            }
+            let (kind, code) = match c.is_interrupted() {
+                true => (ErrorKind::Error, code::ERROR),
+                false => (ErrorKind::Type, code::INVALID_ARGUMENT),
+            };
+            let message = format!(
+                "the value cannot be encoded by the cache's codec: {}",
+                c.get()
+            );
+            return js.error(kind, code, &message);
+        }
     }
     let (kind, code) = match e {
         E::EmptyKey => (ErrorKind::Type, code::EMPTY_KEY),
         E::KeyTooLong { .. } => (ErrorKind::Range, code::KEY_TOO_LONG),
         E::ZeroTtl => (ErrorKind::Range, code::ZERO_TTL),
+        E::TtlTooLong { .. } => (ErrorKind::Range, code::INVALID_OPTION),
         E::ValueTooLarge { .. } => (ErrorKind::Range, code::VALUE_TOO_LARGE),
         E::WaitTimeout { .. } => (ErrorKind::Error, code::WAIT_TIMEOUT),
         E::LoadTimeout { .. } => (ErrorKind::Error, code::LOAD_TIMEOUT),
@@ -61,6 +78,7 @@ pub(crate) fn to_js(js: Js, table: &Table, e: &herdless::Error) -> Result<Value>
         E::WaitTimeout { waited } => js.set(err, "waitedMs", js.number(millis(*waited))?)?,
         E::LoadTimeout { after } => js.set(err, "afterMs", js.number(millis(*after))?)?,
         E::TooManyFlights { max } => js.set(err, "max", js.number(*max as f64)?)?,
+        E::TtlTooLong { max, .. } => js.set(err, "maxMs", js.number(millis(*max))?)?,
         _ => {}
     }
     Ok(err)

@@ -3,13 +3,15 @@
 //! - [`cache`]: the `Cache` class (`getOrLoad`, `get`, `set`, `invalidate`, `bump`, `wrap`,
 //!   `warm`, `metrics`, `prometheus`) and `buildKey`; `fast`: its hit paths as plain
 //!   Node-API functions.
-//! - [`engine`]: drives the core's state machine for JS callers: loaders are JS functions
-//!   whose promises complete the load guards; waiters are futures polled on the JS thread.
+//! - [`engine`]: drives the fleet engine (`herdless_redis::two_tier`) for JS callers:
+//!   loaders are JS functions whose promises finish the engine's loads; waiters and the
+//!   engine's steps are futures polled on the JS thread.
 //! - [`wake`]: how waiters' wakers, firing on any thread, reach the JS thread (one
 //!   thread-safe function, one drain for many waiters).
 //! - [`value`]: how the engine holds JS values without ever touching them off the JS thread
 //!   (a table of values and `Send + Sync` handles to its cells).
-//! - `tier`: the Redis tier (fleet-wide single-flight through `herdless-redis`).
+//! - `tier`: what the fleet engine needs from Node: the codec and warnings.
+//! - [`testing`]: the in-memory shared tier with faults (`require('herdless').testing`).
 //! - [`error`]: the one mapping from engine errors to JS errors with stable codes.
 //! - [`options`], [`key`], [`wrap`], [`warm`], [`metrics`]: the rest of the API.
 //! - [`js`]: the raw Node-API calls, in one place.
@@ -25,6 +27,7 @@ mod js;
 pub mod key;
 pub mod metrics;
 pub mod options;
+pub mod testing;
 mod tier;
 mod value;
 mod wake;

@@ -78,7 +78,7 @@ pub struct NamespaceStats {
     pub lock_wait: Histogram,
 }
 
-/// Counters of the Redis tier (this process's view of the fleet).
+/// Counters of the shared tier (this process's view of the fleet).
 #[napi(object, object_from_js = false)]
 pub struct RedisCounters {
     /// Reads answered by a fresh entry in Redis.
@@ -87,8 +87,11 @@ pub struct RedisCounters {
     pub l2_stale: f64,
     /// Reads that found nothing servable in Redis.
     pub l2_misses: f64,
-    /// Unreadable bytes found under a value key (treated as a miss).
+    /// Unreadable shared state found (a miss; repaired where the protocol says how): bytes
+    /// that are no entry, value bytes the codec cannot decode, a corrupt epoch.
     pub corrupt_entries: f64,
+    /// Loaded values the codec could not encode: served in their process only.
+    pub unshareable_values: f64,
     /// Redis operations that failed or timed out.
     pub backend_errors: f64,
     /// Fleet locks won: this process loaded for the fleet.
@@ -115,13 +118,14 @@ pub struct RedisCounters {
     pub fleet_wait_timeouts: f64,
 }
 
-/// The Redis tier's counters as JS sees them.
+/// The shared tier's counters as JS sees them.
 pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
     RedisCounters {
         l2_hits: m.l2_hits as f64,
         l2_stale: m.l2_stale as f64,
         l2_misses: m.l2_misses as f64,
         corrupt_entries: m.corrupt_entries as f64,
+        unshareable_values: m.unshareable_values as f64,
         backend_errors: m.backend_errors as f64,
         fleet_locks_acquired: m.fleet_locks_acquired as f64,
         fleet_locks_contended: m.fleet_locks_contended as f64,
@@ -150,7 +154,7 @@ pub struct Metrics {
     pub weight: f64,
     /// Loads running now.
     pub loads_in_flight: f64,
-    /// The Redis tier's counters (absent without the `redis` option).
+    /// The shared tier's counters (absent without the `redis` option).
     pub redis: Option<RedisCounters>,
 }
 

@@ -7,11 +7,11 @@ use std::time::Duration;
 use napi::Result;
 use napi_derive::napi;
 
+use crate::engine::Entry;
 use crate::error::{code, throw_new};
 use crate::js::{ErrorKind, Js, Type, Value};
-use crate::tier::{Codec, Lifetimes};
-use crate::value::Val;
-use herdless_redis::FleetOptions;
+use crate::tier::Codec;
+use herdless_redis::TierAddress;
 
 /// Options of `new Cache(options)`. Every one is optional; durations are in milliseconds.
 #[napi(object, object_from_js = false, object_to_js = false)]
@@ -57,16 +57,22 @@ pub struct CacheOptions {
     /// `bump()` without an argument bumps it. Keys given to other methods are used as they
     /// are.
     pub namespace: Option<String>,
-    /// `'redis://host:port/db'` (or `rediss://`) adds the shared Redis tier: this cache
-    /// stays the first tier, and Node, Python and Rust processes sharing the Redis make one
-    /// loader call per key between them (PROTOCOL.md).
-    pub redis: Option<String>,
+    /// Adds the shared tier: this cache stays the first tier, and Node, Python and Rust
+    /// processes sharing it make one loader call per key between them (PROTOCOL.md). A URL:
+    /// `'redis://host:port/db'`, `'rediss://...'`, `'unix:///path'`,
+    /// `'redis+cluster://host:port,host:port'` (a Redis Cluster), or `'memory://name'` (a
+    /// tier in this process's memory, shared by the caches given the same name: for tests,
+    /// see `testing.memoryStore`); or an array of node URLs (a Redis Cluster).
+    #[napi(ts_type = "string | readonly string[]")]
+    pub redis: Option<()>,
     /// Prefix of every Redis key (default `'hl'`); processes that share keys share it.
     pub redis_prefix: Option<String>,
-    /// How values are stored in Redis: `'json'` (default; what every language reads) or
-    /// `'buffer'` (values are `Buffer`s, stored as their bytes).
-    #[napi(ts_type = "'json' | 'buffer'")]
-    pub codec: Option<String>,
+    /// How values are stored in the shared tier: `'json'` (default; what every language
+    /// reads), `'buffer'` (values are `Buffer`s, stored as their bytes), or your own
+    /// `{ encode(value), decode(bytes) }`. A value the codec cannot encode is served in its
+    /// process only.
+    #[napi(ts_type = "'json' | 'buffer' | CodecObject")]
+    pub codec: Option<()>,
     /// How long the fleet lock of a loading key lasts unless extended (default 5000); a
     /// crashed leader blocks the key for at most this long.
     pub lease: Option<f64>,
@@ -77,6 +83,21 @@ pub struct CacheOptions {
     /// an object sets its thresholds (default: on, with the thresholds below).
     #[napi(ts_type = "boolean | DetectorOptions")]
     pub detector: Option<()>,
+}
+
+/// A codec of your own (`new Cache({ codec: { encode, decode } })`): `encode` turns a
+/// value into bytes (throwing, or returning anything but bytes, when it cannot: the value is
+/// then served in its process only, and `set` rejects with what `encode` threw); `decode`
+/// turns the bytes of a shared entry back into a value (throwing when they are not its own:
+/// a miss, counted in `corruptEntries`).
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct CodecObject {
+    /// The bytes of `value`.
+    #[napi(ts_type = "(value: unknown) => Buffer | Uint8Array")]
+    pub encode: (),
+    /// The value of `bytes`.
+    #[napi(ts_type = "(bytes: Buffer) => unknown")]
+    pub decode: (),
 }
 
 /// The stampede detector's thresholds (`new Cache({ detector: { ... } })`); durations in
@@ -190,21 +211,18 @@ fn detector(
 /// The options a cache was built with, as the binding needs them.
 #[derive(Default)]
 pub(crate) struct Parsed {
-    pub(crate) builder: herdless::Builder<Val>,
+    pub(crate) builder: herdless::Builder<Entry>,
     pub(crate) namespace: Option<String>,
-    /// The hard timeout, reported in `HERDLESS_LOAD_TIMEOUT` errors.
-    pub(crate) hard_timeout: Option<Duration>,
-    /// The Redis tier's options, when `redis` is given.
+    /// The shared tier's options, when `redis` is given.
     pub(crate) redis: Option<RedisOptions>,
 }
 
-/// The options of the Redis tier.
+/// The options of the shared tier.
 pub(crate) struct RedisOptions {
-    pub(crate) url: String,
+    pub(crate) address: TierAddress,
     pub(crate) prefix: Option<String>,
     pub(crate) codec: Codec,
-    pub(crate) fleet: FleetOptions,
-    pub(crate) life: Lifetimes,
+    pub(crate) lease: Option<Duration>,
 }
 
 const DURATIONS: [&str; 9] = [
@@ -317,9 +335,98 @@ fn string(js: Js, obj: Value, name: &str) -> Result<Option<String>> {
     }
 }
 
+/// Refuses a field of the options object `obj` that is not in `known` (a misspelt option
+/// silently ignored would be a bug nobody sees).
+pub(crate) fn known_fields(js: Js, obj: Value, what: &str, known: &[&str]) -> Result<()> {
+    for key in js.keys(obj)? {
+        if !known.contains(&key.as_str()) {
+            return Err(bad(
+                js,
+                ErrorKind::Type,
+                &format!(
+                    "unknown {what} option `{key}` (known: {})",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The `redis` option: one address, or the nodes of a Redis Cluster.
+fn address(js: Js, v: Value) -> Result<TierAddress> {
+    let invalid =
+        |e: herdless_redis::Error| bad(js, ErrorKind::Type, &format!("option `redis`: {e}"));
+    if js.is_array(v)? {
+        let mut nodes = Vec::new();
+        for i in 0..js.array_len(v)? {
+            let node = js.get_element(v, i)?;
+            if js.type_of(node)? != Type::String {
+                return Err(bad(
+                    js,
+                    ErrorKind::Type,
+                    &format!("option `redis`: node {i} must be a URL string"),
+                ));
+            }
+            nodes.push(js.get_string(node)?);
+        }
+        return TierAddress::nodes(&nodes).map_err(invalid);
+    }
+    match js.type_of(v)? {
+        Type::String => TierAddress::parse(&js.get_string(v)?).map_err(invalid),
+        t => Err(bad(
+            js,
+            ErrorKind::Type,
+            &format!(
+                "option `redis` must be a URL string or an array of node URLs, got {}",
+                t.name()
+            ),
+        )),
+    }
+}
+
+/// The `codec` option.
+fn codec(js: Js, obj: Value) -> Result<Codec> {
+    let v = js.get(obj, "codec")?;
+    match js.type_of(v)? {
+        Type::Undefined => Ok(Codec::Json),
+        Type::String => match js.get_string(v)?.as_str() {
+            "json" => Ok(Codec::Json),
+            "buffer" => Ok(Codec::Buffer),
+            other => Err(bad(
+                js,
+                ErrorKind::Range,
+                &format!(
+                    "option `codec` must be 'json' or 'buffer' or a {{ encode, decode }} object, got {other:?}"
+                ),
+            )),
+        },
+        Type::Object if !js.is_array(v)? => {
+            for f in ["encode", "decode"] {
+                if js.type_of(js.get(v, f)?)? != Type::Function {
+                    return Err(bad(
+                        js,
+                        ErrorKind::Type,
+                        &format!("option `codec`: `{f}` must be a function"),
+                    ));
+                }
+            }
+            Ok(Codec::User(js.reference(v)?))
+        }
+        t => Err(bad(
+            js,
+            ErrorKind::Type,
+            &format!(
+                "option `codec` must be 'json' or 'buffer' or a {{ encode, decode }} object, got {}",
+                t.name()
+            ),
+        )),
+    }
+}
+
 /// Checks `options` (an object or undefined) and turns it into a builder.
 pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
-    let mut b = herdless::Cache::<Val>::builder();
+    let mut b = herdless::Cache::<Entry>::builder();
     let Some(obj) = options else {
         return Ok(Parsed::default());
     };
@@ -461,67 +568,29 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
             ));
         }
     }
-    let redis = match string(js, obj, "redis")? {
-        None => {
-            for name in ["redisPrefix", "codec", "lease"] {
-                if js.type_of(js.get(obj, name)?)? != Type::Undefined {
-                    return Err(bad(
-                        js,
-                        ErrorKind::Type,
-                        &format!("option `{name}` needs the `redis` option"),
-                    ));
-                }
-            }
-            None
-        }
-        Some(url) => {
-            if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+    let given = js.get(obj, "redis")?;
+    let redis = if js.type_of(given)? == Type::Undefined {
+        for name in ["redisPrefix", "codec", "lease"] {
+            if js.type_of(js.get(obj, name)?)? != Type::Undefined {
                 return Err(bad(
                     js,
                     ErrorKind::Type,
-                    &format!("option `redis` must be a redis:// or rediss:// URL, got {url:?}"),
+                    &format!("option `{name}` needs the `redis` option"),
                 ));
             }
-            let codec = match string(js, obj, "codec")?.as_deref() {
-                None | Some("json") => Codec::Json,
-                Some("buffer") => Codec::Buffer,
-                Some(other) => {
-                    return Err(bad(
-                        js,
-                        ErrorKind::Range,
-                        &format!("option `codec` must be 'json' or 'buffer', got {other:?}"),
-                    ));
-                }
-            };
-            let defaults = FleetOptions::default();
-            let fleet = FleetOptions {
-                lease: d("lease", false)?.unwrap_or(defaults.lease),
-                wait_timeout: wait_timeout.unwrap_or(Duration::from_secs(5)),
-                ..defaults
-            };
-            // The engine's defaults, for the entries written to Redis.
-            let life = Lifetimes {
-                ttl: ttl.unwrap_or(Duration::from_secs(60)),
-                grace: grace.unwrap_or(Duration::ZERO),
-                negative_ttl: negative_ttl.unwrap_or(Duration::from_secs(10)),
-                max_stale,
-                jitter: jitter.unwrap_or(0.2),
-            };
-            // Jitter applies once, to the shared entry; the L1 keeps its remaining time.
-            b = b.jitter(0.0);
-            Some(RedisOptions {
-                url,
-                prefix: string(js, obj, "redisPrefix")?,
-                codec,
-                fleet,
-                life,
-            })
         }
+        None
+    } else {
+        Some(RedisOptions {
+            address: address(js, given)?,
+            prefix: string(js, obj, "redisPrefix")?,
+            codec: codec(js, obj)?,
+            lease: d("lease", false)?,
+        })
     };
     Ok(Parsed {
         builder: b,
         namespace,
-        hard_timeout: hard,
         redis,
     })
 }

@@ -23,7 +23,7 @@
 
 use std::cell::{Cell as StdCell, RefCell};
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::{Result, sys};
@@ -75,22 +75,7 @@ impl Released {
 /// One value held by the engine.
 pub(crate) struct Slot {
     cell: Cell,
-    /// The version of the shared (Redis) entry it came from or went to; 0 when not shared.
-    /// A refresh tells the fleet which version it replaces.
-    version: AtomicU64,
     released: Arc<Released>,
-}
-
-impl Slot {
-    /// The version of the shared entry (0: not shared).
-    pub(crate) fn version(&self) -> u64 {
-        self.version.load(Ordering::Relaxed)
-    }
-
-    /// Records the version the shared entry was written with.
-    pub(crate) fn set_version(&self, version: u64) {
-        self.version.store(version, Ordering::Relaxed);
-    }
 }
 
 impl Drop for Slot {
@@ -108,7 +93,8 @@ impl fmt::Debug for Slot {
     }
 }
 
-/// What the engine stores: a shared handle to one value.
+/// What the engine stores (inside the fleet engine's `Versioned`): a shared handle to one
+/// value.
 ///
 /// It carries a copy of the slot's cell, so a hit reads where the value lives from the entry
 /// itself: one cache line fewer to fetch per hit than going through the `Arc` (measured on
@@ -117,14 +103,6 @@ impl fmt::Debug for Slot {
 pub(crate) struct Val {
     cell: Cell,
     slot: Arc<Slot>,
-}
-
-impl std::ops::Deref for Val {
-    type Target = Slot;
-
-    fn deref(&self) -> &Slot {
-        &self.slot
-    }
 }
 
 impl fmt::Debug for Val {
@@ -184,7 +162,6 @@ impl Table {
             cell,
             slot: Arc::new(Slot {
                 cell,
-                version: AtomicU64::new(0),
                 released: self.released.clone(),
             }),
         })
@@ -253,17 +230,39 @@ impl Drop for Table {
     }
 }
 
-/// A loader's rejection, kept as the original JS value so every waiter gets that object.
+/// A JS exception or rejection (a loader's, a user codec's), kept as the original JS value
+/// so every caller it reaches gets that very object.
 pub(crate) struct JsFailure {
     pub(crate) value: Val,
-    /// The error's message, for Rust-side display and metrics only.
+    /// The error's message, for Rust-side display only.
     message: String,
 }
 
 impl JsFailure {
-    pub(crate) fn new(value: Val, message: String) -> Self {
-        Self { value, message }
+    /// Keeps the thrown or rejected value `e`.
+    pub(crate) fn caught(js: Js, table: &Table, e: Value) -> Result<Self> {
+        Ok(Self {
+            value: table.store(js, e)?,
+            message: describe(js, e),
+        })
     }
+}
+
+/// The message of a thrown value, for Rust-side display only.
+fn describe(js: Js, e: Value) -> String {
+    let text = || -> Result<String> {
+        if js.is_error(e)? {
+            let m = js.get(e, "message")?;
+            if js.type_of(m)? == Type::String {
+                return js.get_string(m);
+            }
+        }
+        Ok(match js.type_of(e)? {
+            Type::String => js.get_string(e)?,
+            t => format!("a rejection with {}", t.name()),
+        })
+    };
+    text().unwrap_or_else(|_| "a rejection".into())
 }
 
 impl fmt::Debug for JsFailure {

@@ -84,7 +84,7 @@ impl Warm {
             let key = self.keys[self.next.get()].clone();
             self.next.set(self.next.get() + 1);
             let inner = &self.inner;
-            let first = inner.cache.lookup(&key);
+            let first = inner.l1.lookup(&key);
             if inner.hit_now(js, &first)?.is_some() {
                 self.skipped.set(self.skipped.get() + 1);
                 self.progress(js)?;
@@ -234,7 +234,7 @@ pub(crate) fn warm(
     }
     // Never more loads at once than the origin budget: the rest would only queue on it (and
     // time out at `waitTimeout` behind slow loads).
-    if let Some(budget) = inner.cache.options().origin_budget {
+    if let Some(budget) = inner.l1.options().origin_budget {
         concurrency = concurrency.min(budget);
     }
     let (deferred, promise) = js.promise()?;

@@ -339,15 +339,18 @@ test('a cache that is garbage collected lets its values go', { timeout: 20_000 }
   require('node:v8').setFlagsFromString('--expose-gc')
   const gc = require('node:vm').runInNewContext('gc')
   const refs = []
-  const fill = (options) => {
+  const fill = (options, fails) => {
     const cache = new Cache(options)
     const value = { big: new Array(1000).fill(7) }
-    // Not awaited: the fleet write (failing here) keeps the cache until it ends.
-    cache.set('gc:1', value).then(() => {}, () => assert.fail('set rejected'))
+    // Not awaited: the fleet write (failing here: it rejects) keeps the cache until it ends.
+    cache.set('gc:1', value).then(
+      () => fails && assert.fail('set resolved with the tier unreachable'),
+      (e) => (fails ? assert.equal(e.code, 'HERDLESS_BACKEND') : assert.fail('set rejected'))
+    )
     refs.push(new WeakRef(value))
   }
-  fill({})
-  fill({ redis: 'redis://127.0.0.1:1' }) // the Redis tier (unreachable: nothing is sent)
+  fill({}, false)
+  fill({ redis: 'redis://127.0.0.1:1' }, true) // the Redis tier (unreachable: nothing is sent)
   // `deref` keeps its target alive until the job ends: collect in a later job than any check.
   for (let i = 0; i < 150; i++) {
     await sleep(20)

@@ -1,6 +1,6 @@
 // Bad arguments at the call sites (the options of `new Cache(...)` are in options.test.js):
 // wrong key types, huge keys, keys JavaScript cannot spell in UTF-8, loaders that are not
-// functions, bad per-call durations, values the Redis codec cannot encode. Each fails with
+// functions, bad per-call durations and options, values the Redis codec cannot encode. Each fails with
 // JavaScript's own error class (TypeError / RangeError) carrying a `code`, and nothing
 // crashes the process: every case runs in a child Node first, so an abort or a segfault
 // fails this test instead of killing the runner.
@@ -60,6 +60,13 @@ const MEMORY = {
   'bump number': "cache.bump(3)",
   'bump empty': "cache.bump('')",
   'bump 10 MB': "cache.bump('n'.repeat(10_000_000))",
+  'bump lone surrogate': "cache.bump('\\ud800')",
+  'bump lone surrogate inside': "cache.bump('ns\\udfffx')",
+  'getOrLoad unknown option': "cache.getOrLoad('k:17', async () => 1, { ttl: 5, tll: 5 })",
+  'set unknown option': "cache.set('k:18', 1, { signal: null })",
+  'wrap unknown option': "cache.wrap(async () => 1, { namespace: 'n', entity: 'e', ttls: 5 })",
+  'warm unknown option': "cache.warm(['k:19'], async (k) => k, { concurency: 2 })",
+  'memory ttl of 300 years is kept': "cache.set('k:20', 1, { ttl: 1e13 }).then(() => cache.get('k:20'))",
   'warm keys not an array': "cache.warm('k:1', async (k) => k)",
   'warm loader not a function': "cache.warm(['k:1'], 42)",
   'memory set bigint value': "cache.set('k:16', 10n).then(() => typeof cache.get('k:16'))",
@@ -84,6 +91,9 @@ const REDIS = {
   'redis set 10 MB key': "rcache.set('r:' + 'x'.repeat(10_000_000), 1)",
   'redis set 16 MB value': "rcache.set('r:6', 'x'.repeat(16_000_000))",
   'redis bump 10 MB': "rcache.bump('n'.repeat(10_000_000))",
+  'redis set ttl of 300 years': "rcache.set('r:7', 1, { ttl: 1e13 })",
+  'redis getOrLoad ttl of 300 years': "rcache.getOrLoad('r:8', async () => 1, { ttl: 1e13 })",
+  'redis getOrLoad bigint': "rcache.getOrLoad('r:9', async () => 10n).then((v) => typeof v)",
 }
 
 const CHILD = `
@@ -197,8 +207,20 @@ test('bad per-call durations and options are a RangeError/TypeError with HERDLES
   }
 })
 
+test('unknown fields of per-call options are refused, naming the field', () => {
+  expect(memory, 'getOrLoad unknown option', 'TypeError', 'HERDLESS_INVALID_OPTION', 'unknown getOrLoad option `tll`')
+  expect(memory, 'set unknown option', 'TypeError', 'HERDLESS_INVALID_OPTION', 'unknown set option `signal`')
+  expect(memory, 'wrap unknown option', 'TypeError', 'HERDLESS_INVALID_OPTION', 'unknown wrap option `ttls`')
+  expect(memory, 'warm unknown option', 'TypeError', 'HERDLESS_INVALID_OPTION', 'unknown warm option `concurency`')
+})
+
 test('namespaces and warm arguments are checked', () => {
   expect(memory, 'bump number', 'TypeError', 'HERDLESS_INVALID_ARGUMENT')
+  // As keys: a lone surrogate would bump the U+FFFD namespace instead.
+  expect(memory, 'bump lone surrogate', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'surrogate')
+  expect(memory, 'bump lone surrogate inside', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'surrogate')
+  // Without a shared tier, nothing bounds a TTL but a Duration.
+  assert.equal(memory['memory ttl of 300 years is kept'].value, '1')
   // An empty namespace is the namespace of keys without one: allowed, or refused with a code.
   const empty = memory['bump empty']
   assert.ok(empty.ok || /^HERDLESS_/.test(empty.code), JSON.stringify(empty))
@@ -281,23 +303,33 @@ function entry(value) {
   return Buffer.concat([head, Buffer.from(value)])
 }
 
-test('values the JSON codec cannot encode are served locally with a warning, never written', { skip, timeout: 60_000 }, async () => {
+test('values the codec cannot encode: set refuses them, a load serves them locally with a warning; nothing is written', { skip, timeout: 60_000 }, async () => {
   const prefix = `bad${process.pid}`
   const r = runCases(REDIS, `redis://127.0.0.1:${port}`, prefix)
-  for (const name of ['redis set bigint', 'redis set cyclic', 'redis set function']) {
-    assert.equal(r[name].ok, true, `${name}: ${JSON.stringify(r[name])}`)
-    assert.match(r[name].warned, /cannot be encoded/, `${name}: no warning`)
-  }
+  // A set would not reach the fleet: it is refused at once (the codec's reason in the
+  // message), as in Rust and Python.
+  expect(r, 'redis set bigint', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'cannot be encoded by the cache\'s codec: JSON.stringify failed')
+  expect(r, 'redis set cyclic', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'circular')
+  expect(r, 'redis set function', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'JSON has no text for a function')
+  expect(r, 'redis set undefined', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'JSON has no text for undefined')
+  expect(r, 'redis buffer codec set string', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'Buffer or Uint8Array')
+  // A loaded value is served in its process only, and the user is told.
+  assert.equal(r['redis getOrLoad bigint'].value, '"bigint"', JSON.stringify(r['redis getOrLoad bigint']))
+  assert.match(r['redis getOrLoad bigint'].warned, /cannot be encoded/, 'no warning')
   expect(r, 'redis set 10 MB key', 'RangeError', 'HERDLESS_KEY_TOO_LONG')
-  // Over the Redis tier's entry limit (8 MiB): kept in this process only; `set` does not
-  // reject on a Redis failure (it is counted as a backend error), and Redis gets nothing.
-  assert.equal(r['redis set 16 MB value'].ok, true, JSON.stringify(r['redis set 16 MB value']))
+  // Over the Redis tier's entry limit (8 MiB): refused before Redis, with the reason.
+  expect(r, 'redis set 16 MB value', 'Error', 'HERDLESS_BACKEND', 'max_entry_bytes')
   assert.equal(r['redis bump 10 MB'].value, '0', JSON.stringify(r['redis bump 10 MB']))
-  assert.equal(await redis('DBSIZE'), ':0', 'nothing refused reached Redis')
-  for (const key of ['r:1', 'r:2', 'r:3', 'r:6']) {
+  // Longer than the tier can keep an entry (100 years).
+  for (const name of ['redis set ttl of 300 years', 'redis getOrLoad ttl of 300 years']) {
+    expect(r, name, 'RangeError', 'HERDLESS_INVALID_OPTION', 'longer than')
+  }
+  // The one key: the unshareable load's "load locally" mark on its lock (for one lease).
+  assert.equal(await redis('DBSIZE'), ':1', 'nothing refused reached Redis')
+  assert.equal(await redis('EXISTS', valueKey(prefix, 'r:9').replace(':v:', ':l:')), ':1')
+  for (const key of ['r:1', 'r:2', 'r:3', 'r:6', 'r:7', 'r:8', 'r:9']) {
     assert.equal(await redis('EXISTS', valueKey(prefix, key)), ':0', `${key} reached Redis`)
   }
-  assert.ok(r['redis set undefined'] && r['redis buffer codec set string'], 'both ran without a crash')
 })
 
 test('JavaScript planted in Redis is never run; __proto__ stays plain data', { skip, timeout: 20_000 }, async () => {

@@ -27,7 +27,11 @@ const cases = [
   [{ maxFlights: -1 }, RangeError, /`maxFlights`/],
   [{ namespace: 'a:b' }, RangeError, /option `namespace`/],
   [{ namespace: 7 }, TypeError, /option `namespace` must be a string, got a number/],
-  [{ redis: 'localhost:6379' }, TypeError, /option `redis` must be a redis:\/\/ or rediss:\/\/ URL/],
+  [{ redis: 'localhost:6379' }, TypeError, /option `redis`: .*expected redis:\/\/, rediss:\/\/, unix:\/\/, redis\+cluster:\/\/.* or memory:\/\//],
+  [{ redis: 42 }, TypeError, /option `redis` must be a URL string or an array of node URLs, got a number/],
+  [{ redis: [] }, TypeError, /option `redis`: .*must not be empty/],
+  [{ redis: ['redis://127.0.0.1:1', 7] }, TypeError, /option `redis`: node 1 must be a URL string/],
+  [{ redis: ['redis://127.0.0.1:1', 'memory://x'] }, TypeError, /option `redis`: .*expected redis:\/\/host:port/],
   [{ ttlMs: 5 }, TypeError, /unknown Cache option `ttlMs`/],
   ['fast', TypeError, /Cache options must be an object, got a string/],
   [[1], TypeError, /Cache options must be an object, got an array/],
@@ -79,4 +83,31 @@ test('Redis options need the redis option, and are checked', () => {
   assert.throws(() => new Cache({ redis: 'redis://127.0.0.1:1', lease: 0 }), { name: 'RangeError', message: /`lease`/ })
   // Connecting is lazy: a cache is made while Redis is unreachable.
   assert.ok(new Cache({ redis: 'redis://127.0.0.1:1', redisPrefix: 'x', codec: 'buffer', lease: 1000 }))
+})
+
+test('redis takes every address form, and codec an { encode, decode } object', () => {
+  // Connecting is lazy: these build while nothing listens.
+  const addresses = [
+    'redis://127.0.0.1:1',
+    'unix:///tmp/herdless-none.sock',
+    'redis+cluster://127.0.0.1:1,127.0.0.1:2',
+    'memory://options-test',
+    ['redis://127.0.0.1:1', 'redis://127.0.0.1:2'],
+  ]
+  for (const redis of addresses) assert.ok(new Cache({ redis }), JSON.stringify(redis))
+  const codec = { encode: (v) => Buffer.from(String(v)), decode: (b) => b.toString() }
+  assert.ok(new Cache({ redis: 'memory://options-test', codec }))
+  assert.throws(() => new Cache({ redis: 'memory://options-test', codec: { encode: 1, decode() {} } }), {
+    name: 'TypeError',
+    code: 'HERDLESS_INVALID_OPTION',
+    message: /option `codec`: `encode` must be a function/,
+  })
+  assert.throws(() => new Cache({ redis: 'memory://options-test', codec: { encode() {} } }), {
+    name: 'TypeError',
+    message: /option `codec`: `decode` must be a function/,
+  })
+  for (const bad of [7, [], null]) {
+    assert.throws(() => new Cache({ redis: 'memory://options-test', codec: bad }), { name: 'TypeError', code: 'HERDLESS_INVALID_OPTION' })
+  }
+  assert.throws(() => new Cache({ codec }), { name: 'TypeError', message: /option `codec` needs the `redis` option/ })
 })

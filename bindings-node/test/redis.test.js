@@ -295,8 +295,19 @@ test('with Redis down, loads run locally and the errors are counted', { skip, ti
   assert.equal(calls, 1, 'still one load in this process')
   assert.deepEqual(new Set(values), new Set(['local 1']))
   assert.equal(cache.get('down:v1:k'), 'local 1')
-  assert.ok(cache.metrics().redis.backendErrors > 0)
-  await cache.set('down:v1:k', 'set while down') // resolves: the failure is counted
-  assert.equal(cache.get('down:v1:k'), 'set while down')
+  assert.equal(await cache.read('down:v1:k'), 'local 1', 'read answers from memory first')
+  assert.equal(await cache.read('down:v1:other'), undefined, 'a miss, not an error')
+  const m = cache.metrics()
+  assert.ok(m.redis.backendErrors > 0)
+  const before = m.namespaces.find((n) => n.namespace === 'down').counters.backendErrors
+  assert.ok(before >= 2, `${before}: the failed lead and the failed read are counted in the namespace`)
+  // A write that did not reach the fleet never looks like one that did: it rejects, and
+  // this process drops its copy. So do invalidate and bump.
+  await assert.rejects(cache.set('down:v1:k', 'set while down'), { name: 'Error', code: 'HERDLESS_BACKEND' })
+  assert.equal(cache.get('down:v1:k'), undefined)
+  await assert.rejects(cache.invalidate('down:v1:k'), { code: 'HERDLESS_BACKEND' })
+  await assert.rejects(cache.bump('down'), { code: 'HERDLESS_BACKEND' })
+  const after = cache.metrics().namespaces.find((n) => n.namespace === 'down').counters.backendErrors
+  assert.equal(after, before + 3)
   assert.match(cache.prometheus(), /backend_errors/)
 })

@@ -1,6 +1,8 @@
 // The ES module entry has the same types.
-import herdless, { ABSENT, Cache } from 'herdless'
+import herdless, { ABSENT, Cache, testing } from 'herdless'
 
 const cache: Cache = new herdless.Cache({ ttl: 1000 })
 const v: string | undefined = await cache.getOrLoad('esm:1', async (): Promise<string | typeof ABSENT> => ABSENT)
 void v
+const store: testing.MemoryStore = herdless.testing.memoryStore('esm')
+store.setFault(null)

@@ -1,7 +1,7 @@
 // Type checks of the generated index.d.ts (run by `tsc --noEmit -p test/types`; never run).
 // Lines marked @ts-expect-error must fail to type-check, so the types are not just `any`.
-import { ABSENT, Cache, buildKey } from 'herdless'
-import type { CacheOptions, DetectorOptions, Metrics, WarmReport } from 'herdless'
+import { ABSENT, Cache, buildKey, testing } from 'herdless'
+import type { CacheOptions, CodecObject, DetectorOptions, Metrics, WarmReport } from 'herdless'
 
 interface User {
   id: number
@@ -16,19 +16,28 @@ async function usage(signal: AbortSignal): Promise<void> {
     signal,
     ttl: 1000,
   })
-  // ABSENT is excluded from the result type.
+  // The result's type is the loader's: ABSENT becomes undefined, and only a loader that
+  // may return ABSENT adds undefined.
   const maybe: User | undefined = await cache.getOrLoad('users:2', async (): Promise<User | typeof ABSENT> => ABSENT)
-  const sync: number | undefined = await cache.getOrLoad('n:1', () => 42)
+  const exact: User = await cache.getOrLoad('users:1', async (): Promise<User> => ({ id: 1, name: 'Ada' }))
+  const sync: number = await cache.getOrLoad('n:1', () => 42)
+  const anything: unknown = await cache.getOrLoad('n:2', (): unknown => 1)
+  void [exact, anything]
 
   const key: string = buildKey({ namespace: 'users', entity: 'profile', id: 42, params: { tags: ['a', 'b'], lang: null } })
   await cache.set(key, user)
   await cache.set(key, ABSENT, { ttl: 10 })
   const value: unknown = cache.get(key)
+  const shared: Promise<unknown> = cache.read(key)
+  void shared
   const removed: boolean = await cache.invalidate(key)
   const epoch: number = await cache.bump("users")
 
   const profile = cache.wrap(async (id: number): Promise<User> => ({ id, name: 'x' }), { entity: 'profile', version: 2 })
-  const p: User | undefined = await profile(3)
+  const p: User = await profile(3)
+  const none = cache.wrap(async (id: number): Promise<User | typeof ABSENT> => (id ? { id, name: 'x' } : ABSENT), { entity: 'none' })
+  const q: User | undefined = await none(0)
+  void q
   const byKey = cache.wrap(async (a: string, b: number) => a.repeat(b), { key: (a: string, b: number) => ({ id: a, params: { b } }) })
   const s: string | undefined = await byKey('x', 2)
 
@@ -57,6 +66,23 @@ async function usage(signal: AbortSignal): Promise<void> {
   const warmed = await cache.warm(keys, async (k) => k, { onProgress: (r) => void r.skipped })
   const loaded: number = warmed.loaded
   void [hottest, loaded]
+  // The shared tier: an address, a cluster's nodes, a codec of your own; the testing store.
+  const codec: CodecObject = { encode: (v) => Buffer.from(JSON.stringify(v)), decode: (b) => JSON.parse(b.toString()) }
+  void [new Cache({ redis: 'memory://t', codec }), new Cache({ redis: ['redis://a:1', 'redis://b:2'] }), new Cache({ redis: 'redis+cluster://a:1,b:2', codec: 'buffer' })]
+  const store: testing.MemoryStore = testing.memoryStore('t')
+  store.setFault('down')
+  store.setFault(null)
+  store.plant('k:1', 'junk')
+  store.plantEpoch('k', '1.5')
+  store.plantLock('k:1', 500)
+  store.restartSubscriptions()
+  const lost: number = cache.metrics().redis?.unshareableValues ?? 0
+  void lost
+  // @ts-expect-error: faults are a closed set
+  store.setFault('flaky')
+  // @ts-expect-error: a codec has both halves
+  new Cache({ redis: 'memory://t', codec: { encode: (v: unknown) => Buffer.from(String(v)) } })
+
   // @ts-expect-error: alert kinds are a closed set
   const notAKind: 'stampede' = cache.alerts()[0].kind
   void notAKind
@@ -69,8 +95,8 @@ async function usage(signal: AbortSignal): Promise<void> {
   new Cache({ ttlMs: 5 })
   // @ts-expect-error: unknown detector option
   new Cache({ detector: { spikefactor: 8 } })
-  // @ts-expect-error: the result may be undefined (absence)
-  const notUndefined: User = await cache.getOrLoad('users:1', async (): Promise<User> => ({ id: 1, name: 'Ada' }))
+  // @ts-expect-error: the result may be undefined (the loader may answer ABSENT)
+  const notUndefined: User = await cache.getOrLoad('users:1', async (): Promise<User | typeof ABSENT> => ({ id: 1, name: 'Ada' }))
   // @ts-expect-error: wrapped functions keep their parameter types
   await profile('not a number')
   void notUndefined
