@@ -1,0 +1,391 @@
+'use strict'
+// The Node runner of the conformance scenarios (conformance/*.json at the repository root;
+// the format is in its README): each scenario is played on the in-memory tier
+// (`memory://<name>`, faults through `testing.memoryStore`) and, when it lists `redis`, on a
+// private redis-server started here (faults: `down` kills it, `up` restarts it on the same
+// port, `stall` is SIGSTOP and the next `up` SIGCONT). Rust (redis/tests/conformance.rs)
+// and Python run the same files and must give the same outcome.
+//
+// CONFORMANCE=<name> plays one scenario. Without redis-server the Redis tier is skipped,
+// with the reason, except under CI=true, where that fails.
+const test = require('node:test')
+const assert = require('node:assert/strict')
+const { spawn, spawnSync } = require('node:child_process')
+const { mkdtempSync, readdirSync, readFileSync, rmSync } = require('node:fs')
+const net = require('node:net')
+const { tmpdir } = require('node:os')
+const { join } = require('node:path')
+const { Cache, testing } = require('herdless')
+const { sleep } = require('./helpers.js')
+
+const dir = join(__dirname, '..', '..', 'conformance')
+const scenarios = readdirSync(dir)
+  .filter((f) => f.endsWith('.json'))
+  .sort()
+  .map((f) => [f.slice(0, -'.json'.length), JSON.parse(readFileSync(join(dir, f), 'utf8'))])
+  .filter(([name]) => !process.env.CONFORMANCE || process.env.CONFORMANCE === name)
+
+const haveRedis = spawnSync('redis-server', ['--version']).status === 0
+const ci = process.env.CI === 'true'
+if (!haveRedis && !ci) console.warn('SKIPPED: redis-server not found on PATH; the Redis tier of the conformance scenarios did not run')
+
+test('the scenarios are there', () => {
+  if (!process.env.CONFORMANCE) assert.ok(scenarios.length >= 10, `${scenarios.length} scenarios in ${dir}`)
+  assert.ok(haveRedis || !ci, 'redis-server is not installed, and CI=true requires the Redis tier to run')
+})
+
+// ---- the scenario's own words -----------------------------------------------------------
+
+/** `cache` of a scenario as `new Cache` options: jitter 0 and XFetch off, so lifetimes are exact. */
+const OPTIONS = {
+  ttl_ms: 'ttl',
+  grace_ms: 'grace',
+  negative_ttl_ms: 'negativeTtl',
+  wait_timeout_ms: 'waitTimeout',
+  lease_ms: 'lease',
+  max_stale_ms: 'maxStale',
+  hard_timeout_ms: 'hardTimeout',
+}
+
+function cacheOptions(cfg = {}) {
+  const options = { jitter: 0, beta: 0 }
+  for (const [field, v] of Object.entries(cfg)) {
+    assert.ok(OPTIONS[field], `unknown cache option ${field}`)
+    if (v !== null) options[OPTIONS[field]] = v
+  }
+  return options
+}
+
+/** A scenario's value: `{"$unshareable": true}` is one JSON cannot encode (a BigInt in it). */
+const valueOf = (v) => (v !== null && typeof v === 'object' && v.$unshareable ? { unshareable: 1n } : v)
+
+/** The error a scenario's failing loader throws. */
+class LoaderError extends Error {}
+
+/** The kind of an error, as the scenarios name them. */
+function kind(e) {
+  if (e instanceof LoaderError) return 'load'
+  return { HERDLESS_BACKEND: 'backend', HERDLESS_WAIT_TIMEOUT: 'wait_timeout', HERDLESS_LOAD_TIMEOUT: 'load_timeout' }[e?.code] ?? 'other'
+}
+
+/** How `promise` ended, and when. */
+const outcome = (promise) =>
+  promise.then(
+    (value) => ({ ok: true, value, at: performance.now() }),
+    (error) => ({ ok: false, error, at: performance.now() })
+  )
+
+/** Checks an outcome against the step's `expect` / `expect_error` / `within_ms`. */
+function check(at, step, got, since) {
+  const show = (e) => `${e?.code ?? ''} ${e?.message ?? e}`
+  if ('expect_error' in step) {
+    assert.ok(!got.ok, `${at}: expected an error, got ${JSON.stringify(got.value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`)
+    assert.equal(kind(got.error), step.expect_error, `${at}: ${show(got.error)}`)
+  } else {
+    assert.ok(got.ok, `${at}: ${show(got.error)}`)
+    if ('expect' in step) assert.deepEqual(got.value === undefined ? null : got.value, step.expect, at)
+  }
+  if (step.within_ms !== undefined) {
+    const took = got.at - since
+    assert.ok(took <= step.within_ms, `${at}: took ${took.toFixed(0)} ms`)
+  }
+}
+
+/** `backend_errors` -> `backendErrors`. */
+const camel = (field) => field.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())
+
+function expectCounter(at, field, want, got) {
+  if (typeof want === 'number') return assert.equal(got, want, `${at}: ${field}`)
+  const min = Number(/^>=(\d+)$/.exec(want)?.[1])
+  assert.ok(Number.isInteger(min), `${at}: bad expectation ${want} for ${field}`)
+  assert.ok(got >= min, `${at}: ${field} = ${got}, expected ${want}`)
+}
+
+// ---- the tiers ----------------------------------------------------------------------------
+
+let stores = 0
+
+class MemoryTier {
+  constructor() {
+    this.name = `conformance-${process.pid}-${++stores}`
+    this.store = testing.memoryStore(this.name)
+  }
+
+  process(cfg) {
+    return new Cache({ ...cacheOptions(cfg), redis: `memory://${this.name}` })
+  }
+
+  async fault(fault) {
+    const faults = { down: 'down', stall: 'stall', lose_notifications: 'lose_notifications', up: null }
+    assert.ok(fault in faults, `unknown fault ${fault}`)
+    this.store.setFault(faults[fault])
+  }
+
+  async plant(step) {
+    if (step.op === 'plant') this.store.plant(step.key, step.bytes)
+    else if (step.op === 'plant_epoch') this.store.plantEpoch(step.ns, step.text)
+    else this.store.plantLock(step.key, step.ms)
+  }
+
+  resubscribe() {
+    this.store.restartSubscriptions()
+  }
+
+  async close() {}
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** One Redis command over a fresh connection (RESP); resolves with the reply. */
+function command(port, ...args) {
+  return new Promise((resolve, reject) => {
+    const parts = [`*${args.length}\r\n`]
+    for (const a of args) parts.push(`$${Buffer.byteLength(String(a))}\r\n${a}\r\n`)
+    const s = net.createConnection(port, '127.0.0.1', () => s.write(parts.join('')))
+    let data = ''
+    s.setTimeout(2000, () => s.destroy(new Error(`redis on ${port} did not answer ${args[0]}`)))
+    s.on('data', (d) => {
+      data += d
+      const reply = parseReply(data)
+      if (reply === undefined) return
+      s.end()
+      if (reply instanceof Error) reject(reply)
+      else resolve(reply)
+    })
+    s.on('error', reject)
+  })
+}
+
+/** A complete RESP reply of a simple type, or undefined while it is incomplete. */
+function parseReply(data) {
+  const end = data.indexOf('\r\n')
+  if (end < 0) return undefined
+  const [type, line] = [data[0], data.slice(1, end)]
+  if (type === '+') return line
+  if (type === '-') return new Error(line)
+  if (type === ':') return Number(line)
+  if (type === '$') {
+    const n = Number(line)
+    if (n < 0) return null
+    const body = data.slice(end + 2)
+    return Buffer.byteLength(body) >= n + 2 ? body.slice(0, n) : undefined
+  }
+  return new Error(`unexpected reply ${JSON.stringify(data)}`)
+}
+
+/** A private redis-server on `port`, killed, stopped and restarted by pid. */
+class Server {
+  constructor(port) {
+    this.port = port
+    this.dir = mkdtempSync(join(tmpdir(), 'herdless-conformance-'))
+    this.child = null
+    this.url = `redis://127.0.0.1:${port}`
+  }
+
+  async start() {
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir]
+    const child = spawn('redis-server', args, { stdio: 'ignore' })
+    this.child = child
+    child.exited = new Promise((resolve) => child.once('exit', resolve))
+    const until = Date.now() + 10_000
+    for (;;) {
+      try {
+        if ((await command(this.port, 'PING')) === 'PONG') return
+      } catch {}
+      assert.ok(Date.now() < until, `redis-server on ${this.port} did not start`)
+      await sleep(20)
+    }
+  }
+
+  async kill() {
+    const child = this.child
+    this.child = null
+    if (child && child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await child.exited
+    }
+  }
+
+  signal(sig) {
+    this.child.kill(sig)
+  }
+}
+
+let prefixes = 0
+
+class RedisTier {
+  static async start() {
+    const server = new Server(await freePort())
+    await server.start()
+    return new RedisTier(server)
+  }
+
+  constructor(server) {
+    this.server = server
+    this.prefix = `c${process.pid}x${++prefixes}`
+    this.stopped = false
+  }
+
+  process(cfg) {
+    return new Cache({ ...cacheOptions(cfg), redis: this.server.url, redisPrefix: this.prefix })
+  }
+
+  async fault(fault) {
+    if (fault === 'down') await this.server.kill()
+    else if (fault === 'stall') this.server.signal('SIGSTOP')
+    else if (fault === 'up' && this.server.child) this.server.signal('SIGCONT')
+    else if (fault === 'up') await this.server.start()
+    else assert.fail(`fault ${fault} is not available on Redis`)
+  }
+
+  /** The names of PROTOCOL.md section 1: `<prefix>:{<tag>}:v:<key>`, `:l:<key>`, `:e`. */
+  names(key) {
+    const i = key.indexOf(':')
+    const ns = i < 0 ? key : key.slice(0, i)
+    const tag = ns === '' ? '%' : ns.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D')
+    const at = `${this.prefix}:{${tag}}`
+    return { value: `${at}:v:${key}`, lock: `${at}:l:${key}`, epoch: `${at}:e` }
+  }
+
+  async plant(step) {
+    const port = this.server.port
+    if (step.op === 'plant') return command(port, 'SET', this.names(step.key).value, step.bytes)
+    if (step.op === 'plant_epoch') return command(port, 'SET', this.names(step.ns).epoch, step.text)
+    const n = this.names(step.key)
+    const epoch = (await command(port, 'GET', n.epoch)) ?? '0'
+    return command(port, 'SET', n.lock, `${epoch}:${'0'.repeat(32)}`, 'PX', step.ms)
+  }
+
+  resubscribe() {
+    assert.fail('resubscribe is memory only')
+  }
+
+  async close() {
+    if (this.server.child) this.server.signal('SIGCONT')
+    await this.server.kill()
+    rmSync(this.server.dir, { recursive: true, force: true })
+  }
+}
+
+// ---- playing a scenario -------------------------------------------------------------------
+
+/** After the tier comes back, every process reaches it again (a probe write succeeds). */
+async function waitUntilReachable(procs) {
+  const until = Date.now() + 10_000
+  for (const p of procs) {
+    for (;;) {
+      try {
+        await p.set('conformance-probe:k', null)
+        break
+      } catch (e) {
+        assert.ok(Date.now() < until, `the tier did not come back: ${e.message}`)
+        await sleep(50)
+      }
+    }
+  }
+}
+
+async function play(name, scenario, tier) {
+  const procs = Array.from({ length: scenario.processes ?? 1 }, () => tier.process(scenario.cache))
+  let loads = 0
+  const call = (p, step) =>
+    outcome(
+      p.getOrLoad(step.key, async () => {
+        loads++
+        await sleep(step.ms ?? 0)
+        if (step.fail !== undefined) throw new LoaderError(step.fail)
+        return valueOf(step.value)
+      })
+    )
+  const running = new Map()
+  try {
+    for (const [i, step] of scenario.steps.entries()) {
+      const at = `${name} step ${i}: ${JSON.stringify(step)}`
+      const p = procs[step.p ?? 0]
+      const started = performance.now()
+      switch (step.op) {
+        case 'get_or_load':
+          check(at, step, await call(p, step), started)
+          break
+        case 'load':
+          running.set(step.id, { started, calls: Array.from({ length: step.callers ?? 1 }, () => call(p, step)) })
+          // Let the calls reach the cache before the next step.
+          await sleep(20)
+          break
+        case 'await': {
+          const load = running.get(step.id)
+          assert.ok(load, `${at}: no load ${step.id}`)
+          running.delete(step.id)
+          for (const got of await Promise.all(load.calls)) check(at, step, got, load.started)
+          break
+        }
+        case 'get':
+          check(at, step, await outcome(p.read(step.key)), started)
+          break
+        case 'set':
+          check(at, step, await outcome(p.set(step.key, valueOf(step.value))), started)
+          break
+        case 'invalidate':
+          check(at, step, await outcome(p.invalidate(step.key)), started)
+          break
+        case 'bump':
+          check(at, step, await outcome(p.bump(step.ns)), started)
+          break
+        case 'sleep':
+          await sleep(step.ms)
+          break
+        case 'fault':
+          await tier.fault(step.fault)
+          if (step.fault === 'up') await waitUntilReachable(procs)
+          break
+        case 'resubscribe':
+          tier.resubscribe()
+          break
+        case 'plant':
+        case 'plant_epoch':
+        case 'plant_lock':
+          await tier.plant(step)
+          break
+        case 'expect_loads':
+          assert.equal(loads, step.n, `${at}: loads`)
+          break
+        case 'expect_metrics': {
+          const m = p.metrics()
+          const counters = m.namespaces.find((n) => n.namespace === step.ns)?.counters
+          for (const [field, want] of Object.entries(step.l1 ?? {})) {
+            assert.ok(camel(field) in m.total, `${at}: no L1 counter ${field}`)
+            expectCounter(at, `l1 ${field}`, want, counters?.[camel(field)] ?? 0)
+          }
+          for (const [field, want] of Object.entries(step.tier ?? {})) {
+            assert.equal(typeof m.redis?.[camel(field)], 'number', `${at}: no tier counter ${field}`)
+            expectCounter(at, `tier ${field}`, want, m.redis[camel(field)])
+          }
+          break
+        }
+        default:
+          assert.fail(`${at}: unknown op ${step.op}`)
+      }
+    }
+  } finally {
+    // Every call ends (each is bounded by a timeout) before the tier goes away.
+    await Promise.all([...running.values()].flatMap((l) => l.calls))
+    await tier.close()
+  }
+}
+
+for (const [name, scenario] of scenarios) {
+  test(`${name} (memory)`, { timeout: 60_000 }, () => play(name, scenario, new MemoryTier()))
+  if ((scenario.tiers ?? []).includes('redis')) {
+    const skip = haveRedis ? false : 'redis-server is not on PATH'
+    test(`${name} (redis)`, { skip, timeout: 60_000 }, async () => play(name, scenario, await RedisTier.start()))
+  }
+}
