@@ -26,25 +26,37 @@ def require_redis_server() -> str:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_port(bus: bool = False) -> int:
+    """A free loopback port; with ``bus``, one whose cluster bus port (+10000) is free too."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if not bus:
+            return port
+        if port < 50000:
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            return port
 
 
 class RedisServer:
     """A redis-server on a free loopback port, without persistence, stopped by its pid."""
 
-    def __init__(self) -> None:
+    def __init__(self, extra: tuple[str, ...] = ()) -> None:
         self.binary = require_redis_server()
-        self.port = free_port()
+        self.port = free_port(bus=bool(extra))
         self.dir = tempfile.mkdtemp(prefix="herdless-py-redis-")
+        self.extra = extra
         self._spawn()
 
     def _spawn(self) -> None:
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self.dir],
+             "--appendonly", "no", "--dir", self.dir, *self.extra],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -97,6 +109,37 @@ class RedisServer:
                 self.proc.kill()
                 self.proc.wait(10)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class RedisCluster:
+    """A three-node Redis Cluster on loopback ports, made with ``redis-cli --cluster create``."""
+
+    def __init__(self) -> None:
+        extra = ("--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
+        self.nodes = [RedisServer(extra) for _ in range(3)]
+        try:
+            subprocess.run(
+                ["redis-cli", "--cluster", "create",
+                 *(f"127.0.0.1:{n.port}" for n in self.nodes),
+                 "--cluster-replicas", "0", "--cluster-yes"],
+                check=True, capture_output=True, timeout=60,
+            )
+            deadline = time.monotonic() + 20
+            while not all(b"cluster_state:ok" in command(n.port, "CLUSTER", "INFO")
+                          for n in self.nodes):
+                assert time.monotonic() < deadline, "the cluster did not become ok"
+                time.sleep(0.1)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def urls(self) -> list[str]:
+        return [n.url for n in self.nodes]
+
+    def stop(self) -> None:
+        for n in self.nodes:
+            n.stop()
 
 
 class Resp:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from conftest import run_threads
-from redis_support import RedisServer, command, free_port, value_key
+from redis_support import RedisCluster, RedisServer, command, free_port, value_key
 
 from herdless import ABSENT, BackendError, Cache, ConfigError, ConfigTypeError
 
@@ -401,3 +401,38 @@ def test_dropping_a_redis_cache_releases_its_values(server: RedisServer, prefix:
         Cache().get("x")  # any call into the module releases deferred references
         gc.collect()
         time.sleep(0.02)
+
+
+def test_a_redis_cluster_is_one_fleet() -> None:
+    # A list of nodes, or one redis+cluster:// address: either reaches the whole cluster.
+    cluster = RedisCluster()
+    try:
+        hosts = ",".join(u.removeprefix("redis://") for u in cluster.urls)
+        caches = [Cache(redis=cluster.urls, jitter=0, beta=0),
+                  Cache(redis=f"redis+cluster://{hosts}", jitter=0, beta=0)]
+        calls = 0
+
+        def load() -> str:
+            nonlocal calls
+            calls += 1
+            time.sleep(0.2)
+            return "shared"
+
+        keys = [f"ns{i}:item" for i in range(12)]  # namespaces spread over the slots
+        for key in keys:
+            done: list[str] = []
+            threads = [threading.Thread(target=lambda c=c: done.append(c.get_or_load(key, load)))
+                       for c in caches for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert done == ["shared"] * 6
+        assert calls == len(keys), "one loader call per key across the two processes"
+        caches[0].set("ns1:item", "updated")
+        wait_until(lambda: caches[1].get("ns1:item") == "updated", "the write to reach b")
+        caches[1].bump("ns2")
+        assert caches[0].get_or_load("ns2:item", lambda: "after bump") == "after bump"
+        assert all((c.metrics().redis or {}).get("backend_errors") == 0 for c in caches)
+    finally:
+        cluster.stop()
