@@ -10,5 +10,7 @@ test('require and import give the same API', async () => {
   assert.equal(esm.Cache, cjs.Cache)
   assert.equal(esm.buildKey, cjs.buildKey)
   assert.equal(esm.ABSENT, cjs.ABSENT)
+  assert.equal(typeof cjs.testing.memoryStore, 'function')
+  assert.equal(esm.testing, cjs.testing)
   assert.equal(esm.default.Cache, cjs.Cache)
 })
