@@ -87,9 +87,10 @@ def test_a_codec_interrupted_by_ctrl_c_re_raises_it() -> None:
 def test_a_sync_loader_returning_an_awaitable_is_refused() -> None:
     cache = Cache()
 
-    def returns_future() -> Any:
-        return asyncio.get_event_loop_policy().new_event_loop().create_future()
-
-    with pytest.raises(TypeError, match="awaitable"):
-        cache.get_or_load("k:fut", returns_future)
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(TypeError, match="awaitable"):
+            cache.get_or_load("k:fut", loop.create_future)
+    finally:
+        loop.close()
     assert cache.get("k:fut") is None

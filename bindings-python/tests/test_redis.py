@@ -432,6 +432,8 @@ def test_a_redis_cluster_is_one_fleet() -> None:
         caches[0].set("ns1:item", "updated")
         wait_until(lambda: caches[1].get("ns1:item") == "updated", "the write to reach b")
         caches[1].bump("ns2")
+        # The bump reaches the other process's copies through its notification.
+        wait_until(lambda: caches[0].get("ns2:item") is None, "the bump to reach a")
         assert caches[0].get_or_load("ns2:item", lambda: "after bump") == "after bump"
         assert all((c.metrics().redis or {}).get("backend_errors") == 0 for c in caches)
     finally:
