@@ -43,7 +43,8 @@ impl Cache {
     #[pyo3(signature = (
         *, ttl=None, grace=None, jitter=None, beta=None, negative_ttl=None, wait_timeout=None,
         max_stale=None, failsafe_backoff=None, soft_timeout=None, hard_timeout=None,
-        capacity=None, origin_budget=None, max_flights=None, max_key_len=None, namespace=None,
+        capacity=None, origin_budget=None, max_flights=None, max_key_len=None, max_namespaces=None,
+        namespace=None,
         redis=None, redis_prefix=None, codec=None, lease=None, detector_tick=None,
         detector=None,
     ))]
@@ -64,6 +65,7 @@ impl Cache {
         origin_budget: Option<Bound<'py, PyAny>>,
         max_flights: Option<Bound<'py, PyAny>>,
         max_key_len: Option<Bound<'py, PyAny>>,
+        max_namespaces: Option<Bound<'py, PyAny>>,
         namespace: Option<Bound<'py, PyAny>>,
         redis: Option<Bound<'py, PyAny>>,
         redis_prefix: Option<Bound<'py, PyAny>>,
@@ -87,6 +89,7 @@ impl Cache {
             origin_budget,
             max_flights,
             max_key_len,
+            max_namespaces,
             namespace,
             redis,
             redis_prefix,

@@ -151,6 +151,7 @@ pub(crate) struct Options<'py> {
     pub(crate) origin_budget: Option<Bound<'py, PyAny>>,
     pub(crate) max_flights: Option<Bound<'py, PyAny>>,
     pub(crate) max_key_len: Option<Bound<'py, PyAny>>,
+    pub(crate) max_namespaces: Option<Bound<'py, PyAny>>,
     pub(crate) namespace: Option<Bound<'py, PyAny>>,
     pub(crate) redis: Option<Bound<'py, PyAny>>,
     pub(crate) redis_prefix: Option<Bound<'py, PyAny>>,
@@ -302,6 +303,9 @@ impl Options<'_> {
         }
         if let Some(v) = &self.max_key_len {
             b = b.max_key_len(count(py, "max_key_len", v, 1)? as usize);
+        }
+        if let Some(v) = &self.max_namespaces {
+            b = b.max_namespaces(count(py, "max_namespaces", v, 1)? as usize);
         }
         let tick = dur("detector_tick", &self.detector_tick, true)?;
         if let Some(o) = detector(py, self.detector.as_ref(), tick)? {

@@ -11,7 +11,7 @@ from herdless import Cache, ConfigError, ConfigTypeError, HerdlessError
 
 DURATIONS_POSITIVE = ["ttl", "negative_ttl", "wait_timeout", "max_stale", "soft_timeout", "hard_timeout"]
 DURATIONS_ZERO_OK = ["grace", "failsafe_backoff"]
-COUNTS = ["capacity", "origin_budget", "max_flights", "max_key_len"]
+COUNTS = ["capacity", "origin_budget", "max_flights", "max_key_len", "max_namespaces"]
 
 
 def make(**kwargs: Any) -> Cache:

@@ -351,3 +351,20 @@ def test_waits_stay_bounded_in_a_forked_child() -> None:
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_bump_invalidates_exactly_its_namespace() -> None:
+    # With more namespaces than the old table bound (1,024), a bump used to drop the keys of
+    # every namespace past it.
+    cache = Cache(capacity=100_000)
+    for i in range(2_000):
+        cache.set(f"t{i}:k", i)
+    cache.bump("t1500")
+    assert sum(cache.get(f"t{i}:k") is not None for i in range(2_000)) == 1_999
+    assert cache.bump("never-used") == 0
+    small = Cache(max_namespaces=2)
+    small.set("a:k", 1)
+    small.set("b:k", 2)
+    small.set("c:k", 3)  # retires `a`: its entry is a miss, counted
+    assert small.get("a:k") is None
+    assert small.metrics().total.retired_namespaces == 1

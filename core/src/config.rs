@@ -145,7 +145,7 @@ impl<V> Default for Builder<V> {
                 origin_budget: None,
                 max_flights: 100_000,
                 max_key_len: 1024,
-                max_namespaces: 1024,
+                max_namespaces: 4096,
                 shards: 0,
                 detector: Default::default(),
                 hot_keys: 1024,
@@ -220,8 +220,11 @@ impl<V> Builder<V> {
         max_flights: usize => max_flights;
         /// Longest accepted key, in bytes (default 1,024).
         max_key_len: usize => max_key_len;
-        /// Distinct namespaces tracked for epochs and metrics (default 1,024); more share
-        /// one overflow namespace.
+        /// Distinct namespaces tracked for epochs and metrics (default 4,096, about 2 KB of
+        /// counters each). Past it, the
+        /// record of the namespace least recently looked up is retired: its entries become
+        /// misses (never stale hits), its counters are kept under `__retired__`, and
+        /// `retired_namespaces` counts it. A bump always invalidates exactly its namespace.
         max_namespaces: usize => max_namespaces;
         /// Number of lock shards (rounded up to a power of two; default 4 per CPU).
         shards: usize => shards;

@@ -232,10 +232,46 @@ fn bumps_of_huge_or_many_namespaces_do_not_grow_memory() {
         // A namespace longer than any key holds no key: nothing to bump, nothing kept.
         assert_eq!(cache.bump(&huge[..max + 1 + i]), 0);
     }
-    // Many short ones: registered up to `max_namespaces` (1,024), then one overflow.
+    // Namespaces nobody used hold nothing: a bump registers nothing for them.
     for i in 0..5_000 {
-        assert!(cache.bump(&format!("ns{i}")) >= 1);
+        assert_eq!(cache.bump(&format!("ns{i}")), 0);
     }
-    let names = cache.metrics().namespaces.len();
-    assert!(names <= 1_025, "{names} namespaces tracked");
+    assert!(cache.metrics().namespaces.is_empty());
+    // Used ones: tracked up to `max_namespaces`, then the least recently used is retired.
+    let max = cache.options().max_namespaces;
+    for i in 0..max + 5_000 {
+        cache.set(&format!("used{i}:k"), 1).unwrap();
+    }
+    let m = cache.metrics();
+    assert!(m.namespaces.len() <= max + 1, "{} namespaces tracked", m.namespaces.len());
+    assert_eq!(m.total().retired_namespaces, 5_000);
+}
+
+/// A bump invalidates exactly its namespace, with thousands of namespaces in use and past
+/// the table's bound; a retired namespace's entries are misses, never stale hits, and a
+/// bump of a namespace nobody uses clears nothing.
+#[test]
+fn a_bump_invalidates_exactly_its_namespace() {
+    let cache: Cache<u32> = Cache::builder().capacity(100_000).build().unwrap();
+    for i in 0..2_000 {
+        cache.set(&format!("t{i}:k"), i).unwrap();
+    }
+    cache.bump("t1500");
+    let hits = (0..2_000).filter(|i| cache.get(&format!("t{i}:k")).is_some()).count();
+    assert_eq!(hits, 1_999, "only t1500's key is gone");
+    assert_eq!(cache.get("t1500:k"), None);
+    assert_eq!(cache.bump("never-used"), 0);
+    assert_eq!(cache.get("t7:k"), Some(7));
+
+    let small: Cache<u32> = Cache::builder().max_namespaces(4).build().unwrap();
+    for ns in ["a", "b", "c", "d"] {
+        small.set(&format!("{ns}:k"), 1).unwrap();
+    }
+    small.set("e:k", 2).unwrap(); // retires the least recently used: `a`
+    assert_eq!(small.get("a:k"), None, "a retired namespace's entry is a miss");
+    small.set("a:k", 3).unwrap(); // a new record for `a` (retires another)
+    assert_eq!(small.get("a:k"), Some(3));
+    small.bump("e");
+    assert_eq!((small.get("e:k"), small.get("a:k")), (None, Some(3)));
+    assert_eq!(small.metrics().total().retired_namespaces, 2);
 }

@@ -28,10 +28,7 @@ mod tests {
 
     #[test]
     fn each_notice_drops_what_it_names_and_lost_drops_everything() {
-        let l1: herdless::Cache<u32> = herdless::Cache::builder()
-            .max_namespaces(1)
-            .build()
-            .unwrap();
+        let l1: herdless::Cache<u32> = herdless::Cache::builder().build().unwrap();
         for k in ["a:1", "a:2", "b:1", "c:1"] {
             l1.set(k, 1).unwrap();
         }
@@ -67,8 +64,7 @@ mod tests {
             },
         );
         assert_eq!(l1.get("b:1"), Some(1), "a bump of `a` leaves `b` alone");
-        // "b" and "c" share the overflow namespace (max_namespaces 1), which bumping every
-        // listed namespace would miss by name; losing messages must still drop them.
+        // Losing messages drops every namespace's copies.
         apply_notice(&l1, Notice::Lost);
         assert_eq!((l1.get("b:1"), l1.get("c:1")), (None, None));
         assert_eq!(l1.metrics().entries, 0);

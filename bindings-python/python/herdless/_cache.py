@@ -122,6 +122,9 @@ class Cache(_native.Cache):
     - ``origin_budget`` (unlimited): at most this many loader calls at once, all keys together.
     - ``max_flights`` (100,000): at most this many keys loading at once.
     - ``max_key_len`` (1,024): longest accepted key, in bytes.
+    - ``max_namespaces`` (4,096): namespaces tracked for epochs and metrics; past it, the
+      least recently used one is retired (its entries become misses, counted in
+      ``retired_namespaces``). A bump always invalidates exactly its own namespace.
     - ``namespace``: default namespace of the keys the decorator builds.
     - ``redis``: a ``redis://`` URL (or ``rediss://``, ``unix://``) adds the Redis tier:
       processes sharing it (Python, Rust, Node) make one loader call per key between them;

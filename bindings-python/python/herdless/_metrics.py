@@ -54,6 +54,9 @@ class Counters:
     """Errors of the shared tier (Redis)."""
     evictions: int = 0
     """Entries evicted to stay within capacity."""
+    retired_namespaces: int = 0
+    """Namespace records retired to stay within ``max_namespaces`` (their entries became
+    misses; their counters are kept under ``__retired__``)."""
 
     def __add__(self, other: Counters) -> Counters:
         return Counters(

@@ -77,6 +77,7 @@ class Cache:
         origin_budget: int | None = None,
         max_flights: int | None = None,
         max_key_len: int | None = None,
+        max_namespaces: int | None = None,
         namespace: str | None = None,
         redis: str | list[str] | tuple[str, ...] | None = None,
         redis_prefix: str | None = None,

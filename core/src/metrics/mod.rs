@@ -44,6 +44,12 @@ macro_rules! counters {
         }
 
         impl Counters {
+            /// Adds `other`'s counts to these (a retired namespace's, kept in the sum).
+            fn absorb(&self, other: &Counters) {
+                $(self.$s.0[0].0.fetch_add(other.$s.get(), Ordering::Relaxed);)*
+                $(self.$p.fetch_add(other.$p.load(Ordering::Relaxed), Ordering::Relaxed);)*
+            }
+
             fn snapshot(&self) -> CounterSnapshot {
                 CounterSnapshot {
                     $($s: self.$s.get(),)*
@@ -99,6 +105,7 @@ counters! {
         refreshes: "Background refreshes started (stale-while-revalidate and XFetch).",
         backend_errors: "Errors of the shared tier (e.g. Redis).",
         evictions: "Entries evicted to stay within capacity.",
+        retired_namespaces: "Namespace records retired to stay within max_namespaces (their entries became misses).",
     }
 }
 
@@ -111,6 +118,11 @@ pub(crate) struct NsMetrics {
 }
 
 impl NsMetrics {
+    /// Keeps `other`'s counts in these (its histograms are not kept).
+    pub(crate) fn absorb(&self, other: &NsMetrics) {
+        self.c.absorb(&other.c);
+    }
+
     pub(crate) fn snapshot(&self, namespace: &str) -> NamespaceMetrics {
         NamespaceMetrics {
             namespace: namespace.into(),
