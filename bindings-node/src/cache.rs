@@ -9,7 +9,8 @@ use napi_derive::napi;
 use herdless_redis::two_tier::Get;
 use herdless_redis::{FleetOptions, Lifetimes, TwoTier};
 
-use crate::engine::{Answer, CallOptions, EResult, Inner, Loader, Outcome};
+use crate::call::{Answer, CallOptions, Loader, Outcome};
+use crate::engine::{EResult, Inner};
 use crate::error::{self, code, type_error};
 use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
 use crate::metrics::{Metrics, snapshot};

@@ -34,101 +34,15 @@ use std::time::Duration;
 use herdless::{LoadError, Lookup, Retry, Waited, Waiter};
 use herdless_redis::two_tier::{Deadline, Load, Pending, Reply, Step};
 use herdless_redis::{TwoTier, Versioned};
-use napi::{JsValue, Result, Status};
+use napi::{Result, Status};
 
+use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
+use crate::call::{on_settled, thenable};
 use crate::error;
-use crate::js::{Deferred, Js, Ref, Type, Value};
+use crate::js::{Js, Ref, Value};
 use crate::tier::{Codec, JsHost};
 use crate::value::{JsFailure, Table, Val};
 use crate::wake::Wake;
-
-/// The marker a loader returns to say "absent" (negative caching): `Symbol.for(ABSENT_KEY)`.
-pub(crate) const ABSENT_KEY: &str = "herdless.absent";
-
-/// `Symbol.for('herdless.absent')`.
-pub(crate) fn absent_symbol(js: Js) -> Result<Value> {
-    let symbol = js.get(js.global()?, "Symbol")?;
-    let key = js.string(ABSENT_KEY)?;
-    js.call_method(symbol, "for", &[key])
-}
-
-/// A JS function to call with fixed `this` and arguments.
-pub(crate) struct Loader {
-    func: Ref,
-    /// `[this, ...args]` in a JS array: Node-API (before version 10) can only reference
-    /// objects, and `this` and the arguments may be primitives.
-    bound: Option<Ref>,
-}
-
-impl Loader {
-    /// A loader called with no arguments.
-    pub(crate) fn new(js: Js, func: Value) -> Result<Self> {
-        Ok(Self {
-            func: js.reference(func)?,
-            bound: None,
-        })
-    }
-
-    /// A loader called with `this` and `args`.
-    pub(crate) fn bound(js: Js, func: Value, this: Value, args: &[Value]) -> Result<Self> {
-        let array = js.array(args.len() + 1)?;
-        js.set_element(array, 0, this)?;
-        for (i, a) in args.iter().enumerate() {
-            js.set_element(array, i as u32 + 1, *a)?;
-        }
-        Ok(Self {
-            func: js.reference(func)?,
-            bound: Some(js.reference(array)?),
-        })
-    }
-
-    /// Calls it: `Err(exception)` when it threw synchronously.
-    fn call(&self, js: Js) -> Result<std::result::Result<Value, Value>> {
-        let (this, args) = match &self.bound {
-            None => (js.undefined()?, Vec::new()),
-            Some(b) => {
-                let array = b.get(js)?;
-                let n = js.array_len(array)?;
-                let this = js.get_element(array, 0)?;
-                let args = (1..n)
-                    .map(|i| js.get_element(array, i))
-                    .collect::<Result<Vec<_>>>()?;
-                (this, args)
-            }
-        };
-        js.call(self.func.get(js)?, this, &args)
-    }
-}
-
-/// What a call answers: its value, or the value it rejects with.
-pub(crate) type Outcome = std::result::Result<Value, Value>;
-
-/// An internal caller's continuation.
-pub(crate) type Callback = Box<dyn FnOnce(Js, Outcome) -> Result<()>>;
-
-/// What settles when a call is answered.
-pub(crate) enum Answer {
-    /// The caller's promise.
-    Promise(Deferred),
-    /// Internal callers (`warm`).
-    Callback(Callback),
-    /// Nobody (a background refresh, or a caller that already had its answer).
-    Nobody,
-}
-
-/// An AbortSignal being listened to.
-struct AbortWatch {
-    signal: Ref,
-    listener: Ref,
-}
-
-/// Per-call options of `getOrLoad`.
-#[derive(Default)]
-pub(crate) struct CallOptions {
-    pub(crate) ttl: Option<Duration>,
-    /// An AbortSignal (checked to be one by the caller of [`Inner::start`]).
-    pub(crate) signal: Option<Value>,
-}
 
 /// What the engine answers.
 pub(crate) type EResult<T> = std::result::Result<T, herdless::Error>;
@@ -302,7 +216,12 @@ impl Inner {
                 drop(first);
                 return self.reply(js, &mut call, Err(reason));
             }
-            call.abort = Some(self.watch(js, id, signal)?);
+            let inner = Rc::clone(self);
+            let watch = AbortWatch::new(js, signal, move |js| {
+                inner.abort(js, id)?;
+                inner.settle(js)
+            })?;
+            call.abort = Some(watch);
         }
         let r = self.step(js, id, call, first);
         self.settle(js)?;
@@ -337,32 +256,12 @@ impl Inner {
         Ok(promise)
     }
 
-    /// Listens for `signal`'s abort on behalf of call `id`.
-    fn watch(self: &Rc<Self>, js: Js, id: u64, signal: Value) -> Result<AbortWatch> {
-        let inner = Rc::clone(self);
-        let env = napi::Env::from_raw(js.raw());
-        let listener = env.create_function_from_closure::<Value, _, _>("onAbort", move |ctx| {
-            let js = Js(ctx.env.raw());
-            inner.abort(js, id)?;
-            inner.settle(js)
-        })?;
-        let listener = listener.raw();
-        let options = js.object()?;
-        js.set(options, "once", js.bool(true)?)?;
-        let event = js.string("abort")?;
-        js.call_method(signal, "addEventListener", &[event, listener, options])?;
-        Ok(AbortWatch {
-            signal: js.reference(signal)?,
-            listener: js.reference(listener)?,
-        })
-    }
-
     fn abort(self: &Rc<Self>, js: Js, id: u64) -> Result<()> {
         let Some(mut call) = self.take(id) else {
             return Ok(());
         };
-        let reason = match call.abort.take() {
-            Some(w) => js.get(w.signal.get(js)?, "reason")?,
+        let reason = match &call.abort {
+            Some(w) => w.reason(js)?,
             None => js.undefined()?,
         };
         self.reply(js, &mut call, Err(reason))?;
@@ -377,23 +276,14 @@ impl Inner {
     /// Answers the caller (once): the value, or the rejection.
     fn reply(&self, js: Js, call: &mut Call, outcome: Outcome) -> Result<()> {
         if let Some(w) = call.abort.take() {
-            let event = js.string("abort")?;
-            js.call_method(
-                w.signal.get(js)?,
-                "removeEventListener",
-                &[event, w.listener.get(js)?],
-            )?;
+            w.remove(js)?;
         }
-        match std::mem::replace(&mut call.answer, Answer::Nobody) {
-            Answer::Promise(d) => d.settle(js, outcome),
-            Answer::Callback(f) => f(js, outcome),
-            Answer::Nobody => Ok(()),
-        }
+        call.answer.settle(js, outcome)
     }
 
     /// Answers the caller with what the engine answered.
     fn reply_with(&self, js: Js, call: &mut Call, r: EResult<Option<Val>>) -> Result<()> {
-        if matches!(call.answer, Answer::Nobody) {
+        if !call.answer.waiting() {
             return Ok(());
         }
         let outcome = match r {
@@ -494,49 +384,16 @@ impl Inner {
         drop(loader);
         match result {
             Err(thrown) => self.loaded(js, id, Err(thrown)),
-            Ok(v) => match self.thenable(js, v)? {
+            Ok(v) => match thenable(js, v)? {
                 Some(promise) => {
-                    self.on_settled(js, id, promise)?;
+                    let inner = Rc::clone(self);
+                    on_settled(js, promise, move |js, result| inner.loaded(js, id, result))?;
                     // Arms the deadline timers.
                     self.poll(js, id)
                 }
                 None => self.loaded(js, id, Ok(v)),
             },
         }
-    }
-
-    /// `v` as a promise if it is one or a thenable (`Promise.resolve` adopts thenables).
-    fn thenable(&self, js: Js, v: Value) -> Result<Option<Value>> {
-        if js.is_promise(v)? {
-            return Ok(Some(v));
-        }
-        if !matches!(js.type_of(v)?, Type::Object | Type::Function) {
-            return Ok(None);
-        }
-        if js.type_of(js.get(v, "then")?)? != Type::Function {
-            return Ok(None);
-        }
-        let promise = js.get(js.global()?, "Promise")?;
-        js.call_method(promise, "resolve", &[v]).map(Some)
-    }
-
-    /// Completes call `id` when `promise` settles.
-    fn on_settled(self: &Rc<Self>, js: Js, id: u64, promise: Value) -> Result<()> {
-        let env = napi::Env::from_raw(js.raw());
-        let ok = Rc::clone(self);
-        let on_ok = env.create_function_from_closure::<Value, _, _>("onLoaded", move |ctx| {
-            let js = Js(ctx.env.raw());
-            let v = first_arg(js, &ctx)?;
-            ok.loaded(js, id, Ok(v))
-        })?;
-        let err = Rc::clone(self);
-        let on_err = env.create_function_from_closure::<Value, _, _>("onFailed", move |ctx| {
-            let js = Js(ctx.env.raw());
-            let e = first_arg(js, &ctx)?;
-            err.loaded(js, id, Err(e))
-        })?;
-        js.call_method(promise, "then", &[on_ok.raw(), on_err.raw()])?;
-        Ok(())
     }
 
     /// The loader of call `id` settled: the engine takes it from there.
@@ -586,7 +443,7 @@ impl Inner {
                 }
                 // Soft timeout: a waiting caller takes the fail-safe value; the load goes on.
                 Poll::Ready(Deadline::Soft) => {
-                    if !matches!(call.answer, Answer::Nobody) {
+                    if call.answer.waiting() {
                         if let Some(stale) = load.answer_stale() {
                             self.reply_with(js, &mut call, Ok(Some(stale)))?;
                         }
@@ -692,12 +549,5 @@ impl Drop for Inner {
     fn drop(&mut self) {
         self.calls.borrow_mut().clear();
         self.wake.close();
-    }
-}
-
-fn first_arg(js: Js, ctx: &napi::bindgen_prelude::FunctionCallContext) -> Result<Value> {
-    match ctx.length() {
-        0 => js.undefined(),
-        _ => Ok(ctx.get::<napi::Unknown>(0)?.raw()),
     }
 }

@@ -6,6 +6,7 @@
 //! - [`engine`]: drives the fleet engine (`herdless_redis::two_tier`) for JS callers:
 //!   loaders are JS functions whose promises finish the engine's loads; waiters and the
 //!   engine's steps are futures polled on the JS thread.
+//! - [`call`]: a JS caller apart from the engine: its loader, its answer, its AbortSignal.
 //! - [`wake`]: how waiters' wakers, firing on any thread, reach the JS thread (one
 //!   thread-safe function, one drain for many waiters).
 //! - [`value`]: how the engine holds JS values without ever touching them off the JS thread
@@ -19,6 +20,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cache;
+mod call;
 pub mod detector;
 mod engine;
 mod error;

@@ -7,7 +7,8 @@ use std::time::Duration;
 use napi::Result;
 use napi_derive::napi;
 
-use crate::engine::{Answer, CallOptions, Inner, Loader};
+use crate::call::{Answer, CallOptions, Loader};
+use crate::engine::Inner;
 use crate::error::{self, code, type_error};
 use crate::js::{Deferred, ErrorKind, Js, Ref, Type, Value};
 use crate::options;

@@ -10,7 +10,8 @@ use napi::{JsValue, Result};
 use napi_derive::napi;
 
 use crate::cache::rejecting;
-use crate::engine::{Answer, CallOptions, Inner, Loader};
+use crate::call::{Answer, CallOptions, Loader};
+use crate::engine::Inner;
 use crate::error::type_error;
 use crate::js::{Js, RawValue, Ref, Type, Value};
 use crate::key::{build, is_plain_object, param, params, version};

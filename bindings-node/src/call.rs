@@ -1,0 +1,196 @@
+//! A JS caller of the engine, apart from the engine: its loader (a JS function and its
+//! arguments), how it is answered (a promise, or an internal continuation), and the
+//! AbortSignal it may be given.
+
+use std::time::Duration;
+
+use napi::{JsValue, Result};
+
+use crate::js::{Deferred, Js, Ref, Type, Value};
+
+/// The marker a loader returns to say "absent" (negative caching): `Symbol.for(ABSENT_KEY)`.
+pub(crate) const ABSENT_KEY: &str = "herdless.absent";
+
+/// `Symbol.for('herdless.absent')`.
+pub(crate) fn absent_symbol(js: Js) -> Result<Value> {
+    let symbol = js.get(js.global()?, "Symbol")?;
+    let key = js.string(ABSENT_KEY)?;
+    js.call_method(symbol, "for", &[key])
+}
+
+/// A JS function to call with fixed `this` and arguments.
+pub(crate) struct Loader {
+    func: Ref,
+    /// `[this, ...args]` in a JS array: Node-API (before version 10) can only reference
+    /// objects, and `this` and the arguments may be primitives.
+    bound: Option<Ref>,
+}
+
+impl Loader {
+    /// A loader called with no arguments.
+    pub(crate) fn new(js: Js, func: Value) -> Result<Self> {
+        Ok(Self {
+            func: js.reference(func)?,
+            bound: None,
+        })
+    }
+
+    /// A loader called with `this` and `args`.
+    pub(crate) fn bound(js: Js, func: Value, this: Value, args: &[Value]) -> Result<Self> {
+        let array = js.array(args.len() + 1)?;
+        js.set_element(array, 0, this)?;
+        for (i, a) in args.iter().enumerate() {
+            js.set_element(array, i as u32 + 1, *a)?;
+        }
+        Ok(Self {
+            func: js.reference(func)?,
+            bound: Some(js.reference(array)?),
+        })
+    }
+
+    /// Calls it: `Err(exception)` when it threw synchronously.
+    pub(crate) fn call(&self, js: Js) -> Result<Outcome> {
+        let (this, args) = match &self.bound {
+            None => (js.undefined()?, Vec::new()),
+            Some(b) => {
+                let array = b.get(js)?;
+                let n = js.array_len(array)?;
+                let this = js.get_element(array, 0)?;
+                let args = (1..n)
+                    .map(|i| js.get_element(array, i))
+                    .collect::<Result<Vec<_>>>()?;
+                (this, args)
+            }
+        };
+        js.call(self.func.get(js)?, this, &args)
+    }
+}
+
+/// What a call answers: its value, or the value it rejects with.
+pub(crate) type Outcome = std::result::Result<Value, Value>;
+
+/// An internal caller's continuation.
+pub(crate) type Callback = Box<dyn FnOnce(Js, Outcome) -> Result<()>>;
+
+/// What settles when a call is answered.
+pub(crate) enum Answer {
+    /// The caller's promise.
+    Promise(Deferred),
+    /// Internal callers (`warm`).
+    Callback(Callback),
+    /// Nobody (a background refresh, or a caller that already had its answer).
+    Nobody,
+}
+
+impl Answer {
+    /// Whether somebody is still to be answered.
+    pub(crate) fn waiting(&self) -> bool {
+        !matches!(self, Answer::Nobody)
+    }
+
+    /// Answers (once: the answer is `Nobody` afterwards).
+    pub(crate) fn settle(&mut self, js: Js, outcome: Outcome) -> Result<()> {
+        match std::mem::replace(self, Answer::Nobody) {
+            Answer::Promise(d) => d.settle(js, outcome),
+            Answer::Callback(f) => f(js, outcome),
+            Answer::Nobody => Ok(()),
+        }
+    }
+}
+
+/// Per-call options of `getOrLoad`.
+#[derive(Default)]
+pub(crate) struct CallOptions {
+    pub(crate) ttl: Option<Duration>,
+    /// An AbortSignal (checked to be one by the caller of `Inner::start`).
+    pub(crate) signal: Option<Value>,
+}
+
+/// An AbortSignal being listened to.
+pub(crate) struct AbortWatch {
+    signal: Ref,
+    listener: Ref,
+}
+
+impl AbortWatch {
+    /// Calls `on_abort` once when `signal` aborts.
+    pub(crate) fn new(
+        js: Js,
+        signal: Value,
+        on_abort: impl Fn(Js) -> Result<()> + 'static,
+    ) -> Result<Self> {
+        let env = napi::Env::from_raw(js.raw());
+        let listener = env.create_function_from_closure::<Value, _, _>("onAbort", move |ctx| {
+            on_abort(Js(ctx.env.raw()))
+        })?;
+        let listener = listener.raw();
+        let options = js.object()?;
+        js.set(options, "once", js.bool(true)?)?;
+        let event = js.string("abort")?;
+        js.call_method(signal, "addEventListener", &[event, listener, options])?;
+        Ok(Self {
+            signal: js.reference(signal)?,
+            listener: js.reference(listener)?,
+        })
+    }
+
+    /// The signal's reason.
+    pub(crate) fn reason(&self, js: Js) -> Result<Value> {
+        js.get(self.signal.get(js)?, "reason")
+    }
+
+    /// Stops listening (the call was answered).
+    pub(crate) fn remove(self, js: Js) -> Result<()> {
+        let event = js.string("abort")?;
+        let listener = self.listener.get(js)?;
+        js.call_method(
+            self.signal.get(js)?,
+            "removeEventListener",
+            &[event, listener],
+        )?;
+        Ok(())
+    }
+}
+
+/// `v` as a promise if it is one or a thenable (`Promise.resolve` adopts thenables).
+pub(crate) fn thenable(js: Js, v: Value) -> Result<Option<Value>> {
+    if js.is_promise(v)? {
+        return Ok(Some(v));
+    }
+    if !matches!(js.type_of(v)?, Type::Object | Type::Function) {
+        return Ok(None);
+    }
+    if js.type_of(js.get(v, "then")?)? != Type::Function {
+        return Ok(None);
+    }
+    let promise = js.get(js.global()?, "Promise")?;
+    js.call_method(promise, "resolve", &[v]).map(Some)
+}
+
+/// Calls `settled` with how `promise` ends.
+pub(crate) fn on_settled(
+    js: Js,
+    promise: Value,
+    settled: impl Fn(Js, Outcome) -> Result<()> + 'static,
+) -> Result<()> {
+    let env = napi::Env::from_raw(js.raw());
+    let settled = std::rc::Rc::new(settled);
+    let on_err = settled.clone();
+    let ok = env.create_function_from_closure::<Value, _, _>("onLoaded", move |ctx| {
+        let js = Js(ctx.env.raw());
+        settled(js, Ok(first_arg(js, &ctx)?))
+    })?;
+    let err = env.create_function_from_closure::<Value, _, _>("onFailed", move |ctx| {
+        let js = Js(ctx.env.raw());
+        on_err(js, Err(first_arg(js, &ctx)?))
+    })?;
+    js.call_method(promise, "then", &[ok.raw(), err.raw()])?;
+    Ok(())
+}
+
+fn first_arg(js: Js, ctx: &napi::bindgen_prelude::FunctionCallContext) -> Result<Value> {
+    match ctx.length() {
+        0 => js.undefined(),
+        _ => Ok(ctx.get::<napi::Unknown>(0)?.raw()),
+    }
+}
