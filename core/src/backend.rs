@@ -180,6 +180,12 @@ pub enum Notice<'a> {
     /// Notifications may have been lost (the subscription dropped and came back): every
     /// first-tier copy may be outdated.
     Lost,
+    /// This process stopped listening to `namespace`'s notifications (it keeps a bounded
+    /// number of subscriptions): its first-tier copies of the namespace may go outdated.
+    Unwatched {
+        /// The namespace.
+        namespace: &'a str,
+    },
 }
 
 /// A listener of fleet-wide events.

@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::keys::{self, KeyNames};
 use crate::metrics::{Metrics, RedisMetrics, inc};
-use crate::notify::Hub;
+use crate::notify::{Hub, MAX_SHARDED_SUBSCRIPTIONS};
 use crate::runtime::Runtime;
 use crate::scripts::SCRIPTS;
 use crate::wire;
@@ -277,6 +277,12 @@ impl RedisBackend {
     /// The key prefix.
     pub fn prefix(&self) -> &str {
         &self.inner.prefix
+    }
+
+    /// Notification subscriptions this process holds (one pattern on a standalone server;
+    /// at most 1,024 sharded channels on a Cluster).
+    pub fn subscriptions(&self) -> usize {
+        self.inner.hub.subscriptions()
     }
 
     /// This process's origin id in notifications.
@@ -612,11 +618,34 @@ impl Backend for RedisBackend {
 
     fn watch<'a>(&'a self, key: &'a str) -> BackendFuture<'a, Box<dyn Watch>> {
         self.op("watch", async move {
-            let channel = keys::channel(&self.inner.prefix, namespace_of(key));
-            let cell = self.inner.hub.subscription(&channel);
-            cell.get_or_try_init(|| self.inner.sub.subscribe(&channel))
-                .await?;
-            Ok(Box::new(self.inner.hub.watch(key)) as Box<dyn Watch>)
+            let hub = &self.inner.hub;
+            if self.inner.sharded {
+                // Sharded pub/sub has no patterns: one subscription per namespace, at most
+                // MAX_SHARDED_SUBSCRIPTIONS; the one displaced is dropped, and with it the
+                // first tier's copies of its namespace (no notice would reach them now).
+                let ns = namespace_of(key);
+                let channel = keys::channel(&self.inner.prefix, ns);
+                let (cell, displaced) = hub.subscription(&channel, MAX_SHARDED_SUBSCRIPTIONS);
+                if let Some(old) = displaced {
+                    if let Some(old_ns) = keys::namespace_of_channel(&self.inner.prefix, &old) {
+                        hub.unwatched(&old_ns);
+                    }
+                    let sub = self.inner.sub.clone();
+                    self.inner.rt.handle().spawn(async move {
+                        let _ = sub.sunsubscribe(&old).await;
+                    });
+                }
+                cell.get_or_try_init(|| self.inner.sub.ssubscribe(&channel))
+                    .await?;
+            } else {
+                // One pattern for every namespace of the prefix: a process holds one
+                // subscription however many namespaces it touches.
+                let pattern = keys::channel_pattern(&self.inner.prefix);
+                let (cell, _) = hub.subscription(&pattern, usize::MAX);
+                cell.get_or_try_init(|| self.inner.sub.psubscribe(&pattern))
+                    .await?;
+            }
+            Ok(Box::new(hub.watch(key)) as Box<dyn Watch>)
         })
     }
 

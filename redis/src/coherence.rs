@@ -13,7 +13,8 @@ pub fn apply_notice<V: Clone + Send + Sync + 'static>(l1: &herdless::Cache<V>, n
         Notice::Written { key, .. } | Notice::Invalidated { key } => {
             let _ = l1.invalidate(key);
         }
-        Notice::Bumped { namespace, .. } => {
+        // No more notices will come for an unwatched namespace: its copies are dropped too.
+        Notice::Bumped { namespace, .. } | Notice::Unwatched { namespace } => {
             l1.bump(namespace);
         }
         // Messages may have been lost: every copy may be outdated. Loads already running

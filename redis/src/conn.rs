@@ -119,12 +119,29 @@ impl Conn {
         })
     }
 
-    /// Subscribes to a notification channel: SUBSCRIBE on a standalone server, SSUBSCRIBE
-    /// (sharded, stays within the slot's shard) on a Cluster.
-    pub(crate) async fn subscribe(&self, channel: &str) -> Result<(), Error> {
+    /// Subscribes to every notification channel matching `pattern` (standalone server).
+    pub(crate) async fn psubscribe(&self, pattern: &str) -> Result<(), Error> {
+        match self.live().await? {
+            Live::Single(mut m) => m.psubscribe(pattern).await?,
+            Live::Cluster(mut c) => c.psubscribe(pattern).await?,
+        }
+        Ok(())
+    }
+
+    /// Subscribes to one channel, sharded (SSUBSCRIBE: it stays within the slot's shard).
+    pub(crate) async fn ssubscribe(&self, channel: &str) -> Result<(), Error> {
         match self.live().await? {
             Live::Single(mut m) => m.subscribe(channel).await?,
             Live::Cluster(mut c) => c.ssubscribe(channel).await?,
+        }
+        Ok(())
+    }
+
+    /// Drops a sharded subscription.
+    pub(crate) async fn sunsubscribe(&self, channel: &str) -> Result<(), Error> {
+        match self.live().await? {
+            Live::Single(mut m) => m.unsubscribe(channel).await?,
+            Live::Cluster(mut c) => c.sunsubscribe(channel).await?,
         }
         Ok(())
     }

@@ -59,6 +59,46 @@ pub fn channel(prefix: &str, namespace: &str) -> String {
     stem(prefix, namespace) + ":n"
 }
 
+/// The pattern matching every notification channel of `prefix` (for `PSUBSCRIBE`):
+/// `<prefix>:{*}:n`, with the glob characters of the prefix escaped.
+pub fn channel_pattern(prefix: &str) -> String {
+    let mut p = String::with_capacity(prefix.len() + 6);
+    for c in prefix.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push_str(":{*}:n");
+    p
+}
+
+/// The namespace of a notification channel of `prefix`, if it is one.
+pub fn namespace_of_channel(prefix: &str, channel: &str) -> Option<String> {
+    let tag = channel
+        .strip_prefix(prefix)?
+        .strip_prefix(":{")?
+        .strip_suffix("}:n")?;
+    if tag == "%" {
+        return Some(String::new());
+    }
+    let mut out = String::with_capacity(tag.len());
+    let mut rest = tag;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let code = rest.get(i + 1..i + 3)?;
+        out.push(match code {
+            "25" => '%',
+            "7B" => '{',
+            "7D" => '}',
+            _ => return None,
+        });
+        rest = &rest[i + 3..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
 /// All Redis names of `key`.
 pub fn names(prefix: &str, key: &str) -> KeyNames {
     let stem = stem(prefix, namespace_of(key));

@@ -50,6 +50,16 @@ pub fn parse(payload: &[u8]) -> Option<Message<'_>> {
     })
 }
 
+/// The most sharded (Cluster) subscriptions a process keeps; past it, the least recently
+/// used is dropped and its namespace's first-tier copies with it.
+pub(crate) const MAX_SHARDED_SUBSCRIPTIONS: usize = 1024;
+
+#[derive(Default)]
+pub(crate) struct Subscriptions {
+    cells: HashMap<String, (Arc<OnceCell<()>>, u64)>,
+    tick: u64,
+}
+
 #[derive(Default)]
 struct Slot {
     seq: AtomicU64,
@@ -72,7 +82,8 @@ pub(crate) struct Hub {
     prefix: String,
     watches: Mutex<HashMap<String, Arc<Slot>>>,
     listeners: RwLock<Vec<Listener>>,
-    subscriptions: Mutex<HashMap<String, Arc<OnceCell<()>>>>,
+    /// Channel (or pattern) -> its subscription, and when it was last used.
+    subscriptions: Mutex<Subscriptions>,
     /// The subscription connection dropped and has not confirmed a resubscription yet.
     disconnected: AtomicBool,
     metrics: Arc<Metrics>,
@@ -95,14 +106,41 @@ impl Hub {
         self.listeners.write().expect("listeners lock").push(l);
     }
 
-    /// The subscription cell of `channel` (initialised once subscribed).
-    pub(crate) fn subscription(&self, channel: &str) -> Arc<OnceCell<()>> {
-        self.subscriptions
-            .lock()
-            .expect("subscriptions lock")
-            .entry(channel.to_owned())
-            .or_default()
-            .clone()
+    /// The subscription cell of `channel` (initialised once subscribed), and the channel
+    /// whose subscription it displaced, if the table was full (at most `max` kept).
+    pub(crate) fn subscription(&self, channel: &str, max: usize) -> (Arc<OnceCell<()>>, Option<String>) {
+        let mut subs = self.subscriptions.lock().expect("subscriptions lock");
+        subs.tick += 1;
+        let tick = subs.tick;
+        if let Some((cell, used)) = subs.cells.get_mut(channel) {
+            *used = tick;
+            return (cell.clone(), None);
+        }
+        let mut displaced = None;
+        if subs.cells.len() >= max {
+            let oldest = subs
+                .cells
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(c, _)| c.clone());
+            if let Some(c) = oldest {
+                subs.cells.remove(&c);
+                displaced = Some(c);
+            }
+        }
+        let cell = Arc::new(OnceCell::new());
+        subs.cells.insert(channel.to_owned(), (cell.clone(), tick));
+        (cell, displaced)
+    }
+
+    /// Tells the listeners that `namespace` is no longer listened to.
+    pub(crate) fn unwatched(&self, namespace: &str) {
+        self.tell(Notice::Unwatched { namespace });
+    }
+
+    /// Subscriptions held now.
+    pub(crate) fn subscriptions(&self) -> usize {
+        self.subscriptions.lock().expect("subscriptions lock").cells.len()
     }
 
     /// An armed watch of `key`.
@@ -160,11 +198,19 @@ impl Hub {
                     self.on_channel_message(channel, payload);
                 }
             }
+            // The one pattern subscription of a standalone server: pattern, channel, payload.
+            PushKind::PMessage => {
+                if let (Some(Value::BulkString(channel)), Some(Value::BulkString(payload))) =
+                    (push.data.get(1), push.data.get(2))
+                {
+                    self.on_channel_message(channel, payload);
+                }
+            }
             PushKind::Disconnection => {
                 self.disconnected.store(true, Ordering::Release);
                 self.wake_all();
             }
-            PushKind::Subscribe | PushKind::SSubscribe
+            PushKind::Subscribe | PushKind::SSubscribe | PushKind::PSubscribe
                 if self.disconnected.swap(false, Ordering::AcqRel) =>
             {
                 self.lost();
