@@ -108,7 +108,11 @@ impl Hub {
 
     /// The subscription cell of `channel` (initialised once subscribed), and the channel
     /// whose subscription it displaced, if the table was full (at most `max` kept).
-    pub(crate) fn subscription(&self, channel: &str, max: usize) -> (Arc<OnceCell<()>>, Option<String>) {
+    pub(crate) fn subscription(
+        &self,
+        channel: &str,
+        max: usize,
+    ) -> (Arc<OnceCell<()>>, Option<String>) {
         let mut subs = self.subscriptions.lock().expect("subscriptions lock");
         subs.tick += 1;
         let tick = subs.tick;
@@ -140,7 +144,11 @@ impl Hub {
 
     /// Subscriptions held now.
     pub(crate) fn subscriptions(&self) -> usize {
-        self.subscriptions.lock().expect("subscriptions lock").cells.len()
+        self.subscriptions
+            .lock()
+            .expect("subscriptions lock")
+            .cells
+            .len()
     }
 
     /// An armed watch of `key`.

@@ -54,7 +54,10 @@ fn a_standalone_process_holds_one_subscription_for_every_namespace() {
         .query(&mut c)
         .unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    assert!(a.l1().get("ns5:k").is_some(), "a forged notice dropped another namespace");
+    assert!(
+        a.l1().get("ns5:k").is_some(),
+        "a forged notice dropped another namespace"
+    );
 }
 
 #[test]
@@ -76,7 +79,10 @@ fn a_cluster_process_keeps_at_most_1024_sharded_subscriptions() {
     let held = a.backend().redis().unwrap().subscriptions();
     assert_eq!(held, 1_024);
     // The first namespaces' subscriptions were dropped, and their copies with them.
-    assert!(a.l1().get("ns0:k").is_none(), "an unwatched namespace's copy was kept");
+    assert!(
+        a.l1().get("ns0:k").is_none(),
+        "an unwatched namespace's copy was kept"
+    );
     assert!(a.l1().get("ns1099:k").is_some());
     let total: i64 = cluster
         .nodes

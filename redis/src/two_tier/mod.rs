@@ -42,16 +42,16 @@ use herdless::backend::{Backend, Notice};
 use herdless::key::namespace_of;
 use herdless::{Cache, Error, LoadGuard};
 
-pub use host::{Host, Warning};
-pub use load::{Deadline, Load};
-pub use ops::{Get, Read};
-pub use step::{Pending, Reply, Step};
 use crate::backend::RedisBackend;
 use crate::coherence::apply_notice;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::lifetimes::Lifetimes;
 use crate::memory::MemoryBackend;
 use crate::metrics::RedisMetrics;
+pub use host::{Host, Warning};
+pub use load::{Deadline, Load};
+pub use ops::{Get, Read};
+pub use step::{Pending, Reply, Step};
 
 /// The shared tier of a [`TwoTier`]: Redis (or Redis Cluster), or a [`MemoryBackend`]
 /// standing for one (tests, the conformance scenarios).
@@ -96,7 +96,10 @@ impl TierAddress {
         if let Some(name) = url.strip_prefix("memory://") {
             return Ok(TierAddress::Memory(name.to_owned()));
         }
-        for (scheme, node_scheme) in [("redis+cluster://", "redis://"), ("rediss+cluster://", "rediss://")] {
+        for (scheme, node_scheme) in [
+            ("redis+cluster://", "redis://"),
+            ("rediss+cluster://", "rediss://"),
+        ] {
             if let Some(rest) = url.strip_prefix(scheme) {
                 let nodes: Vec<String> = rest
                     .split(',')
@@ -152,9 +155,13 @@ impl TierAddress {
             None => b,
         };
         Ok(match self {
-            TierAddress::Redis(url) => with_prefix(RedisBackend::builder(url.clone())).build()?.into(),
+            TierAddress::Redis(url) => with_prefix(RedisBackend::builder(url.clone()))
+                .build()?
+                .into(),
             TierAddress::Cluster(nodes) => {
-                with_prefix(RedisBackend::cluster(nodes.iter().cloned())).build()?.into()
+                with_prefix(RedisBackend::cluster(nodes.iter().cloned()))
+                    .build()?
+                    .into()
             }
             TierAddress::Memory(name) => crate::memory::MemoryStore::named(name)
                 .backend()
@@ -382,7 +389,11 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// parent's values were valid).
     fn live(&self) -> Option<Arc<Live>> {
         let shared = self.inner.shared.as_ref()?;
-        let live = shared.live.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let live = shared
+            .live
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let pid = std::process::id();
         if live.pid == pid {
             return Some(live);

@@ -140,11 +140,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         };
         let (entry, _) = life.entry(bytes, Duration::ZERO, 0, ttl);
         let fresh_until_ms = entry.fresh_until_ms;
-        let (fleet, tt, key) = (
-            self.fleet().expect("shared"),
-            self.clone(),
-            key.to_owned(),
-        );
+        let (fleet, tt, key) = (self.fleet().expect("shared"), self.clone(), key.to_owned());
         Ok(Pending::new(async move {
             match fleet.set(&key, entry).await {
                 Ok(WriteOutcome::Written { version, .. }) => match value {
