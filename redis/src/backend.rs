@@ -28,6 +28,13 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Wall-clock Unix microseconds.
+pub(crate) fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
 /// 128 random bits from the OS.
 pub(crate) fn random_secret() -> Result<[u8; 16], Error> {
     let mut s = [0; 16];
@@ -366,14 +373,15 @@ impl RedisBackend {
     }
 }
 
-/// A namespace epoch as the scripts accept it: 1 to 15 decimal digits (below 2^53, exact
-/// in Lua), nothing else; `None` for anything else (corrupt: a miss here, and the next
-/// script that reads it resets it forward, PROTOCOL.md "Repairs").
+/// A namespace epoch as the scripts accept it: 1 to 16 decimal digits below 2^53 (exact in
+/// Lua), nothing else; `None` for anything else (corrupt: a miss here, and the next script
+/// that reads it resets it forward, PROTOCOL.md "Repairs").
 pub fn parse_epoch(raw: &[u8]) -> Option<u64> {
-    if raw.is_empty() || raw.len() > 15 || !raw.iter().all(u8::is_ascii_digit) {
+    if raw.is_empty() || raw.len() > 16 || !raw.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    std::str::from_utf8(raw).ok()?.parse().ok()
+    let n: u64 = std::str::from_utf8(raw).ok()?.parse().ok()?;
+    (n < 1 << 53).then_some(n)
 }
 
 impl Backend for RedisBackend {

@@ -107,8 +107,10 @@ impl Data {
         if let Some(e) = raw.as_deref().and_then(crate::backend::parse_epoch) {
             return (e, false);
         }
-        self.set(name, now.to_string().into_bytes(), None, now);
-        (now, true)
+        // Forward to the clock in microseconds, as the scripts do.
+        let forward = crate::backend::now_us();
+        self.set(name, forward.to_string().into_bytes(), None, now);
+        (forward, true)
     }
 }
 

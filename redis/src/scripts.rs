@@ -37,9 +37,11 @@ end
 local function epoch(k)
   local e, bad = get(k)
   if not e and bad == 0 then return 0, 0 end
-  if e and #e <= 15 and string.match(e, '^%d+$') then return tonumber(e), 0 end
+  if e and #e <= 16 and string.match(e, '^%d+$') and tonumber(e) < 9007199254740992 then
+    return tonumber(e), 0
+  end
   local t = redis.call('TIME')
-  local n = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local n = tonumber(t[1]) * 1000000 + tonumber(t[2])
   redis.call('SET', k, num(n))
   return n, 1
 end
