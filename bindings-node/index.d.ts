@@ -252,7 +252,7 @@ export interface CacheOptions {
   /**
    * Adds the shared tier: this cache stays the first tier, and Node, Python and Rust
    * processes sharing it make one loader call per key between them (PROTOCOL.md). A URL:
-   * `'redis://host:port/db'`, `'rediss://...'`, `'unix:///path'`,
+   * `'redis://host:port/db'`, `'unix:///path'`,
    * `'redis+cluster://host:port,host:port'` (a Redis Cluster), or `'memory://name'` (a
    * tier in this process's memory, shared by the caches given the same name: for tests,
    * see `testing.memoryStore`); or an array of node URLs (a Redis Cluster).

@@ -27,7 +27,7 @@ const cases = [
   [{ maxFlights: -1 }, RangeError, /`maxFlights`/],
   [{ namespace: 'a:b' }, RangeError, /option `namespace`/],
   [{ namespace: 7 }, TypeError, /option `namespace` must be a string, got a number/],
-  [{ redis: 'localhost:6379' }, TypeError, /option `redis`: .*expected redis:\/\/, rediss:\/\/, unix:\/\/, redis\+cluster:\/\/.* or memory:\/\//],
+  [{ redis: 'localhost:6379' }, TypeError, /option `redis`: .*expected redis:\/\/, unix:\/\/, redis\+cluster:\/\/.* or memory:\/\//],
   [{ redis: 42 }, TypeError, /option `redis` must be a URL string or an array of node URLs, got a number/],
   [{ redis: [] }, TypeError, /option `redis`: .*must not be empty/],
   [{ redis: ['redis://127.0.0.1:1', 7] }, TypeError, /option `redis`: node 1 must be a URL string/],

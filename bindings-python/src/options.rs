@@ -383,7 +383,7 @@ fn prefix(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(s.to_owned())
 }
 
-/// The `redis=` option: a URL (`redis://`, `rediss://`, `unix://`,
+/// The `redis=` option: a URL (`redis://`, `unix://`,
 /// `redis+cluster://host:port,...`, `memory://name`) or a list of Redis Cluster node URLs.
 /// The fleet engine parses it (one parser for every language).
 fn redis_address(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<TierAddress> {

@@ -126,7 +126,7 @@ class Cache(_native.Cache):
       least recently used one is retired (its entries become misses, counted in
       ``retired_namespaces``). A bump always invalidates exactly its own namespace.
     - ``namespace``: default namespace of the keys the decorator builds.
-    - ``redis``: a ``redis://`` URL (or ``rediss://``, ``unix://``) adds the Redis tier:
+    - ``redis``: a ``redis://`` URL (or ``unix://``) adds the Redis tier:
       processes sharing it (Python, Rust, Node) make one loader call per key between them;
       memory stays the first tier. A Redis Cluster is a list of node URLs or
       ``"redis+cluster://host:port,host:port"``; ``"memory://name"`` is a fleet inside this

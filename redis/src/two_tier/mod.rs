@@ -78,7 +78,7 @@ impl From<MemoryBackend> for SharedTier {
 /// Where a shared tier is, as the bindings' `redis` option names it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TierAddress {
-    /// One Redis server: `redis://host:port/db`, `rediss://...`, `unix:///path`.
+    /// One Redis server: `redis://host:port/db`, `unix:///path`.
     Redis(String),
     /// A Redis Cluster, given some of its nodes (`redis://host:port` each).
     Cluster(Vec<String>),
@@ -88,18 +88,22 @@ pub enum TierAddress {
 }
 
 impl TierAddress {
-    /// Parses one address: `redis://` / `rediss://` / `unix://` (one server),
-    /// `redis+cluster://host:port,host:port` (a cluster; `rediss+cluster://` with TLS), or
-    /// `memory://<name>`.
+    /// Parses one address: `redis://` / `unix://` (one server),
+    /// `redis+cluster://host:port,host:port` (a cluster), or `memory://<name>`. TLS
+    /// (`rediss://`) is refused with a clear error: this build has no TLS.
     pub fn parse(url: &str) -> Result<Self, crate::Error> {
         let bad = |why: &str| crate::Error::Config(format!("redis address {url:?}: {why}"));
         if let Some(name) = url.strip_prefix("memory://") {
             return Ok(TierAddress::Memory(name.to_owned()));
         }
-        for (scheme, node_scheme) in [
-            ("redis+cluster://", "redis://"),
-            ("rediss+cluster://", "rediss://"),
-        ] {
+        // Refused here rather than failing every call later: this build has no TLS.
+        if url.starts_with("rediss://") || url.starts_with("rediss+cluster://") {
+            return Err(bad(
+                "TLS (rediss://) is not built into herdless yet; reach Redis through a TLS \
+                 tunnel (stunnel, a sidecar) with a redis:// address",
+            ));
+        }
+        for (scheme, node_scheme) in [("redis+cluster://", "redis://")] {
             if let Some(rest) = url.strip_prefix(scheme) {
                 let nodes: Vec<String> = rest
                     .split(',')
@@ -113,14 +117,14 @@ impl TierAddress {
                 return Ok(TierAddress::Cluster(nodes));
             }
         }
-        if ["redis://", "rediss://", "unix://", "redis+unix://"]
+        if ["redis://", "unix://", "redis+unix://"]
             .iter()
             .any(|s| url.starts_with(s))
         {
             return Ok(TierAddress::Redis(url.to_owned()));
         }
         Err(bad(
-            "expected redis://, rediss://, unix://, redis+cluster://host:port,... or memory://name",
+            "expected redis://, unix://, redis+cluster://host:port,... or memory://name",
         ))
     }
 
@@ -136,7 +140,7 @@ impl TierAddress {
             }),
             many => {
                 for n in many {
-                    if !(n.starts_with("redis://") || n.starts_with("rediss://")) {
+                    if !n.starts_with("redis://") {
                         return Err(crate::Error::Config(format!(
                             "Redis Cluster node {n:?}: expected redis://host:port"
                         )));
@@ -541,4 +545,29 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 /// How long a shared entry is still fresh, measured now.
 pub(crate) fn fresh_left(fresh_until_ms: u64) -> Duration {
     Duration::from_millis(fresh_until_ms.saturating_sub(crate::backend::now_ms()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TierAddress;
+
+    #[test]
+    fn addresses_parse_once_for_every_language() {
+        let a = |s: &str| TierAddress::parse(s);
+        assert_eq!(a("redis://h:1/0").unwrap(), TierAddress::Redis("redis://h:1/0".into()));
+        assert_eq!(
+            a("redis+cluster://h:1, h:2").unwrap(),
+            TierAddress::Cluster(vec!["redis://h:1".into(), "redis://h:2".into()])
+        );
+        assert_eq!(a("memory://t").unwrap(), TierAddress::Memory("t".into()));
+        for bad in ["h:1", "http://h", "redis+cluster://", "rediss://h:1"] {
+            assert!(a(bad).is_err(), "{bad}");
+        }
+        assert!(a("rediss://h:1").unwrap_err().to_string().contains("TLS"));
+        assert!(TierAddress::nodes(&[]).is_err());
+        assert_eq!(
+            TierAddress::nodes(&["redis://a:1".into(), "redis://b:2".into()]).unwrap(),
+            TierAddress::Cluster(vec!["redis://a:1".into(), "redis://b:2".into()])
+        );
+    }
 }
