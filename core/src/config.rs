@@ -81,6 +81,8 @@ pub struct Options {
     pub max_flights: usize,
     /// Longest key, in bytes.
     pub max_key_len: usize,
+    /// Namespaces tracked for epochs and metrics.
+    pub max_namespaces: usize,
 }
 
 impl<V> Config<V> {
@@ -100,6 +102,7 @@ impl<V> Config<V> {
             origin_budget: self.origin_budget,
             max_flights: self.max_flights,
             max_key_len: self.max_key_len,
+            max_namespaces: self.max_namespaces,
         }
     }
 }

@@ -102,7 +102,11 @@ impl Namespaces {
             t.map.remove(&ns.name);
             ns.epoch.fetch_add(1, Ordering::AcqRel);
             self.retired.metrics.absorb(&ns.metrics);
-            self.retired.metrics.c.retired_namespaces.fetch_add(1, Ordering::Relaxed);
+            self.retired
+                .metrics
+                .c
+                .retired_namespaces
+                .fetch_add(1, Ordering::Relaxed);
             return;
         }
     }

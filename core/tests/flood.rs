@@ -240,10 +240,14 @@ fn bumps_of_huge_or_many_namespaces_do_not_grow_memory() {
     // Used ones: tracked up to `max_namespaces`, then the least recently used is retired.
     let max = cache.options().max_namespaces;
     for i in 0..max + 5_000 {
-        cache.set(&format!("used{i}:k"), 1).unwrap();
+        cache.set(&format!("used{i}:k"), vec![1]).unwrap();
     }
     let m = cache.metrics();
-    assert!(m.namespaces.len() <= max + 1, "{} namespaces tracked", m.namespaces.len());
+    assert!(
+        m.namespaces.len() <= max + 1,
+        "{} namespaces tracked",
+        m.namespaces.len()
+    );
     assert_eq!(m.total().retired_namespaces, 5_000);
 }
 
@@ -257,7 +261,9 @@ fn a_bump_invalidates_exactly_its_namespace() {
         cache.set(&format!("t{i}:k"), i).unwrap();
     }
     cache.bump("t1500");
-    let hits = (0..2_000).filter(|i| cache.get(&format!("t{i}:k")).is_some()).count();
+    let hits = (0..2_000)
+        .filter(|i| cache.get(&format!("t{i}:k")).is_some())
+        .count();
     assert_eq!(hits, 1_999, "only t1500's key is gone");
     assert_eq!(cache.get("t1500:k"), None);
     assert_eq!(cache.bump("never-used"), 0);
@@ -268,7 +274,11 @@ fn a_bump_invalidates_exactly_its_namespace() {
         small.set(&format!("{ns}:k"), 1).unwrap();
     }
     small.set("e:k", 2).unwrap(); // retires the least recently used: `a`
-    assert_eq!(small.get("a:k"), None, "a retired namespace's entry is a miss");
+    assert_eq!(
+        small.get("a:k"),
+        None,
+        "a retired namespace's entry is a miss"
+    );
     small.set("a:k", 3).unwrap(); // a new record for `a` (retires another)
     assert_eq!(small.get("a:k"), Some(3));
     small.bump("e");

@@ -47,7 +47,15 @@ fn waits_stay_bounded_in_a_forked_child() {
         let ok = waiter_times_out(&cache, "child");
         // The parent's load is not this process's: the child leads it instead of waiting.
         let leads = matches!(cache.lookup("loading"), Ok(Lookup::Lead(_)));
-        unsafe { libc::_exit(if !ok { 1 } else if !leads { 2 } else { 0 }) };
+        unsafe {
+            libc::_exit(if !ok {
+                1
+            } else if !leads {
+                2
+            } else {
+                0
+            })
+        };
     }
     let mut status = 0;
     // SAFETY: waiting for our own child.

@@ -403,15 +403,14 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
             return Some(live);
         }
         let mut slot = shared.live.write().unwrap_or_else(|e| e.into_inner());
-        if slot.pid != pid {
-            if let Some(tier) = shared
+        if slot.pid != pid
+            && let Some(tier) = shared
                 .address
                 .as_ref()
                 .and_then(|(a, prefix)| a.connect(prefix.as_deref()).ok())
-            {
-                let weak = Arc::downgrade(&self.inner);
-                *slot = Arc::new(Self::attach(weak, &self.inner.l1, tier, shared.options));
-            }
+        {
+            let weak = Arc::downgrade(&self.inner);
+            *slot = Arc::new(Self::attach(weak, &self.inner.l1, tier, shared.options));
         }
         Some(slot.clone())
     }
@@ -554,7 +553,10 @@ mod tests {
     #[test]
     fn addresses_parse_once_for_every_language() {
         let a = |s: &str| TierAddress::parse(s);
-        assert_eq!(a("redis://h:1/0").unwrap(), TierAddress::Redis("redis://h:1/0".into()));
+        assert_eq!(
+            a("redis://h:1/0").unwrap(),
+            TierAddress::Redis("redis://h:1/0".into())
+        );
         assert_eq!(
             a("redis+cluster://h:1, h:2").unwrap(),
             TierAddress::Cluster(vec!["redis://h:1".into(), "redis://h:2".into()])
