@@ -213,9 +213,11 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         let value = match result {
             Ok(v) => v,
             Err(e) => {
-                // A failed load hands the fleet lock back: another process may succeed.
-                drop(self.lease.take());
-                return self.complete(Err(e));
+                let lease = self.lease.take();
+                let answer = self.complete(Err(e));
+                // A failed load hands the fleet lock back (another process may succeed)
+                // before its caller hears of it.
+                return release_then(lease, answer);
             }
         };
         let Some(lease) = self.lease.take() else {
@@ -265,13 +267,15 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         self.fail(e)
     }
 
-    /// Finishes with `error` (the fail-safe value, if any, answers instead).
+    /// Finishes with `error` (the fail-safe value, if any, answers instead), after handing
+    /// the fleet lock back.
     pub fn fail(mut self, error: Error) -> Step<V> {
-        drop(self.lease.take());
-        match self.guard.take() {
+        let lease = self.lease.take();
+        let answer = match self.guard.take() {
             Some(g) => Step::Done(unwrap(g.fail(error))),
             None => Step::Done(Err(error)),
-        }
+        };
+        release_then(lease, answer)
     }
 
     /// Gives the load up without an answer (the driver was interrupted): a waiter takes it
@@ -290,6 +294,22 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         if let Some(g) = self.guard.take() {
             herdless::driver::panicked(g, message);
         }
+    }
+}
+
+/// `answer`, once `lease` (if any) was released: this process's waiters already have the
+/// outcome; the caller hears of it when the fleet can lead again.
+fn release_then<V: Clone + Send + Sync + 'static>(
+    lease: Option<FleetLease>,
+    answer: Step<V>,
+) -> Step<V> {
+    match (lease, answer) {
+        (Some(lease), Step::Done(r)) => Step::Tier(Pending::new(async move {
+            // A release that fails leaves the lock to its lease (counted by the fleet).
+            let _ = lease.release().await;
+            Reply::ready(r)
+        })),
+        (_, answer) => answer,
     }
 }
 

@@ -94,6 +94,8 @@ enum Kind<V: Clone + Send + Sync + 'static> {
         load: Load<V>,
         began: Result<(), Error>,
     },
+    /// The answer, once the fleet lock was handed back.
+    Ready(Result<Option<V>, Error>),
     /// A loaded value was published (or not).
     Published {
         tt: TwoTier<V>,
@@ -119,6 +121,10 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
             background,
             outcome,
         })
+    }
+
+    pub(crate) fn ready(answer: Result<Option<V>, Error>) -> Self {
+        Self(Kind::Ready(answer))
     }
 
     pub(crate) fn began(load: Load<V>, began: Result<(), Error>) -> Self {
@@ -151,6 +157,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                 background,
                 outcome,
             } => asked(tt, guard, ttl, background, outcome, host),
+            Kind::Ready(answer) => Step::Done(answer),
             Kind::Began { load, began } => match began {
                 Ok(()) => Step::Load(load.started_now()),
                 Err(e) => load.fail(e),
