@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use herdless::{Builder, Cache, Error, LoadError, Lookup, MetricsSnapshot, Waited};
+use herdless::{Builder, Cache, Error, Hit, LoadError, Lookup, MetricsSnapshot, Waited};
 
 use crate::codec::Codec;
 use crate::fleet::FleetOptions;
@@ -266,10 +266,19 @@ where
         F: FnOnce() -> Result<Option<V>, E> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
+        // The hit path: one lookup, no future and no waker.
+        let step = match self.tt.l1().lookup(key)? {
+            Lookup::Hit(Hit {
+                value,
+                refresh: None,
+                ..
+            }) => return Ok(value.map(|v| v.value)),
+            step => step,
+        };
         let loader = move || {
             std::future::ready(loader().map_err(Into::<Box<dyn StdError + Send + Sync>>::into))
         };
-        block_on(self.drive(key, loader, Runner::Thread))?
+        block_on(self.drive_from(step, key, loader, Runner::Thread))?
     }
 
     async fn drive<F, Fut, E>(
@@ -283,8 +292,24 @@ where
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
+        let step = self.tt.l1().lookup(key)?;
+        self.drive_from(step, key, loader, runner).await
+    }
+
+    /// Drives `key` on from its first lookup, `step`.
+    async fn drive_from<F, Fut, E>(
+        &self,
+        mut step: Lookup<Versioned<V>>,
+        key: &str,
+        loader: F,
+        runner: Runner,
+    ) -> Result<Option<V>, Error>
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
         let l1 = self.tt.l1();
-        let mut step = l1.lookup(key)?;
         loop {
             match step {
                 Lookup::Hit(hit) => {
