@@ -416,7 +416,7 @@ impl Sim {
                         Err(Error::LoadTimeout { .. }),
                     ) => {}
                     (Some(Outcome::Panicked), Err(Error::LoaderPanicked { .. })) => {}
-                    (Some(Outcome::Retry), Ok(Waited::Retry)) => {}
+                    (Some(Outcome::Retry), Ok(Waited::Retry(_))) => {}
                     (None, Err(Error::WaitTimeout { .. })) => {
                         assert!(now >= w.until, "timed out early")
                     }

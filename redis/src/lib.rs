@@ -3,45 +3,49 @@
 //! Many processes of a service (Rust, Python, Node) share one Redis or Redis Cluster, and a
 //! hot key still costs the origin one load per refresh for the whole fleet.
 //!
+//! - [`TwoTier`] ([`two_tier`]): **the fleet engine**, the two-tier protocol decided once.
+//!   The in-memory engine (`herdless::Cache`) is the first tier and picks one local leader
+//!   per key; [`TwoTier::lead`] tells that leader, step by step, what to do with the shared
+//!   tier (adopt another process's entry, serve a stale one while refreshing it for the
+//!   fleet, load under the fleet lock and publish, or load for this process alone because
+//!   the tier is down), and its reads and writes carry the one failure policy
+//!   (PROTOCOL.md, "Failure policy"). Rust's [`TieredCache`], the Python binding and the
+//!   Node binding are its drivers: each only runs loaders, waits and encodes in its own
+//!   language.
 //! - [`RedisBackend`]: the core's [`Backend`](herdless::Backend) on Redis: a one-round-trip
 //!   read (value and namespace epoch in one `MGET`, one slot), an atomic read-or-lock script
 //!   (SET NX PX semantics with a 128-bit random token), token-checked extend / release /
-//!   commit scripts, INCR epochs, and per-namespace notifications published by the scripts.
-//! - [`Fleet`]: the protocol with the loader run by the caller: [`Fleet::lead`] answers
-//!   [`FleetOutcome::Fresh`] / [`FleetOutcome::Stale`] (serve it) or
-//!   [`FleetOutcome::Lead`] with a [`FleetLease`] (load, then publish or release; the lease
-//!   extends itself meanwhile). Waiting for another process is woken by its notification.
-//!   This is what the Python and Node bindings drive.
-//! - [`TieredCache`]: the in-memory engine as L1 in front of Redis for Rust callers, sync
-//!   and async, with [`Codec`]s ([`Json`], [`RawBytes`]).
-//!
-//! ## Driving the fleet protocol from a binding
+//!   commit scripts, INCR epochs, per-namespace notifications published by the scripts, and
+//!   repairs of corrupt shared state. [`memory::MemoryBackend`] is the same tier in memory,
+//!   with faults on demand, for tests (`memory://` in every language).
+//! - [`Fleet`]: the lock protocol itself ([`Fleet::lead`] answers who loads a key for the
+//!   fleet, with a [`FleetLease`] that extends itself), which the engine drives.
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use herdless_redis::{FleetOptions, FleetOutcome, RedisBackend, new_entry};
+//! use herdless_redis::{Json, RedisBackend, TieredCache};
 //!
-//! let fleet = RedisBackend::builder("redis://127.0.0.1:6379").build()?.fleet(FleetOptions::default());
-//! let bytes = match fleet.lead_blocking("users:42", 0)? {
-//!     FleetOutcome::Fresh(e) | FleetOutcome::Stale(e) => e.value, // someone else's load
-//!     FleetOutcome::Lead(lease) => {
-//!         let loaded = Some(b"\"Ada\"".to_vec()); // run the caller's loader here
-//!         let s = Duration::from_secs;
-//!         lease.publish_blocking(new_entry(loaded.clone(), s(60), s(0), s(0), s(0)))?;
-//!         loaded
-//!     }
-//! };
+//! let backend = RedisBackend::builder("redis://127.0.0.1:6379").build()?;
+//! let cache: TieredCache<String, Json> = TieredCache::builder(backend, Json)
+//!     .ttl(Duration::from_secs(60))
+//!     .grace(Duration::from_secs(30))
+//!     .build()?;
+//! // One loader call per key for every process sharing this Redis.
+//! let name = cache.get_or_load("users:42", || Ok::<_, std::io::Error>(Some("Ada".into())))?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The wire protocol (keys, entry bytes, scripts, channels) is specified in PROTOCOL.md at
-//! the repository root; [`wire`], [`keys`], [`scripts`] and [`notify`] implement it.
+//! The wire protocol (keys, entry bytes, scripts, channels) and the failure policy are
+//! specified in PROTOCOL.md at the repository root; [`wire`], [`keys`], [`scripts`] and
+//! [`notify`] implement the wire, [`two_tier`] the policy, and the scenarios of the
+//! repository's `conformance/` folder check it in all three languages.
 //!
 //! ## Failures
 //! Every Redis call is bounded by `op_timeout`; connections reconnect by themselves. When
-//! Redis fails, the tiered cache serves its L1, coalesces loads in the process and counts
-//! the errors ([`RedisMetrics::backend_errors`]); bytes that are not an entry are a miss
-//! ([`RedisMetrics::corrupt_entries`]), never a panic.
+//! Redis fails, loads are served in their process and coalesced there, `get` reads the L1,
+//! writes fail with the tier's error after dropping their L1 copy, and every failure is
+//! counted ([`RedisMetrics::backend_errors`], and per namespace in the L1's metrics); bytes
+//! that are not an entry are a miss ([`RedisMetrics::corrupt_entries`]), never a panic.
 
 mod backend;
 pub mod codec;

@@ -196,21 +196,21 @@ fn script(body: &str) -> Script {
 
 /// The compiled scripts (their SHA1 is computed once).
 pub struct Scripts {
-    /// See [`ACQUIRE`].
+    /// The `acquire` script (PROTOCOL.md, section 6).
     pub acquire: Script,
-    /// See [`COMMIT`].
+    /// The `commit` script (PROTOCOL.md, section 6).
     pub commit: Script,
-    /// See [`EXTEND`].
+    /// The `extend` script (PROTOCOL.md, section 6).
     pub extend: Script,
-    /// See [`RELEASE`].
+    /// The `release` script (PROTOCOL.md, section 6).
     pub release: Script,
-    /// See [`FORGET`].
+    /// The `forget` script (PROTOCOL.md, section 6).
     pub forget: Script,
-    /// See [`UNSHARE`].
+    /// The `unshare` script (PROTOCOL.md, section 6).
     pub unshare: Script,
-    /// See [`INVALIDATE`].
+    /// The `invalidate` script (PROTOCOL.md, section 6).
     pub invalidate: Script,
-    /// See [`BUMP`].
+    /// The `bump` script (PROTOCOL.md, section 6).
     pub bump: Script,
 }
 
