@@ -131,6 +131,7 @@ fn add(a: &CounterSnapshot, b: &CounterSnapshot) -> CounterSnapshot {
     t.refreshes += b.refreshes;
     t.backend_errors += b.backend_errors;
     t.evictions += b.evictions;
+    t.retired_namespaces += b.retired_namespaces;
     t
 }
 
@@ -285,6 +286,6 @@ mod tests {
         }
         // And the field list is the one `add` knows: a counter added to the engine later
         // must be added there too.
-        assert_eq!(one.fields().len(), 19);
+        assert_eq!(one.fields().len(), 20);
     }
 }
