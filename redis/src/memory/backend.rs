@@ -1,25 +1,7 @@
-//! [`MemoryBackend`]: the shared tier in this process's memory, with faults on demand.
-//!
-//! A [`MemoryStore`] stands for one Redis; each [`MemoryBackend`] over it stands for one
-//! process of the fleet (its own origin id, notifications, watches), so a test runs a
-//! whole fleet in one process. It follows the protocol of PROTOCOL.md operation for
-//! operation (the scripts' rules, repairs included), on the wall clock as Redis does, and
-//! its notifications go through the same hub as Redis's, so the fleet engine above it
-//! cannot tell the difference. The faults:
-//!
-//! - [`Fault::Down`]: every operation fails at once (a refused connection);
-//! - [`Fault::Stall`]: every operation waits until the stall ends; a caller gives up at
-//!   the backend's `op_timeout`, and what it sent still runs when the stall ends (as a
-//!   Redis script does after `SIGSTOP`/`DEBUG SLEEP`);
-//! - [`Fault::Delay`]: every operation takes this long first (a slow network);
-//! - [`Fault::LoseNotifications`]: published messages reach nobody;
-//! - [`MemoryStore::restart`]: everything is gone, and every process is told its
-//!   notifications may have been lost (as after a resubscription);
-//! - [`MemoryStore::put_raw`] and friends: bytes, epochs and keys of the wrong type,
-//!   planted as an attacker or a bug would.
+//! [`MemoryBackend`]: one process's handle on a [`MemoryStore`], implementing the
+//! protocol's operations as the scripts of PROTOCOL.md do, under the store's faults.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use herdless::backend::{
@@ -28,6 +10,7 @@ use herdless::backend::{
 };
 use tokio::runtime::Handle;
 
+use super::{Fault, MemoryStore, PREFIX, Slot, ms};
 use crate::backend::{now_ms, random_secret};
 use crate::error::Error;
 use crate::fleet::{Fleet, FleetOptions};
@@ -35,84 +18,6 @@ use crate::metrics::{Metrics, RedisMetrics, inc};
 use crate::notify::Hub;
 use crate::runtime::Runtime;
 use crate::wire;
-
-/// A fault of a [`MemoryStore`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Fault {
-    /// Every operation fails at once.
-    Down,
-    /// Operations wait until the stall is cleared; callers give up at `op_timeout`, and
-    /// what they sent runs when the stall ends.
-    Stall,
-    /// Every operation takes this long first.
-    Delay(Duration),
-    /// Published messages reach nobody.
-    LoseNotifications,
-}
-
-/// What a key of the store holds: a string, or something of another Redis type (a list, a
-/// hash: corrupt state as far as herdless is concerned).
-#[derive(Clone, Debug)]
-enum Slot {
-    Str(Vec<u8>),
-    Other,
-}
-
-#[derive(Default)]
-struct Data {
-    /// name -> (content, expires at Unix ms; `u64::MAX`: never).
-    keys: HashMap<String, (Slot, u64)>,
-}
-
-impl Data {
-    fn live(&mut self, name: &str, now: u64) -> Option<&Slot> {
-        if self.keys.get(name).is_some_and(|(_, at)| *at <= now) {
-            self.keys.remove(name);
-        }
-        self.keys.get(name).map(|(s, _)| s)
-    }
-
-    /// GET that heals, as the scripts' `get`: another type is deleted; `(value, repaired)`.
-    fn get(&mut self, name: &str, now: u64) -> (Option<Vec<u8>>, bool) {
-        match self.live(name, now).cloned() {
-            None => (None, false),
-            Some(Slot::Str(b)) => (Some(b), false),
-            Some(Slot::Other) => {
-                self.keys.remove(name);
-                (None, true)
-            }
-        }
-    }
-
-    fn set(&mut self, name: &str, value: Vec<u8>, px: Option<u64>, now: u64) {
-        let at = px.map_or(u64::MAX, |px| now.saturating_add(px.max(1)));
-        self.keys.insert(name.to_owned(), (Slot::Str(value), at));
-    }
-
-    fn pttl(&self, name: &str, now: u64) -> i64 {
-        match self.keys.get(name) {
-            None => -2,
-            Some((_, u64::MAX)) => -1,
-            Some((_, at)) => i64::try_from(at.saturating_sub(now)).unwrap_or(i64::MAX),
-        }
-    }
-
-    /// The namespace epoch, reset forward to the clock when corrupt; `(epoch, repaired)`.
-    fn epoch(&mut self, name: &str, now: u64) -> (u64, bool) {
-        let (raw, bad) = self.get(name, now);
-        if raw.is_none() && !bad {
-            return (0, false);
-        }
-        if let Some(e) = raw.as_deref().and_then(crate::backend::parse_epoch) {
-            return (e, false);
-        }
-        // Forward to the clock in microseconds, as the scripts do.
-        let forward = crate::backend::now_us();
-        self.set(name, forward.to_string().into_bytes(), None, now);
-        (forward, true)
-    }
-}
 
 /// Parses a lock value `<epoch>:<hex>`: its epoch.
 fn lock_epoch(v: &[u8]) -> Option<u64> {
@@ -124,202 +29,6 @@ fn lock_epoch(v: &[u8]) -> Option<u64> {
     e.parse().ok()
 }
 
-/// An operation sent during a stall: it runs, in the order sent, when the stall ends.
-type Stalled = Box<dyn FnOnce() + Send>;
-
-struct StoreInner {
-    data: Mutex<Data>,
-    /// The fault, and the operations a stall holds back.
-    fault: Mutex<(Option<Fault>, Vec<Stalled>)>,
-    /// The processes, for notifications.
-    hubs: Mutex<Vec<Weak<Hub>>>,
-}
-
-/// One shared tier in memory (one Redis, as far as the fleet is concerned). Cheap to clone.
-#[derive(Clone)]
-pub struct MemoryStore {
-    inner: Arc<StoreInner>,
-}
-
-impl std::fmt::Debug for MemoryStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryStore")
-            .field("fault", &self.fault())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for MemoryStore {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// The prefix of the store's names (as Redis's default).
-const PREFIX: &str = "hl";
-
-impl MemoryStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self {
-            inner: Arc::new(StoreInner {
-                data: Mutex::default(),
-                fault: Mutex::new((None, Vec::new())),
-                hubs: Mutex::default(),
-            }),
-        }
-    }
-
-    /// The store of `name` in this process's registry (created on first use): what
-    /// `memory://<name>` means to the bindings, so caches created apart share one store.
-    pub fn named(name: &str) -> Self {
-        static NAMED: Mutex<Option<HashMap<String, MemoryStore>>> = Mutex::new(None);
-        let mut named = NAMED.lock().unwrap_or_else(|e| e.into_inner());
-        named
-            .get_or_insert_with(HashMap::new)
-            .entry(name.to_owned())
-            .or_default()
-            .clone()
-    }
-
-    /// A new process of the fleet over this store.
-    pub fn backend(&self) -> MemoryBuilder {
-        MemoryBuilder {
-            store: self.clone(),
-            op_timeout: Duration::from_secs(1),
-        }
-    }
-
-    /// Sets (or with `None` clears) the store's fault. Ending a stall runs what was sent
-    /// meanwhile, in order.
-    pub fn set_fault(&self, fault: Option<Fault>) {
-        let held = {
-            let mut f = self.lock_fault();
-            f.0 = fault;
-            if fault == Some(Fault::Stall) {
-                Vec::new()
-            } else {
-                std::mem::take(&mut f.1)
-            }
-        };
-        for op in held {
-            op();
-        }
-    }
-
-    /// The current fault.
-    pub fn fault(&self) -> Option<Fault> {
-        self.lock_fault().0
-    }
-
-    fn lock_fault(&self) -> std::sync::MutexGuard<'_, (Option<Fault>, Vec<Stalled>)> {
-        self.inner.fault.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Runs `op` now, or, during a stall, when the stall ends (`false`: held back).
-    fn run_or_hold(&self, op: Stalled) -> bool {
-        let mut f = self.lock_fault();
-        if f.0 == Some(Fault::Stall) {
-            f.1.push(op);
-            return false;
-        }
-        drop(f);
-        op();
-        true
-    }
-
-    fn data(&self) -> std::sync::MutexGuard<'_, Data> {
-        self.inner.data.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Forgets everything (Redis restarted empty); every process is told its notifications
-    /// may have been lost.
-    pub fn restart(&self) {
-        self.data().keys.clear();
-        for hub in self.hubs() {
-            hub.lost();
-        }
-    }
-
-    /// Tells every process its notifications may have been lost (a subscription that
-    /// dropped and came back), keeping the data.
-    pub fn restart_subscriptions(&self) {
-        for hub in self.hubs() {
-            hub.lost();
-        }
-    }
-
-    /// Plants `bytes` under `key`'s value name (no TTL), as a bug or an attacker would.
-    pub fn put_raw(&self, key: &str, bytes: &[u8]) {
-        let n = crate::keys::names(PREFIX, key);
-        self.data().set(&n.value, bytes.to_vec(), None, now_ms());
-    }
-
-    /// Plants raw text as `namespace`'s epoch.
-    pub fn put_epoch(&self, namespace: &str, text: &str) {
-        let name = crate::keys::epoch_key(PREFIX, namespace);
-        self.data()
-            .set(&name, text.as_bytes().to_vec(), None, now_ms());
-    }
-
-    /// Makes `key`'s value (or with `lock`, its lock) a key of another Redis type.
-    pub fn put_wrong_type(&self, key: &str, lock: bool) {
-        let n = crate::keys::names(PREFIX, key);
-        let name = if lock { n.lock } else { n.value };
-        self.data().keys.insert(name, (Slot::Other, u64::MAX));
-    }
-
-    /// Plants a lock on `key` that no live process holds (a leader that died), for `px`.
-    pub fn put_lock(&self, key: &str, px: Duration) {
-        let n = crate::keys::names(PREFIX, key);
-        let mut data = self.data();
-        let now = now_ms();
-        let (ep, _) = data.epoch(&n.epoch, now);
-        let value = format!("{ep}:{}", "0".repeat(32));
-        data.set(&n.lock, value.into_bytes(), Some(ms(px)), now);
-    }
-
-    /// The entry under `key`, if its bytes are one (any epoch, any age).
-    pub fn entry(&self, key: &str) -> Option<StoredEntry> {
-        let n = crate::keys::names(PREFIX, key);
-        let (raw, _) = self.data().get(&n.value, now_ms());
-        wire::decode(&raw?).ok()
-    }
-
-    /// Whether `key`'s lock is held (by anyone, or marked unshared).
-    pub fn locked(&self, key: &str) -> bool {
-        let n = crate::keys::names(PREFIX, key);
-        self.data().get(&n.lock, now_ms()).0.is_some()
-    }
-
-    /// The epoch text of `namespace`, as stored.
-    pub fn epoch_text(&self, namespace: &str) -> Option<String> {
-        let name = crate::keys::epoch_key(PREFIX, namespace);
-        let (raw, _) = self.data().get(&name, now_ms());
-        raw.map(|b| String::from_utf8_lossy(&b).into_owned())
-    }
-
-    fn hubs(&self) -> Vec<Arc<Hub>> {
-        let mut hubs = self.inner.hubs.lock().unwrap_or_else(|e| e.into_inner());
-        hubs.retain(|h| h.strong_count() > 0);
-        hubs.iter().filter_map(Weak::upgrade).collect()
-    }
-
-    fn publish(&self, kind: char, origin: &str, number: u64, key: &str) {
-        if self.fault() == Some(Fault::LoseNotifications) {
-            return;
-        }
-        let message = format!("{kind}:{origin}:{number}:{key}");
-        for hub in self.hubs() {
-            hub.on_message(message.as_bytes());
-        }
-    }
-}
-
-fn ms(d: Duration) -> u64 {
-    crate::backend::ms_arg(d)
-}
-
 /// Options of a [`MemoryBackend`].
 #[derive(Clone, Debug)]
 pub struct MemoryBuilder {
@@ -328,6 +37,13 @@ pub struct MemoryBuilder {
 }
 
 impl MemoryBuilder {
+    pub(super) fn new(store: MemoryStore) -> Self {
+        Self {
+            store,
+            op_timeout: Duration::from_secs(1),
+        }
+    }
+
     /// Bound of every operation (default 1 s), as Redis's `op_timeout`.
     pub fn op_timeout(mut self, d: Duration) -> Self {
         self.op_timeout = d;
