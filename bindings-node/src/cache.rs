@@ -7,7 +7,7 @@ use napi::{JsValue, Result};
 use napi_derive::napi;
 
 use herdless_redis::two_tier::Get;
-use herdless_redis::{FleetOptions, Lifetimes, TwoTier};
+use herdless_redis::{BuildError, TierOptions, TwoTier};
 
 use crate::call::{Answer, CallOptions, Loader, Outcome};
 use crate::engine::{EResult, Inner};
@@ -279,36 +279,27 @@ impl Cache {
 /// (whose entries carry the jitter: the L1 then has none, as in `herdless_redis`'s
 /// `TieredBuilder`).
 fn engine(js: Js, parsed: options::Parsed) -> Result<(TwoTier<Val>, Codec)> {
-    let invalid = |e: &dyn std::fmt::Display| {
-        error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string())
+    let (tier, codec) = match parsed.redis {
+        None => (None, Codec::Json),
+        Some(r) => {
+            let tier = TierOptions {
+                address: r.address,
+                prefix: r.prefix,
+                lease: r.lease,
+            };
+            (Some(tier), r.codec)
+        }
     };
-    let Some(r) = parsed.redis else {
-        let l1 = parsed.builder.build().map_err(|e| invalid(&e))?;
-        return Ok((TwoTier::memory(l1), Codec::Json));
-    };
-    let life = Lifetimes::from(&parsed.builder.options());
-    let defaults = FleetOptions::default();
-    let fleet = FleetOptions {
-        lease: r.lease.unwrap_or(defaults.lease),
-        wait_timeout: parsed.builder.options().wait_timeout,
-        ..defaults
-    };
-    let l1 = parsed
-        .builder
-        .jitter(0.0)
-        .build()
-        .map_err(|e| invalid(&e))?;
-    life.check().map_err(|e| invalid(&e))?;
-    fleet.check().map_err(|e| invalid(&e))?;
-    let tt = TwoTier::connect(l1, r.address, r.prefix.as_deref(), fleet, life).map_err(|e| {
-        error::throw_new(
+    let tt = TwoTier::build(parsed.builder, tier).map_err(|e| match e {
+        BuildError::Tier(e) => error::throw_new(
             js,
             ErrorKind::Type,
             code::INVALID_OPTION,
             &format!("option `redis`: {e}"),
-        )
+        ),
+        e => error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string()),
     })?;
-    Ok((tt, r.codec))
+    Ok((tt, codec))
 }
 
 #[napi]

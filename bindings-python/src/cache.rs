@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use herdless::Lookup;
+use herdless_redis::BuildError;
 use herdless_redis::two_tier::{Get, TwoTier};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -99,14 +100,14 @@ impl Cache {
             detector,
         }
         .check(py)?;
-        let l1 = checked.cache;
         let shared = checked.redis.is_some();
-        let tt = match checked.redis {
-            None => TwoTier::memory(l1),
-            Some(r) => py
-                .detach(|| TwoTier::connect(l1, r.address, r.prefix.as_deref(), r.fleet, r.life))
-                .map_err(|e| config_error(py, format!("`redis`: {e}")))?,
-        };
+        let (builder, tier) = (checked.builder, checked.redis);
+        let tt = py
+            .detach(|| TwoTier::build(builder, tier))
+            .map_err(|e| match e {
+                BuildError::Tier(e) => config_error(py, format!("`redis`: {e}")),
+                e => config_error(py, e.to_string()),
+            })?;
         Ok(Self {
             engine: Engine {
                 tt,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use herdless::{Builder, KeyBuilder};
-use herdless_redis::{FleetOptions, Lifetimes, TierAddress};
+use herdless_redis::{TierAddress, TierOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
 
@@ -222,21 +222,13 @@ fn detector(
     Ok(Some(o))
 }
 
-/// The shared tier's options.
-pub(crate) struct RedisOptions {
-    pub(crate) address: TierAddress,
-    pub(crate) prefix: Option<String>,
-    pub(crate) fleet: FleetOptions,
-    pub(crate) life: Lifetimes,
-}
-
-/// The checked options.
+/// The checked options: the engine is built from them (`TwoTier::build`).
 pub(crate) struct Checked {
-    pub(crate) cache: herdless::Cache<Held>,
+    pub(crate) builder: Builder<Held>,
     pub(crate) namespace: Option<String>,
     pub(crate) origin_budget: Option<usize>,
     pub(crate) codec: Codec,
-    pub(crate) redis: Option<RedisOptions>,
+    pub(crate) redis: Option<TierOptions>,
 }
 
 impl Options<'_> {
@@ -327,39 +319,13 @@ impl Options<'_> {
         // `redis_prefix`, `codec` and `lease` are checked even without `redis=` (so that
         // `redis=os.environ.get(...)` configurations fail early), and used only with it.
         let codec = Codec::from_option(py, self.codec.as_ref())?;
-        // The shared entries' lifetimes, read from the same options (and defaults) as the
-        // first tier's; then the first tier keeps each shared entry's lifetime as written:
-        // jitter is drawn once, when the entry is written for the whole fleet.
-        let configured = b.options();
-        if redis.is_some() {
-            b = b.jitter(0.0);
-        }
-        // The engine checks ranges and combinations (jitter in [0, 1), max_stale >= grace,
-        // soft < hard, ...): one source of truth for the rules.
-        let cache = b.build().map_err(|e| config_error(py, e.to_string()))?;
-        let redis = match redis {
-            None => None,
-            Some(address) => {
-                let defaults = FleetOptions::default();
-                let fleet = FleetOptions {
-                    lease: lease.unwrap_or(defaults.lease),
-                    wait_timeout: configured.wait_timeout,
-                    ..defaults
-                };
-                let life = Lifetimes::from(&configured);
-                let refused = |e: herdless::ConfigError| config_error(py, e.to_string());
-                fleet.check().map_err(refused)?;
-                life.check().map_err(refused)?;
-                Some(RedisOptions {
-                    address,
-                    prefix: redis_prefix,
-                    fleet,
-                    life,
-                })
-            }
-        };
+        let redis = redis.map(|address| TierOptions {
+            address,
+            prefix: redis_prefix,
+            lease,
+        });
         Ok(Checked {
-            cache,
+            builder: b,
             namespace,
             origin_budget,
             codec,

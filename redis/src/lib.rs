@@ -74,4 +74,6 @@ pub use lifetimes::{Lifetimes, MAX_TTL, fresh_for};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};
 pub use tiered::{TieredBuilder, TieredCache};
-pub use two_tier::{Host, SharedTier, TierAddress, TwoTier, Versioned, Warning};
+pub use two_tier::{
+    BuildError, Host, SharedTier, TierAddress, TierOptions, TwoTier, Versioned, Warning,
+};

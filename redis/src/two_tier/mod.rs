@@ -253,6 +253,38 @@ impl<V> Versioned<V> {
 /// still counts, but nothing more is told.
 const MAX_WARNED_NAMESPACES: usize = 256;
 
+/// Where the shared tier of [`TwoTier::build`] is, as a binding's options name it.
+#[derive(Clone, Debug)]
+pub struct TierOptions {
+    /// Its address.
+    pub address: TierAddress,
+    /// The prefix of its names (default `hl`).
+    pub prefix: Option<String>,
+    /// The fleet lock's lease (default 5 s).
+    pub lease: Option<Duration>,
+}
+
+/// Why [`TwoTier::build`] refused its options.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// An option out of range (the engine's rules, or what the shared tier can keep).
+    Config(herdless::ConfigError),
+    /// The shared tier's address or connection settings.
+    Tier(crate::Error),
+}
+
+impl std::fmt::Display for BuildError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BuildError::Config(e) => e.fmt(f),
+            BuildError::Tier(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {}
+
 /// The live connection to the shared tier: the fleet protocol over it, and the process
 /// that made it (a tier's threads and sockets do not survive a `fork`).
 struct Live {
@@ -300,6 +332,32 @@ impl<V: Clone + Send + Sync + 'static> std::fmt::Debug for TwoTier<V> {
 }
 
 impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
+    /// The engine a binding's options describe: `l1` alone, or in front of the shared tier
+    /// of `tier`. The shared entries' lifetimes are read from `l1`'s options (one set of
+    /// defaults, the engine's), the fleet waits as long as `l1` does (`wait_timeout`), and
+    /// the L1 is built without jitter (the jitter is drawn once, when a shared entry is
+    /// written, so every process agrees on when it expires).
+    pub fn build(
+        l1: herdless::Builder<Versioned<V>>,
+        tier: Option<TierOptions>,
+    ) -> Result<Self, BuildError> {
+        let Some(t) = tier else {
+            return l1.build().map(Self::memory).map_err(BuildError::Config);
+        };
+        let options = l1.options();
+        let life = Lifetimes::from(&options);
+        let defaults = FleetOptions::default();
+        let fleet = FleetOptions {
+            lease: t.lease.unwrap_or(defaults.lease),
+            wait_timeout: options.wait_timeout,
+            ..defaults
+        };
+        let l1 = l1.jitter(0.0).build().map_err(BuildError::Config)?;
+        life.check().map_err(BuildError::Config)?;
+        fleet.check().map_err(BuildError::Config)?;
+        Self::connect(l1, t.address, t.prefix.as_deref(), fleet, life).map_err(BuildError::Tier)
+    }
+
     /// The engine with no shared tier: `l1` is the whole cache.
     pub fn memory(l1: Cache<Versioned<V>>) -> Self {
         Self {
