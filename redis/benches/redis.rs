@@ -211,6 +211,35 @@ fn interleaved(url: &str, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
     (r, o)
 }
 
+/// An L1 hit through the tiered cache against the core engine's `get` and `get_or_load`
+/// hits, batches alternated so all see the same machine: per-call medians of (tiered
+/// get_or_load, core get_or_load, core get). A `u64` value: no allocation in any of them.
+fn l1_interleaved(url: &str, rounds: usize, batch: u32) -> [Duration; 3] {
+    let backend = RedisBackend::builder(url).prefix("l1").build().unwrap();
+    let tiered: TieredCache<u64, Json> = TieredCache::builder(backend, Json).build().unwrap();
+    let core: herdless::Cache<u64> = herdless::Cache::new();
+    let load = || Ok::<_, std::io::Error>(Some(7u64));
+    tiered.get_or_load("bench:l1", load).unwrap();
+    core.get_or_load("bench:l1", load).unwrap();
+    let mut runs: [Vec<Duration>; 3] = Default::default();
+    let mut time = |i: usize, f: &dyn Fn() -> u64| {
+        let s = Instant::now();
+        for _ in 0..batch {
+            black_box(f());
+        }
+        runs[i].push(s.elapsed() / batch);
+    };
+    for _ in 0..rounds {
+        time(0, &|| tiered.get_or_load(black_box("bench:l1"), load).unwrap().unwrap());
+        time(1, &|| core.get_or_load(black_box("bench:l1"), load).unwrap().unwrap());
+        time(2, &|| core.get(black_box("bench:l1")).unwrap());
+    }
+    runs.map(|mut r| {
+        r.sort();
+        pct(&r, 0.5)
+    })
+}
+
 fn pct(v: &[Duration], p: f64) -> Duration {
     v[((v.len() as f64 * p).ceil() as usize).saturating_sub(1)]
 }
@@ -229,6 +258,12 @@ fn main() {
         pct(&ours, 0.5),
         pct(&ours, 0.99),
         pct(&ours, 0.5).as_secs_f64() / pct(&raw, 0.5).as_secs_f64()
+    );
+    let [tiered, core, get] = l1_interleaved(&url, 41, 20_000);
+    println!(
+        "l1_hit interleaved (41 rounds x 20,000, u64): tiered get_or_load {tiered:?} | core get_or_load {core:?} | core get {get:?} | tiered/core get_or_load {:.2}, tiered/core get {:.2}",
+        tiered.as_secs_f64() / core.as_secs_f64(),
+        tiered.as_secs_f64() / get.as_secs_f64()
     );
     let mut lat = wakeup(&url, 300);
     lat.sort();
