@@ -19,7 +19,7 @@ import { join } from 'node:path'
 
 const require = createRequire(import.meta.url)
 const { Cache } = require('herdless')
-const { within } = require('./helpers.js')
+const { freePort, within } = require('./helpers.js')
 
 // name -> a JavaScript expression against `cache` (memory) or `rcache`/`rbuf` (Redis); it
 // may return a promise. The child prints one JSON line per case.
@@ -238,17 +238,6 @@ const haveRedis = spawnSync('redis-server', ['--version']).status === 0
 const skip = haveRedis ? false : 'redis-server is not on PATH'
 let server
 let port
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 test.before(async () => {
   if (!haveRedis) return

@@ -16,7 +16,7 @@ const net = require('node:net')
 const { tmpdir } = require('node:os')
 const { join } = require('node:path')
 const { Cache, testing } = require('herdless')
-const { sleep } = require('./helpers.js')
+const { freePort, sleep } = require('./helpers.js')
 
 const dir = join(__dirname, '..', '..', 'conformance')
 const scenarios = readdirSync(dir)
@@ -132,17 +132,6 @@ class MemoryTier {
   }
 
   async close() {}
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
 }
 
 /** One Redis command over a fresh connection (RESP); resolves with the reply. */

@@ -28,4 +28,17 @@ async function within(ms, promise, what = 'the operation') {
   }
 }
 
-module.exports = { sleep, slowLoader, within }
+/** A free TCP port on 127.0.0.1 (for a private redis-server). */
+function freePort() {
+  const net = require('node:net')
+  return new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+module.exports = { freePort, sleep, slowLoader, within }

@@ -5,23 +5,11 @@
 const test = require('node:test')
 const assert = require('node:assert/strict')
 const { spawn, spawnSync } = require('node:child_process')
-const net = require('node:net')
 const { Cache, ABSENT } = require('herdless')
-const { sleep, within } = require('./helpers.js')
+const { freePort, sleep, within } = require('./helpers.js')
 
 const haveRedis = spawnSync('redis-server', ['--version']).status === 0
 const skip = haveRedis ? false : 'redis-server is not on PATH'
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 let server
 let url
