@@ -35,6 +35,16 @@ pub fn flights_in_progress<V: Clone + Send + Sync + 'static>(cache: &Cache<V>) -
     cache.flights_in_progress()
 }
 
+/// Drops every entry of `cache` whose value (`None`: a cached absence) `keep` refuses, and
+/// keeps loads in progress from storing their results, as `Cache::clear` does for all. A
+/// scan of the whole cache: for rare events, such as a tier's notifications being lost.
+pub fn retain<V: Clone + Send + Sync + 'static>(
+    cache: &Cache<V>,
+    keep: impl Fn(Option<&V>) -> bool,
+) {
+    cache.retain(keep);
+}
+
 /// Records that the caller of `guard` was answered with its fail-safe value by the driver
 /// itself (a driver that enforces the soft timeout, then lets the load finish in the
 /// background).

@@ -817,6 +817,22 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         }
     }
 
+    /// Drops every entry whose value (`None`: a cached absence) `keep` refuses, and marks
+    /// the loads in progress as superseded (they are not stored), as [`clear`](Self::clear)
+    /// does for every entry. A scan: for rare events (see [`crate::driver::retain`]).
+    pub(crate) fn retain(&self, keep: impl Fn(Option<&V>) -> bool) {
+        for shard in self.inner.shards.iter() {
+            let dropped = {
+                let mut shard = shard.write();
+                for f in shard.flights.iter() {
+                    f.supersede();
+                }
+                shard.store.retain(&keep)
+            };
+            drop(dropped);
+        }
+    }
+
     /// Invalidates every key of `namespace` in O(1) by moving to a new epoch; returns it.
     /// Loads that began under the old epoch are not stored.
     ///

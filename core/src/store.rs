@@ -185,6 +185,22 @@ impl<V> Store<V> {
         });
     }
 
+    /// Removes every entry whose value (`None`: a cached absence) `keep` refuses; returns
+    /// them, to be dropped outside the lock.
+    pub(crate) fn retain(&mut self, keep: impl Fn(Option<&V>) -> bool) -> Vec<Entry<V>> {
+        let doomed: Vec<(u64, Box<str>)> = self
+            .nodes
+            .iter()
+            .flatten()
+            .filter(|n| !keep(n.entry.value.as_ref()))
+            .map(|n| (n.hash, n.key.clone()))
+            .collect();
+        doomed
+            .into_iter()
+            .filter_map(|(hash, key)| self.remove(hash, &key))
+            .collect()
+    }
+
     /// Removes `key`'s entry.
     pub(crate) fn remove(&mut self, hash: u64, key: &str) -> Option<Entry<V>> {
         let nodes = &self.nodes;

@@ -230,8 +230,17 @@ fn l1_interleaved(url: &str, rounds: usize, batch: u32) -> [Duration; 3] {
         runs[i].push(s.elapsed() / batch);
     };
     for _ in 0..rounds {
-        time(0, &|| tiered.get_or_load(black_box("bench:l1"), load).unwrap().unwrap());
-        time(1, &|| core.get_or_load(black_box("bench:l1"), load).unwrap().unwrap());
+        time(0, &|| {
+            tiered
+                .get_or_load(black_box("bench:l1"), load)
+                .unwrap()
+                .unwrap()
+        });
+        time(1, &|| {
+            core.get_or_load(black_box("bench:l1"), load)
+                .unwrap()
+                .unwrap()
+        });
         time(2, &|| core.get(black_box("bench:l1")).unwrap());
     }
     runs.map(|mut r| {

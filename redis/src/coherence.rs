@@ -4,8 +4,13 @@
 
 use herdless::backend::Notice;
 
+use crate::two_tier::Versioned;
+
 /// Applies a notification to `l1`.
-pub fn apply_notice<V: Clone + Send + Sync + 'static>(l1: &herdless::Cache<V>, notice: Notice<'_>) {
+pub fn apply_notice<V: Clone + Send + Sync + 'static>(
+    l1: &herdless::Cache<Versioned<V>>,
+    notice: Notice<'_>,
+) {
     match notice {
         // A waiting local leader reads the new entry itself; dropping its flight's result
         // would only cost another round trip.
@@ -17,9 +22,11 @@ pub fn apply_notice<V: Clone + Send + Sync + 'static>(l1: &herdless::Cache<V>, n
         Notice::Bumped { namespace, .. } | Notice::Unwatched { namespace } => {
             l1.bump(namespace);
         }
-        // Messages may have been lost: every copy may be outdated. Loads already running
-        // will not store their results either.
-        Notice::Lost => l1.clear(),
+        // Messages may have been lost: every copy of a shared entry may be outdated (loads
+        // already running will not store their results either). Values this process
+        // loaded alone stay: dropping them would let an older shared entry be served after
+        // them.
+        Notice::Lost => herdless::driver::retain(l1, |v| v.is_some_and(Versioned::is_local)),
     }
 }
 
@@ -28,21 +35,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_notice_drops_what_it_names_and_lost_drops_everything() {
-        let l1: herdless::Cache<u32> = herdless::Cache::builder().build().unwrap();
+    fn each_notice_drops_what_it_names_and_lost_keeps_only_local_values() {
+        let l1: herdless::Cache<Versioned<u32>> = herdless::Cache::builder().build().unwrap();
         for k in ["a:1", "a:2", "b:1", "c:1"] {
-            l1.set(k, 1).unwrap();
+            l1.set(k, Versioned::shared(1, 7)).unwrap();
         }
+        l1.set("d:1", Versioned::local(2)).unwrap();
+        let get = |k: &str| l1.get(k).map(|v| v.value);
         apply_notice(
             &l1,
             Notice::Written {
                 key: "a:1",
-                version: 2,
+                version: 8,
                 awaited: true,
             },
         );
         assert_eq!(
-            l1.get("a:1"),
+            get("a:1"),
             Some(1),
             "an awaited write is read by its waiting leader"
         );
@@ -50,13 +59,13 @@ mod tests {
             &l1,
             Notice::Written {
                 key: "a:1",
-                version: 2,
+                version: 8,
                 awaited: false,
             },
         );
-        assert_eq!(l1.get("a:1"), None);
+        assert_eq!(get("a:1"), None);
         apply_notice(&l1, Notice::Invalidated { key: "a:2" });
-        assert_eq!(l1.get("a:2"), None);
+        assert_eq!(get("a:2"), None);
         apply_notice(
             &l1,
             Notice::Bumped {
@@ -64,10 +73,13 @@ mod tests {
                 epoch: 1,
             },
         );
-        assert_eq!(l1.get("b:1"), Some(1), "a bump of `a` leaves `b` alone");
-        // Losing messages drops every namespace's copies.
+        assert_eq!(get("b:1"), Some(1), "a bump of `a` leaves `b` alone");
+        apply_notice(&l1, Notice::Unwatched { namespace: "b" });
+        assert_eq!(get("b:1"), None, "an unwatched namespace's copies go");
+        // Losing messages drops every copy of a shared entry, and keeps this process's own
+        // loads (an older shared entry must not be served after them).
         apply_notice(&l1, Notice::Lost);
-        assert_eq!((l1.get("b:1"), l1.get("c:1")), (None, None));
-        assert_eq!(l1.metrics().entries, 0);
+        assert_eq!((get("c:1"), get("d:1")), (None, Some(2)));
+        assert_eq!(l1.metrics().entries, 1);
     }
 }

@@ -52,10 +52,7 @@ impl<V: Clone + Send + Sync + 'static> Read<V> {
         };
         let fresh = fresh_left(e.fresh_until_ms);
         if !fresh.is_zero() {
-            let l1 = Versioned {
-                value: value.clone(),
-                version: e.version,
-            };
+            let l1 = Versioned::shared(value.clone(), e.version);
             let _ = self.tt.l1().set_with_ttl(&self.key, l1, fresh);
         }
         Ok(Some(value))
@@ -147,7 +144,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                     Some(value) => {
                         let fresh = fresh_left(fresh_until_ms).max(Duration::from_nanos(1));
                         tt.l1()
-                            .set_with_ttl(&key, Versioned { value, version }, fresh)
+                            .set_with_ttl(&key, Versioned::shared(value, version), fresh)
                     }
                     None => tt.l1().set_absent(&key),
                 },

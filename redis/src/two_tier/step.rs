@@ -174,23 +174,26 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                     // of it finds the new entry.
                     return Step::Done(Ok(value));
                 };
-                let version = match published {
-                    Ok(WriteOutcome::Written { version, .. }) => version,
+                let shared = match published {
+                    Ok(WriteOutcome::Written { version, .. }) => Some(version),
                     Ok(WriteOutcome::Superseded) => {
                         // Newer data is in the shared tier (a write, an invalidation, a bump,
                         // or another leader after this lease ran out): answer this load's
                         // callers, but keep it out of the L1 (invalidating supersedes the
                         // flight, whose completion is then not stored).
                         let _ = tt.l1().invalidate(guard.key());
-                        0
+                        None
                     }
-                    // Counted by the fleet; the value is served, not shared.
-                    Err(_) => 0,
+                    // Counted by the fleet; the value is served, and kept in this process only.
+                    Err(_) => None,
                 };
                 // Fresh until the shared entry's end, measured now: a publish that stalled
                 // does not stretch the value's life in this process.
                 guard.set_ttl(fresh_left(fresh_until_ms).max(Duration::from_nanos(1)));
-                let value = value.map(|value| Versioned { value, version });
+                let value = value.map(|value| match shared {
+                    Some(version) => Versioned::shared(value, version),
+                    None => Versioned::local(value),
+                });
                 Step::Done(unwrap(guard.complete(Ok(value))))
             }
         }
@@ -206,10 +209,7 @@ pub(crate) fn unwrap<V>(r: Result<Option<Versioned<V>>, Error>) -> Result<Option
 fn decode<V>(host: &dyn Host<V>, e: &StoredEntry) -> Result<Option<Versioned<V>>, CodecError> {
     match &e.value {
         None => Ok(None),
-        Some(bytes) => Ok(Some(Versioned {
-            value: host.decode(bytes)?,
-            version: e.version,
-        })),
+        Some(bytes) => Ok(Some(Versioned::shared(host.decode(bytes)?, e.version))),
     }
 }
 
