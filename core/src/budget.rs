@@ -1,4 +1,4 @@
-//! The origin budget (DESIGN 13): at most N loader calls at once across all keys, so a mass
+//! The origin budget: at most N loader calls at once across all keys, so a mass
 //! expiry or a cold start cannot exceed the origin's connection pool. Permits are handed over
 //! first come, first served; a waiter that leaves gives back a permit it was already handed.
 

@@ -231,7 +231,8 @@ impl<V> Builder<V> {
         max_namespaces: usize => max_namespaces;
         /// Number of lock shards (rounded up to a power of two; default 4 per CPU).
         shards: usize => shards;
-        /// The stampede detector's options (default: on, with seed 000's thresholds; see
+        /// The stampede detector's options (default: on, with the thresholds of
+        /// [`DetectorOptions::default`](crate::DetectorOptions); see
         /// [`Cache::alerts`](crate::Cache::alerts)).
         detector: crate::detector::DetectorOptions => detector;
         /// Keys the hot-key tracker keeps (default 1,024; 0: off). See

@@ -1,4 +1,4 @@
-//! Soft and hard expiry (DESIGN 3, 11): when an entry is fresh, stale (servable at once while
+//! Soft and hard expiry: when an entry is fresh, stale (servable at once while
 //! one refresh runs), kept only as a fail-safe fallback, or dead.
 //!
 //! Times are nanoseconds on the cache's [`Clock`](crate::Clock), stored as `u64` to keep

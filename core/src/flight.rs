@@ -1,4 +1,4 @@
-//! The single-flight record of one key (DESIGN 1): at most one per key in the shard's table,
+//! The single-flight record of one key: at most one per key in the shard's table,
 //! created by the caller that leads the load, finished exactly once (value, error, timeout or
 //! abandonment), waking every waiter. Waiters register a `Waker` under the record's mutex and
 //! the finisher takes the wakers under that same mutex, so no wake-up can be lost.

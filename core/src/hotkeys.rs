@@ -1,4 +1,4 @@
-//! The hot-key tracker (DESIGN 14): a bounded top-K of accessed keys (Space-Saving, Metwally,
+//! The hot-key tracker: a bounded top-K of accessed keys (Space-Saving, Metwally,
 //! Agrawal, El Abbadi 2005), so a restarting instance can warm the keys that matter.
 //!
 //! Fed cheaply: every miss and slow-path access is recorded; fresh hits only when the hit

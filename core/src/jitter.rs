@@ -1,11 +1,11 @@
-//! TTL jitter (DESIGN 5): every stored TTL becomes `ttl * (1 + j * (u - 0.5))`, u uniform
+//! TTL jitter: every stored TTL becomes `ttl * (1 + j * (u - 0.5))`, u uniform
 //! in [0, 1).
 //!
 //! Keys written together (a restart, a batch import) would otherwise expire together and
 //! send the origin one load per key at the same instant. `j` is the full width of the band,
 //! so a TTL lands in `[ttl * (1 - j/2), ttl * (1 + j/2))`: 300 s with j = 0.25 gives
-//! [262.5 s, 337.5 s). This is the formula of DESIGN.md and of the seeds' code; the seeds'
-//! prose reads j as a half-width (±25 %, "[225, 375]"), which is j = 0.5 here.
+//! [262.5 s, 337.5 s). (Read as a half-width, "±25 %" of 300 s is [225 s, 375 s]: that is
+//! j = 0.5 here.)
 
 use core::time::Duration;
 

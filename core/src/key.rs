@@ -1,4 +1,5 @@
-//! Canonical, injective cache keys (DESIGN capability 7).
+//! Canonical, injective cache keys: the same logical request always builds the same key, and
+//! different requests never share one.
 //!
 //! [`KeyBuilder`] turns a logical request into one string. The same logical request always
 //! gives the same key, and two different requests never give the same key. [`parse`] is the

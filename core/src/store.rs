@@ -1,4 +1,4 @@
-//! The bounded in-memory store of one shard (DESIGN 17), evicting with SIEVE (Zhang et al.,
+//! The bounded in-memory store of one shard, evicting with SIEVE (Zhang et al.,
 //! NSDI 2024): a FIFO queue with one "visited" bit per entry and a hand that sweeps from the
 //! oldest entry, sparing visited ones once. A hit only sets a bit (no list surgery, so reads
 //! share the shard's read lock), and one-hit wonders, such as a flood of random keys, leave

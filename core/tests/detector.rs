@@ -1,4 +1,4 @@
-//! The stampede detector on the virtual clock (seed 000): it fires on the naive hot key, the
+//! The stampede detector on the virtual clock: it fires on the naive hot key, the
 //! mass expiry and the miss storm within two TTL periods, names the namespace, the key when
 //! one dominates, and the cure; and it stays silent on a protected steady state over hours.
 //!

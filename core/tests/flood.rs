@@ -1,4 +1,4 @@
-//! Attack: a flood of random keys that mostly do not exist (DESIGN 7, 12). Negative caching
+//! Attack: a flood of random keys that mostly do not exist. Negative caching
 //! is on and a capacity bound is set; the attacker repeats keys (as a retrying client or a
 //! botnet does), from several threads at once. The cache must keep
 //!

@@ -66,7 +66,7 @@ fn a_thousand_keys_written_together_expire_spread_over_the_jitter_band() {
     // A key seen expired at t expired in (t - step, t].
     assert!(first > lo, "a key expired at {first:?}, before {lo:?}");
     assert!(last <= hi + step, "a key lived until {last:?}, past {hi:?}");
-    // Also within the seeds' own (wider) reading of "±25 %": [225 s, 375 s].
+    // Also within the wider reading of "±25 %" (a half-width): [225 s, 375 s].
     assert!(first >= secs(225) && last <= secs(375));
     // Spread: the band is covered end to end...
     assert!(first < lo + secs(5), "earliest expiry {first:?} too late");

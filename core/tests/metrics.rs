@@ -125,7 +125,7 @@ fn counters_match_a_scripted_scenario_and_prometheus_shows_them_by_namespace() {
             "missing {line:?} in\n{text}"
         );
     }
-    // Every name of DESIGN 15 is declared once, with its type.
+    // Every metric name is declared once, with its type.
     for (name, kind) in [
         ("hits_total", "counter"),
         ("misses_total", "counter"),

@@ -1,4 +1,4 @@
-//! Property tests of the expiry arithmetic (DESIGN 3, 5, 6, 11): TTL jitter, XFetch, and the
+//! Property tests of the expiry arithmetic: TTL jitter, XFetch, and the
 //! hard upper bound on staleness, the last one by driving the engine's state machine
 //! ([`Cache::lookup`]) on a [`ManualClock`] through random sequences of reads, loads that
 //! succeed, fail, are abandoned or time out, sets, invalidations, bumps and time steps.
@@ -41,7 +41,7 @@ fn within(x: f64, lo: f64, hi: f64) -> bool {
 }
 
 proptest! {
-    /// DESIGN 5: `ttl * (1 + j * (u - 0.5))`, so within `[ttl (1 - j/2), ttl (1 + j/2)]`; never
+    /// Jitter is `ttl * (1 + j * (u - 0.5))`, so within `[ttl (1 - j/2), ttl (1 + j/2)]`; never
     /// zero for a positive TTL, never a panic or a wrap-around near `Duration::MAX`.
     #[test]
     fn jittered_ttl_follows_the_formula_and_its_bounds(ttl in ttl(), j in jitter_fraction(), u in unit()) {

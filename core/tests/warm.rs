@@ -1,4 +1,5 @@
-//! Pre-warming (seed 000: "never restart a cache under live traffic without pre-warming"):
+//! Pre-warming (a cache restarted under live traffic without it sends every hot key to the
+//! origin at once):
 //! export the hot keys, restart, import, warm; the origin never sees more than the budget at
 //! once, and the first requests after the warm-up hit.
 

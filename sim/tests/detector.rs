@@ -1,5 +1,5 @@
 //! The stampede detector (core's `Cache::alerts`) read by a polling dashboard while the
-//! simulator plays the seeds' scenarios through the real engine: it fires on the naive hot
+//! simulator plays its stampede scenarios through the real engine: it fires on the naive hot
 //! key, the mass expiry and the miss storm within two TTL periods of the first stampede,
 //! names the scenario's namespace and the right cure, and stays silent on the protected
 //! strategies. Run with `--nocapture` for the detection delays.

@@ -1,4 +1,4 @@
-//! Pre-warming (DESIGN 14): `warm(keys, loader)` loads the keys that are not fresh, a few at
+//! Pre-warming: `warm(keys, loader)` loads the keys that are not fresh, a few at
 //! a time and within the origin budget, so a restart (or a green deployment) meets traffic
 //! warm instead of sending the whole cold cache to the origin.
 //!

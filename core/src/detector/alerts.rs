@@ -5,7 +5,8 @@ use alloc::vec::Vec;
 use core::fmt;
 use core::time::Duration;
 
-/// Which of the stampede fingerprints (seed 000) an alert is.
+/// Which fingerprint of a stampede an alert is (a miss spike, origin latency, lock wait, a
+/// sawtooth of spikes that repeat with the TTL).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AlertKind {

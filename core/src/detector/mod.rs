@@ -1,5 +1,6 @@
-//! The stampede detector (DESIGN 16): seed 000's fingerprint on rolling windows, per
-//! namespace and per hot key.
+//! The stampede detector: the fingerprint of a stampede (misses above 5x their steady state,
+//! origin p99 above 10x its p50, lock waits above the rebuild time, spikes repeating with the
+//! TTL) on rolling windows, per namespace and per hot key.
 //!
 //! - Alert 1: misses per tick above `spike_factor` (5) times their steady state (the median
 //!   of the last ticks) → a stampede is forming. Which keys missed names the cause: one hot
@@ -498,7 +499,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         }
     }
 
-    /// The stampede detector's findings (DESIGN 16), oldest first: active alerts and those
+    /// The stampede detector's findings, oldest first: active alerts and those
     /// that held within the detector's `hold` time. Empty when the detector is off.
     ///
     /// Closes any tick that ended by now on the cache's clock, so a driver on a

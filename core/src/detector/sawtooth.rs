@@ -1,5 +1,5 @@
-//! The sawtooth: miss spikes that repeat with a period, usually the TTL's (seed 000: "spikes
-//! repeat at intervals matching the TTL"). Each namespace keeps the start times of its last
+//! The sawtooth: miss spikes that repeat with a period, usually the TTL's (keys written
+//! together expire together, once per TTL). Each namespace keeps the start times of its last
 //! spikes; a series whose intervals agree (or one interval that matches the TTL) is periodic.
 
 use alloc::string::String;

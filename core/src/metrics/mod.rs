@@ -1,4 +1,4 @@
-//! Metrics (DESIGN 15), per namespace: counters and histograms of atomics, a snapshot API
+//! Metrics, per namespace: counters and histograms of atomics, a snapshot API
 //! ([`MetricsSnapshot`]) and Prometheus text exposition ([`MetricsSnapshot::to_prometheus`]).
 
 mod histogram;

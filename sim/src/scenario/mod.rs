@@ -1,4 +1,5 @@
-//! Scenarios from the seeds: who asks for what, when, against which origin. Each is a plain
+//! Scenarios of stampedes (a hot key, a mass expiry, a cold restart, a miss storm, a fleet,
+//! XFetch, the Internet Archive's experiment): who asks for what, when, against which origin. Each is a plain
 //! struct of parameters (with defaults), turned into traffic by [`Run`].
 
 mod cold_restart;
