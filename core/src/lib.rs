@@ -62,7 +62,8 @@
 //! - One loader call per key at a time in a process, whatever the interleaving; a leader
 //!   that panics wakes its waiters with [`Error::LoaderPanicked`]; one that is cancelled
 //!   hands the load to a waiter; one that hangs is abandoned at the hard timeout.
-//! - Nothing older than `ttl + grace` is served, except fail-safe values (opt-in, up to
+//! - Nothing older than `ttl * (1 + jitter / 2) + grace` is served (the jitter spreads a
+//!   TTL up to half its width above it), except fail-safe values (opt-in, up to
 //!   `max_stale`) when a load fails or times out.
 //! - Errors are never cached; every waiter of a failed load gets the same error.
 //! - Memory is bounded: entries (values and absences) by capacity with SIEVE eviction,

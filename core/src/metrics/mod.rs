@@ -136,7 +136,8 @@ impl NsMetrics {
 /// Metrics of one namespace at one moment.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NamespaceMetrics {
-    /// The namespace (the key's first segment; empty for keys without one).
+    /// The namespace: the key's text before its first `:`, or the whole key when it has
+    /// none (such a key is its own namespace).
     pub namespace: String,
     /// Counters.
     pub counters: CounterSnapshot,
