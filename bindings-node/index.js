@@ -2,18 +2,42 @@
 // The package's CommonJS entry: loads the native addon built for this platform and adds the
 // `ABSENT` marker. The API itself is native (see index.d.ts, generated from src/), `testing`
 // included (the in-memory shared tier with faults, for tests).
+//
+// The addon comes from, in order: this folder (a source checkout, built by `npm install` of
+// the folder or `npm run build`), then the platform package the published `herdless` lists
+// in its optionalDependencies (`herdless-linux-x64-gnu`, ...), which npm installs on the
+// platform it was built for only.
 const { join } = require('node:path')
 const { existsSync } = require('node:fs')
-const { addonFile } = require('./scripts/platform.js')
+const { addonFile, platformName, platformPackage } = require('./scripts/platform.js')
 
-const file = join(__dirname, addonFile())
-if (!existsSync(file)) {
+function load() {
+  const local = join(__dirname, addonFile())
+  if (existsSync(local)) return require(local)
+  const pkg = platformPackage()
+  try {
+    return require(pkg)
+  } catch (e) {
+    if (e.code !== 'MODULE_NOT_FOUND' || !String(e.message).includes(pkg)) {
+      e.message = `herdless: the prebuilt addon ${pkg} did not load: ${e.message}`
+      throw e
+    }
+  }
+  const prebuilt = Object.keys(require('./package.json').optionalDependencies || {})
+  const has = prebuilt.includes(pkg)
   throw new Error(
-    `herdless: the native addon ${file} is missing. Build it with \`npm run build\` ` +
-      '(or reinstall the package) on a machine with cargo.'
+    `herdless: no native addon for this platform (${platformName()}). ` +
+      (has
+        ? `Its package ${pkg} is not installed: npm skips optional dependencies with ` +
+          '--omit=optional or --no-optional, and a lock file made on another platform ' +
+          `may leave it out; install it (npm install ${pkg}) or reinstall herdless.`
+        : `Prebuilt addons exist for ${prebuilt.map((p) => p.replace(/^herdless-/, '')).join(', ') || 'no platform in this copy'}; ` +
+          'elsewhere, build from source: npm install <herdless repository>/bindings-node ' +
+          '(needs cargo and a Rust toolchain).')
   )
 }
-const native = require(file)
+
+const native = load()
 
 module.exports = {
   Cache: native.Cache,

@@ -1,5 +1,6 @@
 'use strict'
-// The file name `napi build --platform` gives the addon on this machine.
+// Which prebuilt addon this machine needs: its napi-rs platform name (`linux-x64-gnu`), the
+// file name `napi build --platform` gives the addon, and the npm package that ships it.
 function abi() {
   if (process.platform !== 'linux') return ''
   const report = process.report && process.report.getReport ? process.report.getReport() : null
@@ -7,11 +8,17 @@ function abi() {
   return glibc ? '-gnu' : '-musl'
 }
 
-function addonFile() {
-  const arch = process.arch
-  const platform = process.platform === 'win32' ? 'win32' : process.platform
+function platformName() {
   const suffix = process.platform === 'win32' ? '-msvc' : abi()
-  return `herdless.${platform}-${arch}${suffix}.node`
+  return `${process.platform}-${process.arch}${suffix}`
 }
 
-module.exports = { addonFile }
+function addonFile() {
+  return `herdless.${platformName()}.node`
+}
+
+function platformPackage() {
+  return `herdless-${platformName()}`
+}
+
+module.exports = { addonFile, platformName, platformPackage }

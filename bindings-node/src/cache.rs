@@ -528,6 +528,29 @@ impl Cache {
         }
     }
 
+    /// Sets (or, with null, removes) the observer of loader calls (`herdless/opentelemetry`):
+    /// each load calls `observer(key, background, fn, bound)`, which runs the loader `fn`
+    /// (with `bound`, `[this, ...args]`, when given) and returns its result. Not a stable API.
+    #[napi(
+        js_name = "_setLoadObserver",
+        ts_args_type = "observer: ((key: string, background: boolean, fn: (...args: unknown[]) => unknown, bound?: unknown[]) => unknown) | null"
+    )]
+    pub fn set_load_observer(&self, env: &Env, observer: Option<Unknown<'_>>) -> Result<()> {
+        let js = Js(env.raw());
+        let observer = match observer.map(|o| o.raw()) {
+            None => None,
+            Some(o) => match js.type_of(o)? {
+                Type::Function => Some(o),
+                Type::Null | Type::Undefined => None,
+                _ => {
+                    let message = "_setLoadObserver: the observer must be a function or null";
+                    return Err(type_error(js, message));
+                }
+            },
+        };
+        self.inner.set_observer(js, observer)
+    }
+
     /// Internal counts for leak tests (values held, calls pending, loads in flight). Not a
     /// stable API.
     #[napi(js_name = "_internals")]

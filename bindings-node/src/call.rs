@@ -64,6 +64,23 @@ impl Loader {
         };
         js.call(self.func.get(js)?, this, &args)
     }
+
+    /// Calls `observer(key, background, fn, bound)`, which calls the loader (see
+    /// `Inner::set_observer`).
+    pub(crate) fn call_observed(
+        &self,
+        js: Js,
+        observer: Value,
+        key: &str,
+        background: bool,
+    ) -> Result<Outcome> {
+        let bound = match &self.bound {
+            None => js.undefined()?,
+            Some(b) => b.get(js)?,
+        };
+        let args = [js.string(key)?, js.bool(background)?, self.func.get(js)?, bound];
+        js.call(observer, js.undefined()?, &args)
+    }
 }
 
 /// What a call answers: its value, or the value it rejects with.

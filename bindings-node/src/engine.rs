@@ -95,6 +95,8 @@ pub(crate) struct Inner {
     pub(crate) wake: Arc<Wake>,
     pub(crate) namespace: Option<String>,
     absent: Ref,
+    /// Sees each loader call (spans), when set: see [`Inner::set_observer`].
+    observer: RefCell<Option<Ref>>,
     calls: RefCell<HashMap<u64, Call>>,
     next_id: Cell<u64>,
     parked: Cell<usize>,
@@ -120,6 +122,7 @@ impl Inner {
             wake: Wake::new(),
             namespace,
             absent: js.reference(absent_symbol(js)?)?,
+            observer: RefCell::new(None),
             calls: RefCell::new(HashMap::new()),
             next_id: Cell::new(1),
             parked: Cell::new(0),
@@ -363,6 +366,16 @@ impl Inner {
         }
     }
 
+    /// Sets (or removes) the observer of loader calls: each load then calls
+    /// `observer(key, background, fn, bound)` instead of the loader, where `fn` is the
+    /// loader and `bound` its `[this, ...args]` (or undefined); the observer calls it and
+    /// returns what it returned. Asked only when a loader is about to run, never on a hit.
+    pub(crate) fn set_observer(&self, js: Js, observer: Option<Value>) -> Result<()> {
+        let r = observer.map(|o| js.reference(o)).transpose()?;
+        *self.observer.borrow_mut() = r;
+        Ok(())
+    }
+
     /// Calls the JS loader for `load`.
     fn load(self: &Rc<Self>, js: Js, id: u64, mut call: Call, load: Load<Val>) -> Result<()> {
         let Some(loader) = call.loader.take() else {
@@ -370,10 +383,18 @@ impl Inner {
             let step = load.fail(herdless::Error::LoaderPanicked { message: None });
             return self.drive(js, id, call, step);
         };
+        let observer = match self.observer.borrow().as_ref() {
+            Some(o) => Some((o.get(js)?, load.key().to_owned(), load.is_background())),
+            None => None,
+        };
         call.state = State::Loading(Box::new(load));
         self.put(id, call);
         // No borrow is held here: the loader may call this cache again.
-        let result = match loader.call(js) {
+        let called = match observer {
+            None => loader.call(js),
+            Some((o, key, background)) => loader.call_observed(js, o, &key, background),
+        };
+        let result = match called {
             Ok(r) => r,
             Err(e) => {
                 // Dropping the load hands it over.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the Python binding and runs all of its checks, from a fresh machine:
-#   a venv with the pinned tools (requirements-dev.txt), the abi3 wheel built by maturin and
-#   installed into it, cargo fmt and clippy, mypy --strict on the package, mypy.stubtest on the
+#   a venv with the pinned tools (requirements-dev.txt), the abi3 manylinux wheel of dist/
+#   (built by scripts/package, the one that ships) installed into it, cargo fmt and clippy, mypy --strict on the package, mypy.stubtest on the
 #   hand-written stubs, and pytest (extra arguments are passed to pytest). The Redis tests
 #   start private redis-server instances (skipped, loudly, when redis-server is missing;
 #   failed under CI=true), and the cross-language one runs the Rust `fleet_worker`.
@@ -12,35 +12,21 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 root="$(cd "$here/.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target/python}"
-venv="${HERDLESS_PY_VENV:-$CARGO_TARGET_DIR/venv}"
-python="${PYTHON:-python3}"
-
 step() { printf '\n== python binding: %s\n' "$*"; }
 
-if [ ! -x "$venv/bin/python" ]; then
-  step "creating venv $venv"
-  "$python" -m venv "$venv"
-fi
-stamp="$venv/.requirements-dev.sha256"
-want="$(sha256sum "$here/requirements-dev.txt" | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-  step "installing pinned dev tools"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$here/requirements-dev.txt"
-  echo "$want" >"$stamp"
-fi
+# shellcheck source=venv.sh
+. "$here/scripts/venv.sh"
 
 step "cargo fmt --check"
 cargo fmt --manifest-path "$here/Cargo.toml" -- --check
 step "cargo clippy -D warnings"
 cargo clippy --quiet --manifest-path "$here/Cargo.toml" --all-targets --locked -- -D warnings
 
-step "building the wheel (maturin, release)"
-wheels="$CARGO_TARGET_DIR/wheels"
-rm -f "$wheels"/herdless-*.whl
-"$venv/bin/maturin" build --quiet --release --locked -m "$here/Cargo.toml" --out "$wheels" \
-  -i "$venv/bin/python"
+# The very wheel scripts/package ships (dist/), built once per test-all run.
+step "building the wheel (scripts/package wheel: maturin --release --zig, manylinux2014)"
+"$root/scripts/package" wheel
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall \
-  --no-deps "$wheels"/herdless-*.whl
+  --no-deps "$root"/dist/herdless-*.whl
 
 # The Rust process of the cross-language Redis test (tests/test_redis.py).
 step "building the Rust fleet worker (cross-language test)"

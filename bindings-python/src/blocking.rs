@@ -19,6 +19,7 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::block::block_on;
 use crate::codec::{Codec, PyHost};
 use crate::errors::{PyLoadError, map_error};
+use crate::observe::Observer;
 use crate::shutdown::Busy;
 use crate::value::{PyValue, from_loader, to_caller};
 
@@ -28,6 +29,8 @@ use crate::value::{PyValue, from_loader, to_caller};
 pub(crate) struct Engine {
     pub(crate) tt: TwoTier<PyValue>,
     pub(crate) codec: std::sync::Arc<Codec>,
+    /// Sees each loader call (spans), when set.
+    pub(crate) observer: Observer,
 }
 
 impl Engine {
@@ -47,6 +50,20 @@ pub(crate) enum Loader {
 }
 
 impl Loader {
+    /// The loader as one callable of no arguments.
+    pub(crate) fn into_callable(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self {
+            Loader::Call0(f) => Ok(f),
+            Loader::Call(f, args, kwargs) => {
+                let partial = py.import("functools")?.getattr("partial")?;
+                let mut all = vec![f.into_bound(py)];
+                all.extend(args.bind(py).iter());
+                let all = PyTuple::new(py, all)?;
+                Ok(partial.call(all, kwargs.as_ref().map(|k| k.bind(py)))?.unbind())
+            }
+        }
+    }
+
     pub(crate) fn call<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let value = match self {
             Loader::Call0(f) => f.bind(py).call0(),
@@ -168,6 +185,13 @@ pub(crate) fn drive(
             }
             Step::Load(load) => {
                 let loader = loader.take().expect("a load runs its loader once");
+                let loader = match engine.observer.wrap(py, key, load.is_background(), loader) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        load.abandon();
+                        return Err(e);
+                    }
+                };
                 // The exit waits for a loader running on a daemon thread: see `shutdown`.
                 let busy = match Busy::enter() {
                     Ok(b) => b,

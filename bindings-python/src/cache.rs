@@ -112,6 +112,7 @@ impl Cache {
             engine: Engine {
                 tt,
                 codec: std::sync::Arc::new(checked.codec),
+                observer: Default::default(),
             },
             namespace: checked.namespace,
             origin_budget: checked.origin_budget,
@@ -263,6 +264,18 @@ impl Cache {
             d.set_item("redis", redis_to_dict(py, &self.engine.tt.tier_metrics())?)?;
         }
         Ok(d)
+    }
+
+    /// The observer of loader calls (`herdless.contrib.opentelemetry`), if any.
+    #[getter]
+    fn _load_observer(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.engine.observer.get(py)
+    }
+
+    /// Sets (or, with None, removes) the observer of loader calls: each load calls
+    /// `observer(key, background, call)` instead of the loader, and `call()` runs the loader.
+    fn _set_load_observer(&self, observer: Option<Py<PyAny>>) {
+        self.engine.observer.set(observer);
     }
 
     /// Metrics in Prometheus text exposition format.

@@ -2,7 +2,8 @@
 //! the pure-Python package `herdless`, which re-exports what users need).
 //!
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
-//! (`Cache(...)` keywords), [`cache`] (the cache), [`cached`] (the decorated function),
+//! (`Cache(...)` keywords), [`cache`] (the cache), [`observe`] (loader calls seen by an
+//! observer: spans), [`cached`] (the decorated function),
 //! [`blocking`] (the blocking driver of the fleet engine), [`asyncio`] (its steps for the
 //! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
 //! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
@@ -19,6 +20,7 @@ mod detector;
 mod errors;
 mod keys;
 mod metrics;
+mod observe;
 mod options;
 mod shutdown;
 mod testing;

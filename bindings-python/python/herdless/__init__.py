@@ -13,6 +13,8 @@ spreads TTLs (jitter), caches absences, and bounds everything.
 See the README for the full tour.
 """
 
+from importlib import metadata as _metadata
+
 from ._cache import Cache, Codec, WarmReport
 from ._decorator import AsyncCachedFunction, Decorator
 from ._detector import Alert, DetectorOptions, HotKey
@@ -35,7 +37,8 @@ from .errors import (
     WaitTimeout,
 )
 
-__version__ = "0.1.0"
+# The wheel's version (the workspace's: scripts/version), read from the installed metadata.
+__version__: str = _metadata.version("herdless")
 
 __all__ = [
     "ABSENT",

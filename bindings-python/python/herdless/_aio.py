@@ -77,10 +77,28 @@ async def aget_or_load(
             if isinstance(step, _native._Retry):
                 step = cache._lookup(key, ttl, step)
             continue
-        return await _drive(step, loader, key)  # type: ignore[no-any-return]
+        observer = cache._load_observer
+        run: _Loader = loader if observer is None else _Observed(observer, key, loader)
+        return await _drive(step, run, key)  # type: ignore[no-any-return]
 
 
-async def _drive(step: Any, loader: Callable[[], Any], key: str) -> Any:
+class _Observed:
+    """A loader run through the cache's load observer (spans), which learns whether the
+    load is a background refresh when it starts."""
+
+    __slots__ = ("_call", "_key", "_observer")
+
+    def __init__(self, observer: Callable[..., Any], key: str, call: Callable[[], Any]) -> None:
+        self._observer, self._key, self._call = observer, key, call
+
+    def start(self, background: bool) -> Any:
+        return self._observer(self._key, background, self._call)
+
+
+_Loader = Callable[[], Any] | _Observed
+
+
+async def _drive(step: Any, loader: _Loader, key: str) -> Any:
     """Drives a step of this caller's load of `key` (or a hit) to its answer."""
     while True:
         if isinstance(step, (_native._Done, _Answered)):
@@ -98,10 +116,10 @@ async def _drive(step: Any, loader: Callable[[], Any], key: str) -> Any:
             raise RuntimeError(f"herdless: unexpected step {step!r}")
 
 
-async def _run(load: _native._Load, loader: Callable[[], Any], key: str) -> Any:
+async def _run(load: _native._Load, loader: _Loader, key: str) -> Any:
     """Runs the loader for `load`; the next step."""
     try:
-        result = loader()
+        result = loader.start(load.background) if isinstance(loader, _Observed) else loader()
         if inspect.isawaitable(result):
             result = await _in_time(load, result, key)
     except _SoftTimeout as soft:  # raised by _in_time, which started _finish
@@ -167,7 +185,7 @@ async def _finish(load: _native._Load, task: asyncio.Future[Any], key: str) -> N
         raise
 
 
-async def _background(step: Any, loader: Callable[[], Any], key: str) -> None:
+async def _background(step: Any, loader: _Loader, key: str) -> None:
     """A background refresh; its failure is logged and counted, never raised."""
     try:
         await _drive(step, loader, key)

@@ -1,0 +1,211 @@
+"""A Django cache backend: ``django.core.cache`` with single-flight and stale-while-revalidate.
+
+    CACHES = {
+        "default": {
+            "BACKEND": "herdless.contrib.django.HerdlessCache",
+            "LOCATION": "",                   # in memory; or "redis://host:6379/0" for a fleet
+            "TIMEOUT": 300,                   # herdless's ttl
+            "KEY_PREFIX": "shop",             # the herdless namespace of this alias
+            "OPTIONS": {"grace": 60},         # any herdless.Cache keyword
+        }
+    }
+
+``cache.get_or_set(key, loader, timeout)`` is ``Cache.get_or_load``: concurrent callers of a
+cold key (threads, processes with ``redis://``) make one ``loader()`` call, and with
+``grace`` a value past its timeout is served at once while one refresh runs.
+``await cache.aget_or_set(key, async_loader)`` awaits an async loader the same way.
+
+How Django's API maps onto the engine:
+
+- Keys are ``"{KEY_PREFIX or 'django'}:v{version}:{key}"``: one herdless namespace per alias,
+  so its metrics are the alias's and ``clear()`` is ``bump(namespace)``, O(1), fleet-wide
+  with Redis. ``KEY_FUNCTION`` is refused for that reason.
+- ``timeout``: a number of seconds is the entry's ttl (spread by ``jitter``, 0.2 unless
+  ``OPTIONS`` says otherwise), ``None`` never expires (50 years), 0 or less expires at once
+  (the key is removed).
+- ``get``, ``set``, ``add``, ``delete``, ``get_many``, ``set_many``, ``delete_many``,
+  ``has_key``, ``get_or_set``, ``clear``, ``incr_version`` and their ``a``-twins behave as
+  Django documents. ``add`` is one ``get_or_load``: of concurrent ``add`` calls of a missing
+  key exactly one stores its value and returns True.
+- ``incr``/``decr`` and ``touch`` are a read then a write, as in Django's ``BaseCache``: not
+  atomic. The engine has no atomic read-modify-write, and a counter would not be cached
+  data anyway; keep counters in the database or in Redis itself.
+- ``MAX_ENTRIES`` is herdless's ``capacity`` (SIEVE eviction); ``CULL_FREQUENCY`` has no
+  meaning there and is ignored.
+- Values are kept as Python objects in memory. With ``redis://`` they cross Redis through the
+  cache's codec (JSON unless ``OPTIONS["codec"]`` says otherwise; never pickle by default).
+
+Django makes one backend object per thread; every object of an alias shares one
+``herdless.Cache`` (``.herdless``: register it with the Prometheus collector or
+OpenTelemetry).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from django.core.cache.backends.base import (  # type: ignore[import-untyped]
+    DEFAULT_TIMEOUT,
+    BaseCache,
+)
+from django.core.exceptions import ImproperlyConfigured  # type: ignore[import-untyped]
+
+from .. import _native
+from .._cache import Cache
+
+__all__ = ["FOREVER", "HerdlessCache"]
+
+FOREVER = 50 * 365 * 86_400.0
+"""The ttl of ``timeout=None`` ("never expires"), in seconds."""
+
+_MISSING = object()
+_EXPIRED = object()
+
+# One engine per alias configuration, shared by the backend objects of every thread.
+_engines: dict[tuple[str, ...], Cache] = {}
+_engines_lock = threading.Lock()
+
+
+def _engine(location: str, namespace: str, ttl: float, options: dict[str, Any]) -> Cache:
+    ident = (location, namespace, repr(ttl), repr(sorted(options.items())))
+    with _engines_lock:
+        cache = _engines.get(ident)
+        if cache is None:
+            cache = Cache(ttl=ttl, redis=location or None, **options)
+            _engines[ident] = cache
+        return cache
+
+
+class HerdlessCache(BaseCache):  # type: ignore[misc]
+    """``django.core.cache`` over a ``herdless.Cache`` (see the module docs)."""
+
+    def __init__(self, location: str, params: dict[str, Any]) -> None:
+        super().__init__(params)
+        if params.get("KEY_FUNCTION") is not None:
+            raise ImproperlyConfigured(
+                "HerdlessCache builds its own keys ('{KEY_PREFIX}:v{version}:{key}') so that "
+                "each alias is one herdless namespace and clear() is one O(1) bump; "
+                "KEY_FUNCTION is not supported"
+            )
+        options = dict(params.get("OPTIONS") or {})
+        if "MAX_ENTRIES" in options:
+            options.setdefault("capacity", options.pop("MAX_ENTRIES"))
+        options.pop("CULL_FREQUENCY", None)
+        for name in ("ttl", "redis"):
+            if name in options:
+                where = "TIMEOUT" if name == "ttl" else "LOCATION"
+                raise ImproperlyConfigured(f"HerdlessCache: set {where}, not OPTIONS[{name!r}]")
+        self._namespace = _native.check_namespace("KEY_PREFIX", self.key_prefix or "django")
+        ttl = FOREVER if self.default_timeout is None else float(self.default_timeout)
+        if ttl <= 0:
+            raise ImproperlyConfigured("HerdlessCache: TIMEOUT must be positive, or None")
+        self._cache = _engine(location, self._namespace, ttl, options)
+
+    @property
+    def herdless(self) -> Cache:
+        """The ``herdless.Cache`` behind this alias (metrics, alerts, instrumentation)."""
+        return self._cache
+
+    def make_key(self, key: Any, version: int | None = None) -> str:
+        return f"{self._namespace}:v{self.version if version is None else version}:{key}"
+
+    def _ttl(self, timeout: Any) -> Any:
+        """The ttl of a Django timeout: None for the cache's, or ``_EXPIRED``."""
+        if timeout is DEFAULT_TIMEOUT:
+            return None
+        if timeout is None:
+            return FOREVER
+        if timeout <= 0:
+            return _EXPIRED
+        return float(timeout)
+
+    def get(self, key: Any, default: Any = None, version: int | None = None) -> Any:
+        return self._cache.get(self.make_and_validate_key(key, version=version), default)
+
+    def set(
+        self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: int | None = None
+    ) -> None:
+        k = self.make_and_validate_key(key, version=version)
+        ttl = self._ttl(timeout)
+        if ttl is _EXPIRED:
+            self._cache.invalidate(k)
+        else:
+            self._cache.set(k, value, ttl=ttl)
+
+    def add(
+        self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: int | None = None
+    ) -> bool:
+        k = self.make_and_validate_key(key, version=version)
+        ttl = self._ttl(timeout)
+        if self._cache.get(k, _MISSING) is not _MISSING:
+            return False
+        if ttl is _EXPIRED:
+            return True  # stored and expired at once, as Django's own backends do
+        # One get_or_load: of concurrent adds, only the leader's loader runs. A loader run on
+        # another thread is a background refresh of a value that went stale meanwhile: the
+        # key had expired, so storing the value is what add does, but this call did not.
+        caller = threading.get_ident()
+        added = False
+
+        def load() -> Any:
+            nonlocal added
+            added = added or threading.get_ident() == caller
+            return value
+
+        self._cache.get_or_load(k, load, ttl=ttl)
+        return added
+
+    def get_or_set(
+        self,
+        key: Any,
+        default: Any,
+        timeout: Any = DEFAULT_TIMEOUT,
+        version: int | None = None,
+    ) -> Any:
+        k = self.make_and_validate_key(key, version=version)
+        ttl = self._ttl(timeout)
+        load: Callable[[], Any] = default if callable(default) else (lambda: default)
+        if ttl is _EXPIRED:
+            value = self._cache.get(k, _MISSING)
+            return load() if value is _MISSING else value
+        return self._cache.get_or_load(k, load, ttl=ttl)
+
+    async def aget_or_set(
+        self,
+        key: Any,
+        default: Any,
+        timeout: Any = DEFAULT_TIMEOUT,
+        version: int | None = None,
+    ) -> Any:
+        k = self.make_and_validate_key(key, version=version)
+        ttl = self._ttl(timeout)
+
+        async def load() -> Any:
+            value = default() if callable(default) else default
+            return await value if inspect.isawaitable(value) else value
+
+        if ttl is _EXPIRED:
+            value = self._cache.get(k, _MISSING)
+            return await load() if value is _MISSING else value
+        return await self._cache.aget_or_load(k, load, ttl=ttl)
+
+    def touch(self, key: Any, timeout: Any = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
+        k = self.make_and_validate_key(key, version=version)
+        value = self._cache.get(k, _MISSING)
+        if value is _MISSING:
+            return False
+        ttl = self._ttl(timeout)
+        if ttl is _EXPIRED:
+            self._cache.invalidate(k)
+        else:
+            self._cache.set(k, value, ttl=ttl)
+        return True
+
+    def delete(self, key: Any, version: int | None = None) -> bool:
+        return self._cache.invalidate(self.make_and_validate_key(key, version=version))
+
+    def clear(self) -> None:
+        self._cache.bump(self._namespace)

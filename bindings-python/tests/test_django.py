@@ -1,0 +1,237 @@
+"""The Django cache backend through Django's own cache API and a real test client."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import warnings
+from typing import Any
+
+import django
+import pytest
+from django.conf import settings
+
+if not settings.configured:
+    settings.configure(
+        DEBUG=False,
+        SECRET_KEY="test",
+        ALLOWED_HOSTS=["testserver"],
+        ROOT_URLCONF=__name__,
+        INSTALLED_APPS=[],
+        MIDDLEWARE=[],
+        CACHES={
+            "default": {
+                "BACKEND": "herdless.contrib.django.HerdlessCache",
+                "TIMEOUT": 60,
+                "OPTIONS": {"grace": 30, "jitter": 0},
+            },
+            "pages": {
+                "BACKEND": "herdless.contrib.django.HerdlessCache",
+                "KEY_PREFIX": "pages",
+                "TIMEOUT": 1,
+                "OPTIONS": {"grace": 30, "jitter": 0, "beta": 0},
+            },
+        },
+    )
+    django.setup()
+
+from django.core.cache import cache, caches  # noqa: E402
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+from django.http import HttpRequest, JsonResponse  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from herdless import ABSENT, Cache  # noqa: E402
+from herdless.contrib.django import HerdlessCache  # noqa: E402
+
+CALLS = {"report": 0}
+
+
+def report(request: HttpRequest, day: str) -> JsonResponse:
+    def build() -> dict[str, Any]:
+        CALLS["report"] += 1
+        time.sleep(0.2)  # the slow aggregation
+        return {"day": day, "orders": 42}
+
+    return JsonResponse(cache.get_or_set(f"report:{day}", build, timeout=60))
+
+
+urlpatterns = [path("reports/<str:day>", report)]
+
+
+@pytest.fixture(autouse=True)
+def clear() -> None:
+    cache.clear()
+    caches["pages"].clear()
+    CALLS["report"] = 0
+
+
+def test_the_backend_is_herdless() -> None:
+    assert isinstance(caches["default"], HerdlessCache)
+    assert isinstance(cache.herdless, Cache)
+    # Django makes one backend object per thread: they share one engine.
+    other: list[Any] = []
+    t = threading.Thread(target=lambda: other.append(caches["default"]))
+    t.start()
+    t.join()
+    assert other[0] is not caches["default"]
+    assert other[0].herdless is caches["default"].herdless
+
+
+def test_a_test_client_stampede_runs_the_view_loader_once() -> None:
+    results: list[Any] = []
+
+    def get() -> None:
+        response = Client().get("/reports/2026-01-01")
+        results.append((response.status_code, response.json()))
+
+    threads = [threading.Thread(target=get) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [(200, {"day": "2026-01-01", "orders": 42})] * 16
+    assert CALLS["report"] == 1
+    counters = cache.herdless.metrics().namespace("django")
+    assert counters is not None and counters.counters.loads == 1
+    assert counters.counters.coalesced_waiters + counters.counters.hits == 15
+
+
+def test_get_set_add_delete() -> None:
+    assert cache.get("a") is None
+    assert cache.get("a", "dflt") == "dflt"
+    cache.set("a", {"x": 1})
+    assert cache.get("a") == {"x": 1}
+    assert cache.has_key("a")
+    assert cache.add("a", "other") is False
+    assert cache.get("a") == {"x": 1}
+    assert cache.add("b", "new") is True
+    assert cache.get("b") == "new"
+    assert cache.delete("a") is True
+    assert cache.delete("a") is False
+    assert cache.get("a") is None
+    cache.set("none", None)
+    assert cache.get("none", "dflt") is None  # a cached None is a value
+
+
+def test_concurrent_adds_store_one_value() -> None:
+    barrier = threading.Barrier(8)
+    outcomes: list[bool] = []
+
+    def add(i: int) -> None:
+        barrier.wait()
+        outcomes.append(cache.add("once", i))
+
+    threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes.count(True) == 1
+    winner = [i for i, ok in zip(range(8), outcomes) if ok]
+    assert cache.get("once") in range(8) and len(winner) == 1
+
+
+def test_many_incr_touch_versions() -> None:
+    cache.set_many({"m1": 1, "m2": 2})
+    assert cache.get_many(["m1", "m2", "m3"]) == {"m1": 1, "m2": 2}
+    cache.delete_many(["m1"])
+    assert cache.get_many(["m1", "m2"]) == {"m2": 2}
+    assert cache.incr("m2") == 3
+    assert cache.decr("m2", 2) == 1
+    with pytest.raises(ValueError):
+        cache.incr("missing")
+    assert cache.touch("m2", 100) is True
+    assert cache.touch("missing") is False
+    cache.set("v", "one", version=1)
+    cache.set("v", "two", version=2)
+    assert cache.get("v", version=1) == "one" and cache.get("v", version=2) == "two"
+    assert cache.incr_version("v", version=2) == 3
+    assert cache.get("v", version=3) == "two" and cache.get("v", version=2) is None
+    assert cache.make_key("k", version=4) == "django:v4:k"
+    assert caches["pages"].make_key("k") == "pages:v1:k"
+
+
+def test_timeouts() -> None:
+    cache.set("gone", 1, timeout=0)
+    assert cache.get("gone") is None
+    cache.set("gone", 1)
+    cache.set("gone", 2, timeout=-1)  # expires at once: removes the old value too
+    assert cache.get("gone") is None
+    assert cache.add("expired", 1, timeout=0) is True
+    assert cache.get("expired") is None
+    cache.set("forever", 1, timeout=None)
+    assert cache.get("forever") == 1
+    assert cache.get_or_set("zero", lambda: 5, timeout=0) == 5
+    assert cache.get("zero") is None
+
+
+def test_clear_is_one_bump_per_alias() -> None:
+    cache.set("x", 1)
+    caches["pages"].set("x", 2)
+    cache.clear()
+    assert cache.get("x") is None
+    assert caches["pages"].get("x") == 2
+
+
+def test_get_or_set_serves_stale_while_one_refresh_runs() -> None:
+    pages = caches["pages"]  # TIMEOUT 1 s, grace 30 s
+    calls = []
+
+    def build() -> str:
+        calls.append(1)
+        return f"v{len(calls)}"
+
+    assert pages.get_or_set("home", build) == "v1"
+    time.sleep(1.1)  # past the timeout, within grace
+    assert pages.get_or_set("home", build) == "v1"  # stale, at once; one refresh runs
+    deadline = time.monotonic() + 5
+    while pages.get("home") != "v2" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pages.get("home") == "v2" and len(calls) == 2
+    counters = pages.herdless.metrics().namespace("pages")
+    assert counters is not None and counters.counters.stale_served >= 1
+
+
+def test_get_or_set_caches_absent_and_values() -> None:
+    assert cache.get_or_set("missing-row", lambda: ABSENT) is ABSENT
+    assert cache.get_or_set("missing-row", lambda: 1) is ABSENT  # cached for negative_ttl
+    assert cache.get("missing-row", "dflt") == "dflt"
+    assert cache.get_or_set("plain", 7) == 7
+
+
+def test_aget_or_set_awaits_an_async_loader_once() -> None:
+    calls = 0
+
+    async def load() -> str:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.05)
+        return "async"
+
+    async def main() -> list[Any]:
+        return await asyncio.gather(*(cache.aget_or_set("async", load) for _ in range(50)))
+
+    assert asyncio.run(main()) == ["async"] * 50
+    assert calls == 1
+    assert asyncio.run(cache.aget("async")) == "async"
+
+
+def test_configuration_errors() -> None:
+    with pytest.raises(ImproperlyConfigured, match="KEY_FUNCTION"):
+        HerdlessCache("", {"KEY_FUNCTION": lambda k, p, v: k})
+    with pytest.raises(ImproperlyConfigured, match="TIMEOUT"):
+        HerdlessCache("", {"OPTIONS": {"ttl": 5}})
+    backend = HerdlessCache("", {"OPTIONS": {"MAX_ENTRIES": 10, "CULL_FREQUENCY": 2}})
+    for i in range(50):
+        backend.set(f"k{i}", i)
+    assert backend.herdless.metrics().entries <= 10
+
+
+def test_django_key_warnings_still_apply() -> None:
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        cache.set("has space", 1)
+        assert cache.get("has space") == 1
+    assert any("memcached" in str(w.message) for w in seen)
