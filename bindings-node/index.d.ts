@@ -119,6 +119,12 @@ export declare class Cache {
    */
   importHotKeys(json: string): Array<string>
   /**
+   * Sets (or, with null, removes) the observer of loader calls (`herdless/opentelemetry`):
+   * each load calls `observer(key, background, fn, bound)`, which runs the loader `fn`
+   * (with `bound`, `[this, ...args]`, when given) and returns its result. Not a stable API.
+   */
+  _setLoadObserver(observer: ((key: string, background: boolean, fn: (...args: unknown[]) => unknown, bound?: unknown[]) => unknown) | null): void
+  /**
    * Internal counts for leak tests (values held, calls pending, loads in flight). Not a
    * stable API.
    */

@@ -61,7 +61,8 @@ function register(target, options = {}) {
       get() {
         const now = read().get(family) || { help: f.help, type: f.type, samples: [] }
         return {
-          name: family,
+          // prom-client renames a counter for OpenMetrics (without `_total`) on this object.
+          name: this.name,
           help: now.help,
           type: now.type,
           aggregator: 'sum',

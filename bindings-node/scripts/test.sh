@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Builds the Node binding and runs all of its checks, from a fresh machine:
-#   npm ci (the pinned dev tools of package-lock.json: the napi CLI, TypeScript), the addon
-#   in release with the napi CLI (index.d.ts regenerated from the Rust doc comments and
+#   npm ci (the pinned dev tools of package-lock.json: the napi CLI, TypeScript, the
+#   frameworks of the integrations), the addon as it ships (scripts/package addon: release,
+#   linked by zig for glibc 2.17; index.d.ts regenerated from the Rust doc comments and
 #   checked to be the committed one), cargo fmt and clippy on the binding crate,
 #   tsc --noEmit on the typing tests, node --test (the Redis tests start a private
 #   redis-server; the cross-language one also runs the Rust fleet worker, built here, and the
-#   Python binding's venv when it exists), and the install paths of a fresh Node project
-#   (scripts/install-test.sh).
+#   Python binding's venv when it exists), and the install from the source folder
+#   (scripts/install-test.sh; the packed tarballs are installed by test-all's package
+#   section).
 # Idempotent; re-runs skip npm ci while package-lock.json is unchanged and reuse cargo's
 # build cache (CARGO_TARGET_DIR, default <repo>/target/node).
 # HERDLESS_NODE_SKIP_INSTALL_TEST=1 skips the install paths (they rebuild from a clean export).
@@ -19,24 +21,16 @@ cd "$here"
 
 step() { printf '\n== node binding: %s\n' "$*"; }
 
-stamp="node_modules/.herdless-lock.sha256"
-want="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
-  step "npm ci (dev tools pinned by package-lock.json)"
-  # --ignore-scripts: the addon is built by the next step, once.
-  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
-  echo "$want" >"$stamp"
-fi
-
 step "cargo fmt --check"
 cargo fmt --manifest-path Cargo.toml -- --check
 step "cargo clippy -D warnings"
 cargo clippy --quiet --manifest-path Cargo.toml --all-targets --locked -- -D warnings
 
-step "building the addon (napi build --release)"
+# The very addon scripts/package ships (in its platform package), built once per test-all run.
+step "building the addon (scripts/package addon: napi build --release, zig, glibc 2.17)"
 mkdir -p "$CARGO_TARGET_DIR"
 cp index.d.ts "$CARGO_TARGET_DIR/index.d.ts.committed"
-npx --no-install napi build --platform --release --no-js --dts index.d.ts
+HERDLESS_NODE_TARGET="$CARGO_TARGET_DIR" "$root/scripts/package" addon
 if ! diff -u "$CARGO_TARGET_DIR/index.d.ts.committed" index.d.ts; then
   echo "index.d.ts changed when regenerated from the Rust doc comments: commit the new one" >&2
   exit 1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Python binding and runs all of its checks, from a fresh machine:
-#   a venv with the pinned tools (requirements-dev.txt), the abi3 manylinux wheel of dist/
-#   (built by scripts/package, the one that ships) installed into it, cargo fmt and clippy, mypy --strict on the package, mypy.stubtest on the
-#   hand-written stubs, and pytest (extra arguments are passed to pytest). The Redis tests
+#   a venv with the pinned tools (requirements-dev.txt), the abi3 manylinux wheel as it
+#   ships (scripts/package wheel, into dist/) installed into it, cargo fmt and clippy,
+#   mypy --strict on the package, mypy.stubtest on the hand-written stubs, and pytest (extra arguments are passed to pytest). The Redis tests
 #   start private redis-server instances (skipped, loudly, when redis-server is missing;
 #   failed under CI=true), and the cross-language one runs the Rust `fleet_worker`.
 # Idempotent; re-runs reuse the venv (reinstalled only when requirements-dev.txt changes) and
@@ -24,7 +24,7 @@ cargo clippy --quiet --manifest-path "$here/Cargo.toml" --all-targets --locked -
 
 # The very wheel scripts/package ships (dist/), built once per test-all run.
 step "building the wheel (scripts/package wheel: maturin --release --zig, manylinux2014)"
-"$root/scripts/package" wheel
+HERDLESS_PY_TARGET="$CARGO_TARGET_DIR" "$root/scripts/package" wheel
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall \
   --no-deps "$root"/dist/herdless-*.whl
 
