@@ -1,0 +1,6 @@
+"""Imports the example app from this folder."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
