@@ -98,6 +98,8 @@ pub mod jitter;
 pub mod key;
 mod lookup;
 pub mod metrics;
+#[cfg(feature = "opentelemetry")]
+pub mod otel;
 #[cfg(feature = "std")]
 mod park;
 mod rng;

@@ -77,14 +77,19 @@ fn every_dashboard_query_names_a_metric_the_exporter_emits() {
         .unwrap();
     for _ in 0..3 {
         cache
-            .get_or_load("users:v1:#1", || Ok::<_, std::io::Error>(Some("Ada".into())))
+            .get_or_load("users:v1:#1", || {
+                Ok::<_, std::io::Error>(Some("Ada".into()))
+            })
             .unwrap();
     }
     let scrape = cache.prometheus();
     let emitted = emitted(&scrape);
     for expr in &exprs {
         let names = metric_names(expr);
-        assert!(!names.is_empty(), "a query names no herdless metric: {expr}");
+        assert!(
+            !names.is_empty(),
+            "a query names no herdless metric: {expr}"
+        );
         for name in names {
             assert!(
                 emitted.contains(&name),
