@@ -78,7 +78,12 @@ impl Loader {
             None => js.undefined()?,
             Some(b) => b.get(js)?,
         };
-        let args = [js.string(key)?, js.bool(background)?, self.func.get(js)?, bound];
+        let args = [
+            js.string(key)?,
+            js.bool(background)?,
+            self.func.get(js)?,
+            bound,
+        ];
         js.call(observer, js.undefined()?, &args)
     }
 }

@@ -59,7 +59,9 @@ impl Loader {
                 let mut all = vec![f.into_bound(py)];
                 all.extend(args.bind(py).iter());
                 let all = PyTuple::new(py, all)?;
-                Ok(partial.call(all, kwargs.as_ref().map(|k| k.bind(py)))?.unbind())
+                Ok(partial
+                    .call(all, kwargs.as_ref().map(|k| k.bind(py)))?
+                    .unbind())
             }
         }
     }

@@ -8,9 +8,9 @@ import time
 import warnings
 from typing import Any
 
-import django
+import django  # type: ignore[import-untyped]
 import pytest
-from django.conf import settings
+from django.conf import settings  # type: ignore[import-untyped]
 
 if not settings.configured:
     settings.configure(
@@ -36,11 +36,11 @@ if not settings.configured:
     )
     django.setup()
 
-from django.core.cache import cache, caches  # noqa: E402
-from django.core.exceptions import ImproperlyConfigured  # noqa: E402
-from django.http import HttpRequest, JsonResponse  # noqa: E402
-from django.test import Client  # noqa: E402
-from django.urls import path  # noqa: E402
+from django.core.cache import cache, caches  # type: ignore[import-untyped]  # noqa: E402
+from django.core.exceptions import ImproperlyConfigured  # type: ignore[import-untyped]  # noqa: E402
+from django.http import HttpRequest, JsonResponse  # type: ignore[import-untyped]  # noqa: E402
+from django.test import Client  # type: ignore[import-untyped]  # noqa: E402
+from django.urls import path  # type: ignore[import-untyped]  # noqa: E402
 
 from herdless import ABSENT, Cache  # noqa: E402
 from herdless.contrib.django import HerdlessCache  # noqa: E402

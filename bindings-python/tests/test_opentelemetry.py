@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -38,9 +38,9 @@ def points(reader: InMemoryMetricReader) -> dict[str, list[tuple[dict[str, Any],
         for sm in rm.scope_metrics:
             for m in sm.metrics:
                 for p in m.data.data_points:
-                    value = getattr(p, "value", None)
-                    if value is None:
-                        value = (p.count, p.sum)  # a histogram point
+                    value: Any = (
+                        (p.count, p.sum) if isinstance(p, HistogramDataPoint) else getattr(p, "value")
+                    )
                     out.setdefault(m.name, []).append((dict(p.attributes or {}), value))
     return out
 

@@ -73,6 +73,8 @@
 //!
 //! `std` (default): the system clock, the blocking API, parking_lot locks. Without it the
 //! crate is `no_std` + `alloc`: bring a [`Clock`] and drive [`Cache::lookup`] or the async API.
+//! `opentelemetry` (off): the cache's metrics as OpenTelemetry observable instruments and a
+//! span per loader call, in `otel` (the `opentelemetry` crate; implies `std`).
 
 #![cfg_attr(not(feature = "std"), no_std)]
 #![warn(missing_docs)]

@@ -106,7 +106,7 @@ class Cache:
     @property
     def _load_observer(self) -> Callable[[str, bool, Callable[[], Any]], Any] | None: ...
     def _set_load_observer(
-        self, observer: Callable[[str, bool, Callable[[], Any]], Any] | None, /
+        self, observer: Callable[[str, bool, Callable[[], Any]], Any] | None
     ) -> None: ...
     def _lookup(
         self, key: str, ttl: float | None = None, retry: _Retry | None = None

@@ -105,7 +105,7 @@ def instrument(
         return callback
 
     def counter_reader(field: str) -> Callable[[Any], float]:
-        return lambda ns: getattr(ns.counters, field)  # type: ignore[no-any-return]
+        return lambda ns: getattr(ns.counters, field)
 
     for field, help_text in _native.COUNTERS:
         meter.create_observable_counter(
