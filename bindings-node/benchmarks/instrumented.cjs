@@ -24,11 +24,11 @@ const reader = new PeriodicExportingMetricReader({
   exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
   exportIntervalMillis: 3_600_000,
 })
-require('herdless/opentelemetry').instrument(on, {
+require('../lib/opentelemetry.js').instrument(on, {
   meterProvider: new MeterProvider({ readers: [reader] }),
   tracerProvider: new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())] }),
 })
-require('herdless/prometheus').register(on, { registry: new client.Registry() })
+require('../lib/prometheus.js').register(on, { registry: new client.Registry() })
 
 const key = 'bench:v1:item:#42'
 const value = { id: 42 }

@@ -11,7 +11,8 @@
 #   section).
 # Idempotent; re-runs skip npm ci while package-lock.json is unchanged and reuse cargo's
 # build cache (CARGO_TARGET_DIR, default <repo>/target/node).
-# HERDLESS_NODE_SKIP_INSTALL_TEST=1 skips the install paths (they rebuild from a clean export).
+# HERDLESS_NODE_SKIP_INSTALL_TEST=1 skips the install from the source folder (it rebuilds from a
+# clean export).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -61,8 +62,8 @@ step "node --test"
 node --test test/
 
 if [ "${HERDLESS_NODE_SKIP_INSTALL_TEST:-}" = 1 ]; then
-  step "install paths: SKIPPED (HERDLESS_NODE_SKIP_INSTALL_TEST=1)"
+  step "install from the source folder: SKIPPED (HERDLESS_NODE_SKIP_INSTALL_TEST=1)"
 else
-  step "install paths (a fresh project: packed tarball, source folder)"
+  step "install from the source folder (a fresh project)"
   bash scripts/install-test.sh
 fi
