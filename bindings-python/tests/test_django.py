@@ -235,3 +235,30 @@ def test_django_key_warnings_still_apply() -> None:
         cache.set("has space", 1)
         assert cache.get("has space") == 1
     assert any("memcached" in str(w.message) for w in seen)
+
+
+def test_a_fleet_alias_shares_loads_and_clears_across_processes() -> None:
+    # Two engines on one shared tier (memory:// stands for a Redis): two processes' aliases.
+    a = HerdlessCache("memory://django-fleet", {"KEY_PREFIX": "fleet", "OPTIONS": {"lease": 5}})
+    b = HerdlessCache("memory://django-fleet", {"KEY_PREFIX": "fleet", "OPTIONS": {"lease": 6}})
+    assert a.herdless is not b.herdless
+    calls = []
+    start = threading.Barrier(8)
+
+    def load() -> dict[str, int]:
+        calls.append(1)
+        time.sleep(0.1)
+        return {"n": 1}
+
+    def get(backend: HerdlessCache) -> None:
+        start.wait()
+        assert backend.get_or_set("shared", load) == {"n": 1}
+
+    threads = [threading.Thread(target=get, args=(x,)) for x in (a, b) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    a.clear()  # a bump of the namespace, seen by the other process
+    assert b.get("shared") is None

@@ -7,7 +7,7 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from herdless import Cache
-from herdless.contrib.prometheus import HerdlessCollector
+from herdless.contrib.prometheus import HerdlessCollector, register
 
 
 def samples(text: str) -> set[tuple[str, tuple[tuple[str, str], ...], float]]:
@@ -54,7 +54,8 @@ def test_several_caches_are_told_apart_by_a_label() -> None:
     pages, sessions = busy_cache("prom-pages"), Cache()
     sessions.get_or_load("sessions:abc", lambda: 1)
     registry = CollectorRegistry()
-    registry.register(HerdlessCollector({"pages": pages, "sessions": sessions}))
+    collector = register({"pages": pages, "sessions": sessions}, registry=registry)
+    assert isinstance(collector, HerdlessCollector)
     got = samples(generate_latest(registry).decode())
     assert ("herdless_loads_total", (("cache", "pages"), ("namespace", "users")), 1.0) in got
     assert ("herdless_loads_total", (("cache", "sessions"), ("namespace", "sessions")), 1.0) in got
@@ -66,3 +67,14 @@ def test_the_collector_takes_caches_only() -> None:
         HerdlessCollector("not a cache")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         HerdlessCollector({"x": object()})  # type: ignore[dict-item]
+
+
+def test_register_defaults_to_the_global_registry() -> None:
+    from prometheus_client import REGISTRY
+
+    cache = busy_cache("prom-global")
+    collector = register(cache)
+    try:
+        assert 'herdless_loads_total{namespace="users"} 1.0' in generate_latest(REGISTRY).decode()
+    finally:
+        REGISTRY.unregister(collector)

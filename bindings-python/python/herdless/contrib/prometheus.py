@@ -1,15 +1,15 @@
 """herdless's metrics on a ``prometheus_client`` registry, beside the service's own.
 
-    from prometheus_client import REGISTRY
-    from herdless.contrib.prometheus import HerdlessCollector
+    from herdless.contrib.prometheus import register
 
-    REGISTRY.register(HerdlessCollector(cache))
+    register(cache)                 # prometheus_client.REGISTRY, beside the service's metrics
+    register({"pages": pages, "sessions": sessions}, registry=my_registry)
 
 The collector re-reads ``cache.prometheus()`` at each scrape, so the series, their names,
 help and types are exactly those of the text exposition in every language (the engine
 decides them); nothing is counted twice and nothing runs between scrapes. Several caches
-share one collector, each series labelled ``cache="<name>"``:
-``HerdlessCollector({"pages": pages, "sessions": sessions})``.
+share one collector, each series labelled ``cache="<name>"``. ``register`` is
+``registry.register(HerdlessCollector(...))``.
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
-from prometheus_client.registry import Collector
+from prometheus_client.registry import REGISTRY, Collector, CollectorRegistry
 from prometheus_client.samples import Sample
 
 from .._native import Cache
 
-__all__ = ["HerdlessCollector"]
+__all__ = ["HerdlessCollector", "register"]
 
 
 class HerdlessCollector(Collector):
@@ -53,3 +53,17 @@ class HerdlessCollector(Collector):
                     labels = s.labels if name is None else {**s.labels, self._label: name}
                     merged.samples.append(Sample(s.name, labels, s.value, s.timestamp, s.exemplar))
         return list(families.values())
+
+
+def register(
+    cache: Cache | Mapping[str, Cache],
+    *,
+    registry: CollectorRegistry | None = None,
+    label: str = "cache",
+) -> HerdlessCollector:
+    """Registers a :class:`HerdlessCollector` of ``cache`` (or of named caches) with
+    ``registry`` (default: ``prometheus_client.REGISTRY``) and returns it (``unregister``
+    it from the registry to stop)."""
+    collector = HerdlessCollector(cache, label=label)
+    (REGISTRY if registry is None else registry).register(collector)
+    return collector
