@@ -53,8 +53,8 @@ pub use clock::SimClock;
 pub use origin::{OriginConfig, OriginError, OriginStats, SimValue};
 pub use report::{Outcome, Row, markdown, table, total};
 pub use scenario::{
-    ColdRestart, Fleet, HotKey, IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive, MassExpiry,
-    MissStorm, Run, Scenario, XfetchStudy, comparison,
+    ColdRestart, FLEET_KEY, Fleet, HotKey, IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive,
+    MassExpiry, MissStorm, Run, Scenario, XfetchStudy, comparison,
 };
 pub use strategy::{Knobs, Strategy};
 
