@@ -93,6 +93,10 @@ pub struct Side {
     pub origin_calls: f64,
     /// Requests answered with an error.
     pub errors: f64,
+    /// Lookups the processes' L1s could not answer (the engines' `misses`). The real
+    /// fleet's count includes each process's first read (its L1 starts empty; the
+    /// simulator's starts with the prefilled value).
+    pub misses: f64,
     /// p50, p90, p99, max, in ms.
     pub latency_ms: [f64; 4],
 }
@@ -140,6 +144,7 @@ pub fn model(scenario: &Scenario, strategy: Strategy, seeds: u64) -> Model {
         side.requests += out.row.requests as f64 / n;
         side.origin_calls += out.row.origin_calls as f64 / n;
         side.errors += (out.row.errors + out.row.timeouts) as f64 / n;
+        side.misses += out.row.misses as f64 / n;
         let [p50, p90, p99, _, max] = out.latency_ms;
         for (acc, v) in side.latency_ms.iter_mut().zip([p50, p90, p99, max]) {
             *acc += v / n;
@@ -243,6 +248,7 @@ impl RealFleet {
             side.requests += count(result, "requests") as f64;
             side.errors += count(result, "err") as f64;
             side.origin_calls += count(result, "loader_calls") as f64;
+            side.misses += count(result, "misses") as f64;
             late_p99_ms = late_p99_ms.max(count(result, "late_p99_us") as f64 / 1e3);
             if first_error.is_none() && count(result, "err") > 0 {
                 first_error = Some(result.to_owned());
@@ -355,9 +361,9 @@ fn diff(real: f64, model: f64) -> String {
 pub fn markdown(rows: &[Compared], t: Tolerance) -> String {
     let mut out = String::from(
         "| strategy | requests real / model | origin calls real | model (seeds' range) | diff | \
-         p50 real / model | p90 real / model | p99 real / model | max real / model | \
-         real arrivals late, p99 | within goals |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+         L1 misses real / model | p50 real / model | p90 real / model | p99 real / model | \
+         max real / model | real arrivals late, p99 | within goals |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for c in rows {
         let (r, m) = (&c.real.side, &c.model.side);
@@ -370,7 +376,7 @@ pub fn markdown(rows: &[Compared], t: Tolerance) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {:.0} / {:.0} | {} | {:.1} ({}-{}) | {} | {} | {} | {} | {} | {} ms | {} |",
+            "| {} | {:.0} / {:.0} | {} | {:.1} ({}-{}) | {} | {:.0} / {:.0} | {} | {} | {} | {} | {} ms | {} |",
             c.strategy.name(),
             r.requests,
             m.requests,
@@ -379,6 +385,8 @@ pub fn markdown(rows: &[Compared], t: Tolerance) -> String {
             c.model.origin_range.0,
             c.model.origin_range.1,
             diff(r.origin_calls, m.origin_calls),
+            r.misses,
+            m.misses,
             lat(0),
             lat(1),
             lat(2),

@@ -12,7 +12,7 @@
 //!   `HL_DURATION_MS` (seeded by `HL_SEED`), each a `get_or_load_async` of the key through a
 //!   tiered cache with `HL_TTL_MS`, `HL_GRACE_MS`, `HL_BETA` and no jitter, whose loader
 //!   sleeps `HL_LOADER_MS`. Prints `RESULT requests=.. ok=.. err=.. loader_calls=..
-//!   late_p99_us=..` and `LATENCY_US ..` (see `traffic.rs`): the real side of the
+//!   misses=.. late_p99_us=..` and `LATENCY_US ..` (see `traffic.rs`): the real side of the
 //!   simulator's fleet comparison.
 //!
 //! `HL_LEASE_MS`, `HL_WAIT_MS` set the lease and wait timeout.

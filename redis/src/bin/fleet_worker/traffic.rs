@@ -55,8 +55,8 @@ struct Answer {
     late: Duration,
 }
 
-/// Sends the traffic, then prints `RESULT requests=.. ok=.. err=.. loader_calls=..
-/// late_p99_us=.. first_error=..` and `LATENCY_US <one figure per request>` (microseconds
+/// Sends the traffic, then prints `RESULT requests=.. ok=.. err=.. loader_calls=.. misses=..
+/// late_p99_us=.. first_error=..` (`misses`: the L1's) and `LATENCY_US <one figure per request>` (microseconds
 /// from the call to its answer).
 pub(crate) fn run(backend: RedisBackend, key: String, lease: Duration, wait: Duration) {
     let plan = Plan::from_env();
@@ -81,7 +81,8 @@ pub(crate) fn run(backend: RedisBackend, key: String, lease: Duration, wait: Dur
     // Background refreshes started by the last requests publish before this process goes:
     // a lock left behind would make the other processes wait for its lease.
     std::thread::sleep(plan.loader * 2 + Duration::from_millis(200));
-    report(&answers, calls.load(Ordering::SeqCst));
+    let misses = cache.metrics().0.total().misses;
+    report(&answers, calls.load(Ordering::SeqCst), misses);
 }
 
 async fn send(
@@ -139,7 +140,7 @@ async fn send(
     answers
 }
 
-fn report(answers: &[Answer], loader_calls: u64) {
+fn report(answers: &[Answer], loader_calls: u64, misses: u64) {
     let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let mut late: Vec<u64> = answers.iter().map(|a| us(a.late)).collect();
     late.sort_unstable();
@@ -151,7 +152,7 @@ fn report(answers: &[Answer], loader_calls: u64) {
     // Failed requests too, as the simulator counts them.
     let latencies: Vec<String> = answers.iter().map(|a| us(a.latency).to_string()).collect();
     println!(
-        "RESULT requests={} ok={} err={} loader_calls={loader_calls} late_p99_us={late_p99} first_error={:?}",
+        "RESULT requests={} ok={} err={} loader_calls={loader_calls} misses={misses} late_p99_us={late_p99} first_error={:?}",
         answers.len(),
         answers.len() - errors.len(),
         errors.len(),
