@@ -17,6 +17,9 @@ use std::time::Duration;
 
 use compare::{Compared, STRATEGIES, Scenario, Tolerance};
 
+/// Seeds the model is run with (its figures are their means).
+const SEEDS: u64 = 20;
+
 fn main() {
     if !common::redis_available() {
         return;
@@ -35,7 +38,10 @@ fn main() {
         beta: 1.0,
     };
     let server = common::Server::start();
-    println!("{}\n", scenario.describe());
+    println!(
+        "{}\nmodel: herdless-sim's fleet scenario, fleet-wide, mean of {SEEDS} seeds\n",
+        scenario.describe()
+    );
     let mut rows = Vec::new();
     for strategy in STRATEGIES {
         let fleet = compare::start(
@@ -46,7 +52,7 @@ fn main() {
             compare::start_in(Duration::from_millis(1500)),
         );
         let real = fleet.finish();
-        let model = compare::model(&scenario, strategy, 20);
+        let model = compare::model(&scenario, strategy, SEEDS);
         rows.push(Compared {
             strategy,
             real,
