@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use arrayvec::ArrayString;
 use herdless::key::{MAX_DEPTH, MAX_VALUES, ParsedKey, parse};
 use herdless::{KeyBuilder as CoreKeyBuilder, Param};
 use pyo3::prelude::*;
@@ -310,6 +311,57 @@ impl Keyer {
     }
 }
 
+/// Where [`Keyer::write_key`] writes a key.
+pub(crate) trait KeyOut {
+    /// Appends `s`.
+    fn push_str(&mut self, s: &str);
+}
+
+impl KeyOut for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+}
+
+/// Keys up to this many bytes are written on the stack.
+const INLINE_KEY: usize = 256;
+
+/// A key written for one call: on the stack (no allocation, no thread-local state) up to
+/// [`INLINE_KEY`] bytes, in a `String` past that.
+pub(crate) struct InlineKey {
+    inline: ArrayString<INLINE_KEY>,
+    /// The whole key, once it outgrew `inline`.
+    heap: Option<String>,
+}
+
+impl InlineKey {
+    /// An empty key.
+    pub(crate) fn new() -> Self {
+        Self {
+            inline: ArrayString::new(),
+            heap: None,
+        }
+    }
+
+    /// The key written so far.
+    pub(crate) fn as_str(&self) -> &str {
+        self.heap.as_deref().unwrap_or(&self.inline)
+    }
+}
+
+impl KeyOut for InlineKey {
+    fn push_str(&mut self, s: &str) {
+        if let Some(h) = &mut self.heap {
+            h.push_str(s);
+        } else if self.inline.try_push_str(s).is_err() {
+            let mut h = String::with_capacity(2 * (self.inline.len() + s.len()));
+            h.push_str(&self.inline);
+            h.push_str(s);
+            self.heap = Some(h);
+        }
+    }
+}
+
 impl Keyer {
     /// The key of a call with these arguments.
     pub(crate) fn key(
@@ -322,37 +374,44 @@ impl Keyer {
         Ok(out)
     }
 
-    /// Writes the key of a call into `out` (which the caller may reuse between calls).
+    /// Writes the key of a call into `out`.
     pub(crate) fn write_key(
         &self,
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
-        out: &mut String,
+        out: &mut impl KeyOut,
     ) -> PyResult<()> {
+        // Asked once: under the stable ABI each is a call into the interpreter.
+        let given = args.len();
         match kwargs {
             Some(k) if !k.is_empty() => out.push_str(&self.key_bound(args, Some(k))?),
-            _ if args.len() > self.positional => out.push_str(&self.key_bound(args, None)?),
-            _ => self.write_positional(args, out)?,
+            _ if given > self.positional => out.push_str(&self.key_bound(args, None)?),
+            _ => self.write_positional(args, given, out)?,
         }
         Ok(())
     }
 
-    /// The hit path: positional arguments only, written straight into `out`.
-    fn write_positional(&self, args: &Bound<'_, PyTuple>, out: &mut String) -> PyResult<()> {
+    /// The hit path: `given` positional arguments only, written straight into `out`.
+    fn write_positional(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        given: usize,
+        out: &mut impl KeyOut,
+    ) -> PyResult<()> {
         let py = args.py();
-        out.reserve(self.prefix.len() + 24 * self.order.len());
         out.push_str(&self.prefix);
         for (&i, head) in self.order.iter().zip(&self.heads) {
             out.push_str(head);
             let spec = &self.specs[i];
-            if i < args.len() {
-                let v = args.get_item(i)?;
+            if i < given {
+                // Borrowed from the tuple: no reference taken and dropped per argument.
+                let v = args.get_borrowed_item(i)?;
                 // An exact int that fits 64 bits (the common id): its canonical text is `#`
                 // and its decimal digits (`Param::to_canonical`), written in place without an
                 // allocation. The equivalence with the builder is tested on random calls.
                 if v.is_exact_instance_of::<PyInt>() {
                     if let Ok(n) = v.extract::<i64>() {
-                        out.push('#');
+                        out.push_str("#");
                         out.push_str(itoa::Buffer::new().format(n));
                         continue;
                     }
