@@ -1,5 +1,5 @@
 //! `@cache.cached(...)` on a sync function: a native callable, so that a hit costs a key
-//! written on the stack and one lookup, and a cached method bound to an instance.
+//! written into a reusable buffer and one lookup, and a cached method bound to an instance.
 
 use std::time::Duration;
 
@@ -9,7 +9,6 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::blocking::{Engine, Loader, get_or_load, get_or_load_from};
 use crate::cache::{Cache, call_ttl};
-use crate::keys::{InlineKey, Keyer};
 use crate::value::to_caller;
 
 /// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through
@@ -22,8 +21,22 @@ pub(crate) struct CachedFunction {
     ttl: Option<Duration>,
 }
 
+thread_local! {
+    static KEY_BUFFER: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
+/// Keys longer than this are not kept in the per-thread buffer (no memory held for outliers).
+const MAX_KEY_BUFFER: usize = 4096;
+
+/// Returns a key buffer to this thread, unless it grew too large to keep.
+fn give_back(key: String) {
+    if key.capacity() <= MAX_KEY_BUFFER {
+        KEY_BUFFER.with(|b| b.set(key));
+    }
+}
+
 enum KeyFn {
-    Native(Py<Keyer>),
+    Native(Py<crate::keys::Keyer>),
     Python(Py<PyAny>),
 }
 
@@ -61,7 +74,7 @@ impl CachedFunction {
         keyer: Bound<'_, PyAny>,
         ttl: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let keyer = match keyer.cast::<Keyer>() {
+        let keyer = match keyer.cast::<crate::keys::Keyer>() {
             Ok(k) => KeyFn::Native(k.clone().unbind()),
             Err(_) => KeyFn::Python(keyer.unbind()),
         };
@@ -91,20 +104,32 @@ impl CachedFunction {
             let key = self.key_of(args, kwargs)?;
             return get_or_load(&self.cache, py, &key, loader, self.ttl);
         };
-        // Written on the stack: a hit allocates nothing for its key.
-        let mut key = InlineKey::new();
-        keyer.get().write_key(args, kwargs, &mut key)?;
-        let key = key.as_str();
-        match self.cache.tt.l1().lookup(key) {
-            // A plain hit is answered here, its answer built where it is returned: the
-            // engine's answer is not moved through the driver's loop (a large value, copied
-            // on the path most calls take).
+        // The key is written into this thread's reusable buffer: a hit allocates nothing
+        // for it. Taken out while in use, so a loader calling a cached function (on this
+        // thread) gets a buffer of its own.
+        let mut key = KEY_BUFFER.with(|b| b.take());
+        key.clear();
+        if let Err(e) = keyer.get().write_key(args, kwargs, &mut key) {
+            give_back(key);
+            return Err(e);
+        }
+        match self.cache.tt.l1().lookup(&key) {
+            // A plain hit is answered here, its answer built where it is returned: neither
+            // the engine's answer nor ours is moved through the driver's loop or held while
+            // the buffer goes back (large values, copied on the path most calls take).
             Ok(Lookup::Hit(Hit {
                 value,
                 refresh: None,
                 ..
-            })) => to_caller(py, value.map(|v| v.value)),
-            step => get_or_load_from(&self.cache, py, key, step, loader, self.ttl),
+            })) => {
+                give_back(key);
+                to_caller(py, value.map(|v| v.value))
+            }
+            step => {
+                let answer = get_or_load_from(&self.cache, py, &key, step, loader, self.ttl);
+                give_back(key);
+                answer
+            }
         }
     }
 

@@ -4,7 +4,6 @@
 
 use std::borrow::Cow;
 
-use arrayvec::ArrayString;
 use herdless::key::{MAX_DEPTH, MAX_VALUES, ParsedKey, parse};
 use herdless::{KeyBuilder as CoreKeyBuilder, Param};
 use pyo3::prelude::*;
@@ -311,57 +310,6 @@ impl Keyer {
     }
 }
 
-/// Where [`Keyer::write_key`] writes a key.
-pub(crate) trait KeyOut {
-    /// Appends `s`.
-    fn push_str(&mut self, s: &str);
-}
-
-impl KeyOut for String {
-    fn push_str(&mut self, s: &str) {
-        String::push_str(self, s);
-    }
-}
-
-/// Keys up to this many bytes are written on the stack.
-const INLINE_KEY: usize = 256;
-
-/// A key written for one call: on the stack (no allocation, no thread-local state) up to
-/// [`INLINE_KEY`] bytes, in a `String` past that.
-pub(crate) struct InlineKey {
-    inline: ArrayString<INLINE_KEY>,
-    /// The whole key, once it outgrew `inline`.
-    heap: Option<String>,
-}
-
-impl InlineKey {
-    /// An empty key.
-    pub(crate) fn new() -> Self {
-        Self {
-            inline: ArrayString::new(),
-            heap: None,
-        }
-    }
-
-    /// The key written so far.
-    pub(crate) fn as_str(&self) -> &str {
-        self.heap.as_deref().unwrap_or(&self.inline)
-    }
-}
-
-impl KeyOut for InlineKey {
-    fn push_str(&mut self, s: &str) {
-        if let Some(h) = &mut self.heap {
-            h.push_str(s);
-        } else if self.inline.try_push_str(s).is_err() {
-            let mut h = String::with_capacity(2 * (self.inline.len() + s.len()));
-            h.push_str(&self.inline);
-            h.push_str(s);
-            self.heap = Some(h);
-        }
-    }
-}
-
 impl Keyer {
     /// The key of a call with these arguments.
     pub(crate) fn key(
@@ -374,12 +322,12 @@ impl Keyer {
         Ok(out)
     }
 
-    /// Writes the key of a call into `out`.
+    /// Writes the key of a call into `out` (which the caller may reuse between calls).
     pub(crate) fn write_key(
         &self,
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
-        out: &mut impl KeyOut,
+        out: &mut String,
     ) -> PyResult<()> {
         // Asked once: under the stable ABI each is a call into the interpreter.
         let given = args.len();
@@ -396,9 +344,10 @@ impl Keyer {
         &self,
         args: &Bound<'_, PyTuple>,
         given: usize,
-        out: &mut impl KeyOut,
+        out: &mut String,
     ) -> PyResult<()> {
         let py = args.py();
+        out.reserve(self.prefix.len() + 24 * self.order.len());
         out.push_str(&self.prefix);
         for (&i, head) in self.order.iter().zip(&self.heads) {
             out.push_str(head);
@@ -411,7 +360,7 @@ impl Keyer {
                 // allocation. The equivalence with the builder is tested on random calls.
                 if v.is_exact_instance_of::<PyInt>() {
                     if let Ok(n) = v.extract::<i64>() {
-                        out.push_str("#");
+                        out.push('#');
                         out.push_str(itoa::Buffer::new().format(n));
                         continue;
                     }

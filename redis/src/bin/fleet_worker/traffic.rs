@@ -56,8 +56,8 @@ struct Answer {
 }
 
 /// Sends the traffic, then prints `RESULT requests=.. ok=.. err=.. loader_calls=.. misses=..
-/// late_p99_us=.. first_error=..` (`misses`: the L1's) and `LATENCY_US <one figure per request>` (microseconds
-/// from the call to its answer).
+/// late_p99_us=.. first_error=..` (`misses`: the L1's) and `LATENCY_US <one figure per
+/// request>` (microseconds from the call to its answer).
 pub(crate) fn run(backend: RedisBackend, key: String, lease: Duration, wait: Duration) {
     let plan = Plan::from_env();
     // Jitter off: the simulator's strategies under comparison have none, and the real
@@ -94,6 +94,10 @@ async fn send(
     // Connected before the traffic begins (the simulator's processes are up and warm); the
     // read changes nothing.
     let _ = cache.fleet().read(key).await;
+    // No traffic at all (and no infinite gap to sleep on).
+    if !(plan.rate > 0.0 && plan.rate.is_finite()) {
+        return Vec::new();
+    }
     let start = Instant::now() + Duration::from_millis(plan.start_at_ms.saturating_sub(now_ms()));
     let end = start + plan.duration;
     let mut rng = DefaultRng::seed_from_u64(plan.seed);
