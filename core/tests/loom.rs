@@ -535,3 +535,41 @@ fn wait_timeout_racing_the_completion_ends_the_waiter_once() {
         },
     );
 }
+
+/// 7. A tier's lost notifications (`driver::retain`, run on the tier's listener thread)
+///    while a load runs: the load's result is never stored afterwards (the tier may hold a
+///    newer entry this process was not told of), the entry `retain` keeps stays, and the
+///    waiter still gets the load's value.
+#[test]
+fn retain_during_load_drops_the_result_and_keeps_what_it_keeps() {
+    model(
+        "retain_during_load_drops_the_result_and_keeps_what_it_keeps",
+        || {
+            let clock = ManualClock::new();
+            let cache = cache(&clock);
+            cache.set("ns:kept", 9).unwrap();
+            let guard = lead(&cache);
+            let gate = Arc::new(Gate::default());
+            let waiter = spawn_waiter(&cache, &gate, |_, w| w.wait());
+            gate.until(1);
+            let listener = {
+                let cache = cache.clone();
+                thread::spawn(move || herdless::driver::retain(&cache, |v| v == Some(&9)))
+            };
+            assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+            listener.join().unwrap();
+            match waiter.join().unwrap() {
+                Ok(Waited::Loaded(Some(1))) => {}
+                other => panic!("a waiter got {other:?}"),
+            }
+            // Stored before the retain ran, then dropped by it; or refused after it.
+            assert_eq!(
+                cache.get(KEY),
+                None,
+                "a load overlapping the loss is not kept"
+            );
+            assert_eq!(cache.get("ns:kept"), Some(9), "retain keeps what it keeps");
+            assert_no_flight(&cache);
+        },
+    );
+}
