@@ -21,7 +21,7 @@ use crate::codec::{Codec, PyHost};
 use crate::errors::{PyLoadError, map_error};
 use crate::observe::Observer;
 use crate::shutdown::Busy;
-use crate::value::{PyValue, from_loader, to_caller};
+use crate::value::{Held, PyValue, from_loader, to_caller};
 
 /// The engine as the binding drives it: the fleet engine over its L1, and the codec of its
 /// shared tier (JSON when there is none: it is then never used).
@@ -108,8 +108,20 @@ pub(crate) fn get_or_load(
     loader: impl FnOnce() -> Loader,
     ttl: Option<Duration>,
 ) -> PyResult<Py<PyAny>> {
+    let step = engine.tt.l1().lookup(key);
+    get_or_load_from(engine, py, key, step, loader, ttl)
+}
+
+/// [`get_or_load`] from the first lookup's answer, `step`.
+pub(crate) fn get_or_load_from(
+    engine: &Engine,
+    py: Python<'_>,
+    key: &str,
+    mut step: Result<Lookup<Held>, Error>,
+    loader: impl FnOnce() -> Loader,
+    ttl: Option<Duration>,
+) -> PyResult<Py<PyAny>> {
     let l1 = engine.tt.l1();
-    let mut step = l1.lookup(key);
     loop {
         match step.map_err(|e| map_error(py, e))? {
             Lookup::Hit(hit) => {
