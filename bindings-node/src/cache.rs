@@ -537,7 +537,7 @@ impl Cache {
         Ok(Internals {
             live_values: self.inner.table.live() as f64,
             pending_calls: self.inner.calls() as f64,
-            flights: self.inner.l1.flights_in_progress() as f64,
+            flights: herdless::driver::flights_in_progress(&self.inner.l1) as f64,
         })
     }
 }

@@ -3,8 +3,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use herdless::KeyBuilder;
-use herdless::key::Param;
+use herdless::{KeyBuilder, Param};
 use napi::bindgen_prelude::{FunctionCallContext, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;

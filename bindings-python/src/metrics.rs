@@ -2,7 +2,7 @@
 //! wraps it in dataclasses.
 
 use herdless::MetricsSnapshot;
-use herdless::metrics::{BUCKETS, HistogramSnapshot};
+use herdless::HistogramSnapshot;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -51,12 +51,12 @@ pub(crate) fn redis_to_dict<'py>(
 
 /// Upper bounds of the histogram buckets, in seconds (a last, +Inf bucket is implicit).
 pub(crate) fn buckets() -> &'static [f64] {
-    &BUCKETS
+    &HistogramSnapshot::BUCKETS
 }
 
 /// Every counter's (name, help), in the engine's order.
 pub(crate) fn counter_fields() -> Vec<(&'static str, &'static str)> {
-    herdless::metrics::CounterSnapshot::default()
+    herdless::CounterSnapshot::default()
         .fields()
         .iter()
         .map(|(name, help, _)| (*name, *help))

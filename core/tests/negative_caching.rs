@@ -63,7 +63,7 @@ fn ten_thousand_concurrent_requests_for_a_missing_id_make_one_call() {
         Lookup::Hit(hit) => assert_eq!((hit.value, hit.state), (None, HitState::Fresh)),
         _ => panic!("a cached absence must be a hit"),
     }
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 }
 
 #[test]

@@ -72,7 +72,7 @@ fn race(w: &mut World, write_back: impl FnOnce(&Cache<u64>)) -> (Option<u64>, Op
     let late = w.request();
     w.sim.advance(secs(1));
     let (slow, late) = (slow.take().unwrap(), late.take().unwrap());
-    assert_eq!(w.cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&w.cache), 0);
     (slow, late)
 }
 

@@ -50,7 +50,7 @@ fn without_stale_data_waiters_give_up_with_a_timeout_and_never_load_themselves()
     sim.advance(secs(9));
     assert_eq!(leader.take().unwrap(), Some(1));
     assert_eq!(cache.get(KEY), Some(1));
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 }
 
 #[test]

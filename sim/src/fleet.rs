@@ -101,7 +101,7 @@ pub(crate) async fn load(
                 _ => true,
             };
             if newer {
-                return guard.adopt(s.value, s.fresh_until - now, s.delta);
+                return herdless::driver::adopt(guard, s.value, s.fresh_until - now, s.delta);
             }
         }
         let taken = tier.locks.borrow().get(&key).cloned();

@@ -3,8 +3,9 @@
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use herdless::driver::OriginPermit;
 use herdless::driver::Timer;
-use herdless::{Error, LoadError, LoadGuard, OriginPermit};
+use herdless::{Error, LoadError, LoadGuard};
 
 use super::step::unwrap;
 use super::{Host, Pending, Reply, Step, TwoTier, Versioned};

@@ -225,7 +225,7 @@ fn asked<V: Clone + Send + Sync + 'static>(
         Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => match decode(host, &e) {
             Ok(value) => {
                 let fresh = fresh_left(e.fresh_until_ms);
-                Step::Done(unwrap(guard.adopt(value, fresh, e.load_duration)))
+                Step::Done(unwrap(driver::adopt(guard, value, fresh, e.load_duration)))
             }
             Err(ce) if ce.is_interrupted() => {
                 guard.abandon();
@@ -285,6 +285,6 @@ fn lead<V: Clone + Send + Sync + 'static>(
     let value = stale.value.clone();
     // Stored already stale (within grace): served, and refreshed by whoever reads it next
     // once the detached load has published.
-    let _ = guard.adopt(Some(stale), Duration::ZERO, took);
+    let _ = driver::adopt(guard, Some(stale), Duration::ZERO, took);
     Step::Stale(value, refresh)
 }
