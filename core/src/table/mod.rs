@@ -101,13 +101,17 @@ impl<V> Table<V> {
             )
         });
         let hot = (cfg.hot_keys > 0).then(|| HotKeys::new(cfg.hot_keys, cfg.hot_key_sample));
+        let hasher = hashbrown::DefaultHashBuilder::default();
         Table {
             shards: (0..shards as u64)
-                .map(|i| RwLock::new(Shard::new(per_shard + u64::from(i < extra))))
+                .map(|i| {
+                    let capacity = per_shard + u64::from(i < extra);
+                    RwLock::new(Shard::new(capacity, hasher.clone()))
+                })
                 .collect(),
             shard_mask: shards - 1,
             shard_capacity: per_shard,
-            hasher: Default::default(),
+            hasher,
             namespaces: Namespaces::new(cfg.max_namespaces),
             clock,
             system_clock,

@@ -13,9 +13,9 @@ pub(crate) struct Shard<V> {
 }
 
 impl<V> Shard<V> {
-    pub(crate) fn new(capacity: u64) -> Self {
+    pub(crate) fn new(capacity: u64, hasher: hashbrown::DefaultHashBuilder) -> Self {
         Self {
-            store: Store::new(capacity),
+            store: Store::new(capacity, hasher),
             flights: HashTable::new(),
         }
     }
