@@ -60,10 +60,12 @@ async fn sleep(d: Duration) {
     std::future::poll_fn(|cx| timer.poll_at(&SystemClock, at, cx)).await
 }
 
+/// When a caller called, and when and with what it was answered (`None`: cancelled).
+type Answered = (Instant, Instant, Option<Result<Option<String>, Error>>);
+
 struct Caller {
     cancel: Arc<Cancel>,
-    /// When it called, and when and with what it was answered (`None`: cancelled).
-    thread: JoinHandle<(Instant, Instant, Option<Result<Option<String>, Error>>)>,
+    thread: JoinHandle<Answered>,
 }
 
 #[test]
