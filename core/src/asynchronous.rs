@@ -109,10 +109,11 @@ where
                 }
             },
             Lookup::Lead(mut guard) => {
-                // Without a budget the load starts now, at the lookup's clock reading.
+                // Without a budget the load starts now, at the lookup's clock reading; with
+                // one, a caller that waits for it past its own deadline hands the load over.
                 if !guard.begin_at_lookup() {
                     if let Err(e) = guard.begin().await {
-                        return guard.fail(e);
+                        return guard.give_up(e);
                     }
                 }
                 let loader = loader.take().expect("a caller leads at most once");

@@ -70,10 +70,11 @@ where
                 Waited::Retry(r) => step = lookup::lookup_again(table, key, r, refresh)?,
             },
             Lookup::Lead(mut guard) => {
-                // Without a budget the load starts now, at the lookup's clock reading.
+                // Without a budget the load starts now, at the lookup's clock reading; with
+                // one, a caller that waits for it past its own deadline hands the load over.
                 if !guard.begin_at_lookup() {
                     if let Err(e) = guard.begin_blocking() {
-                        return guard.fail(e);
+                        return guard.give_up(e);
                     }
                 }
                 return run(guard, loader);

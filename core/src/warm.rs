@@ -192,7 +192,7 @@ where
         }
     };
     if let Err(e) = guard.begin_blocking() {
-        return outcome(guard.fail(e));
+        return outcome(guard.give_up(e));
     }
     match catch_unwind(AssertUnwindSafe(|| loader(key))) {
         Ok(r) => outcome(guard.complete(r.map_err(crate::error::load_error))),
@@ -284,7 +284,7 @@ where
         }
     };
     if let Err(e) = guard.begin().await {
-        return outcome(guard.fail(e));
+        return outcome(guard.give_up(e));
     }
     let fut = Box::pin(loader(key.into()));
     outcome(crate::asynchronous::lead(table, guard, fut).await)

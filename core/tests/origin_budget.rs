@@ -189,3 +189,46 @@ fn a_leader_that_got_the_budget_leaves_no_waker_behind_in_the_clock() {
     assert_eq!(probe.wakes(), 1, "no late wake-up");
     second.complete(Ok(Some(2))).unwrap();
 }
+
+/// A leader queued for the budget that gives up at its own deadline hands the load over:
+/// a caller who arrived later keeps waiting until its own deadline (and here gets the value
+/// once the budget frees up), instead of sharing the leader's timeout.
+#[test]
+fn a_leader_giving_up_on_the_budget_leaves_later_callers_their_own_wait() {
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim
+        .builder()
+        .origin_budget(1)
+        .wait_timeout(secs(1))
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    let call = |sim: &Sim, key: &'static str, took, answer| {
+        let (cache, load) = (
+            cache.clone(),
+            origin.loader(&sim.clock, took, Ok(Some(answer))),
+        );
+        sim.spawn(async move { cache.get_or_load_async(key, load).await })
+    };
+    // Another key holds the only share of the budget until 1.5 s.
+    let busy = call(&sim, "other:1", ms(1_500), 0);
+    sim.run();
+    let first = call(&sim, "report:1", ms(100), 1);
+    sim.advance(ms(900));
+    let second = call(&sim, "report:1", ms(100), 2);
+    sim.advance(ms(100));
+    match first.take() {
+        Err(Error::WaitTimeout { waited }) => assert_eq!(waited, secs(1)),
+        other => panic!("the first caller got {other:?}"),
+    }
+    assert!(!second.is_done(), "the second caller waits until 1.9 s");
+    sim.advance(ms(600));
+    assert_eq!(
+        second.take().unwrap(),
+        Some(2),
+        "it led once the budget freed up"
+    );
+    assert_eq!(busy.take().unwrap(), Some(0));
+    assert_eq!(origin.calls(), 2);
+    assert_eq!(cache.metrics().total().wait_timeouts, 1);
+}

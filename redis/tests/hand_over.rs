@@ -1,8 +1,10 @@
 //! `wait_timeout` through the fleet engine counts from a caller's first arrival, however many
 //! leaders go away: five leaders cancelled 0.9 s apart (each one's fleet lock handed back,
-//! a waiter taking the load over), two callers arriving at each hand-over; every caller is
-//! answered with a timeout `wait_timeout` after its own arrival, not after the last
-//! hand-over. Real time, on the in-memory tier (the same engine as on Redis).
+//! a waiter taking the load over), two callers arriving at each hand-over, in two processes
+//! (the other process's callers wait for the fleet lock); every caller is answered with a
+//! timeout `wait_timeout` after its own arrival: not later (after the last hand-over), and
+//! not earlier (when the caller it waited on in its process gave up). Real time, on the
+//! in-memory tier (the same engine as on Redis).
 
 use std::future::Future;
 use std::pin::pin;
@@ -71,18 +73,21 @@ struct Caller {
 #[test]
 fn five_leaders_cancelled_in_turn_do_not_stretch_a_callers_wait() {
     let store = MemoryStore::new();
-    let cache: TieredCache<String, Json> =
+    let process = || -> TieredCache<String, Json> {
         TieredCache::builder(store.backend().build().unwrap(), Json)
             .wait_timeout(WAIT)
             .build()
-            .unwrap();
+            .unwrap()
+    };
+    let caches = [process(), process()];
     // The caller whose loader runs now: the leader to cancel next.
     let leading: Arc<Mutex<Option<usize>>> = Arc::default();
     let mut callers: Vec<Caller> = Vec::new();
     let arrive = |callers: &mut Vec<Caller>, n: usize| {
         for _ in 0..n {
             let (i, cancel) = (callers.len(), Arc::new(Cancel::default()));
-            let (cache, leading, c) = (cache.clone(), leading.clone(), cancel.clone());
+            let cache = caches[i % caches.len()].clone();
+            let (leading, c) = (leading.clone(), cancel.clone());
             let thread = std::thread::spawn(move || {
                 let loader = move || async move {
                     *leading.lock().unwrap() = Some(i);
@@ -125,6 +130,6 @@ fn five_leaders_cancelled_in_turn_do_not_stretch_a_callers_wait() {
             other => panic!("caller {i} got {other:?} after {waited:?}"),
         }
     }
-    let loads = cache.l1().metrics().total().loads;
+    let loads: u64 = caches.iter().map(|c| c.l1().metrics().total().loads).sum();
     assert_eq!(loads, 6, "one loader call per leader, none by a waiter");
 }

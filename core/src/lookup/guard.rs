@@ -208,6 +208,24 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         }
     }
 
+    /// Ends this caller's part when its own wait ran out before the loader could start (for
+    /// the origin budget, or for another process's load: `error` is then
+    /// [`Error::WaitTimeout`]): this caller answers its fail-safe value if any, else
+    /// `error`; the load is handed over, so each waiter looks up again and waits until its
+    /// own deadline, not this caller's. [`fail`](Self::fail) instead gives every waiter the
+    /// error.
+    pub fn give_up(mut self, error: Error) -> Result<Option<V>, Error> {
+        if matches!(error, Error::WaitTimeout { .. }) {
+            self.flight.ns.counters().wait_timeouts.inc();
+        }
+        let (now, took) = self.took();
+        self.end(Outcome::Abandoned, took, now);
+        match self.fallback.serve(&self.flight, now) {
+            Some(v) => Ok(Some(v)),
+            None => Err(error),
+        }
+    }
+
     /// Gives the load up without an answer: waiters look up again and one of them leads.
     pub fn abandon(mut self) {
         let (now, took) = self.took();

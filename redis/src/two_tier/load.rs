@@ -279,6 +279,18 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         release_then(lease, answer)
     }
 
+    /// This caller's own wait ran out before its loader could start (for the origin budget):
+    /// it answers its fail-safe value or `error`, and the load (and the fleet lock) is
+    /// handed over, so each waiter here waits until its own deadline.
+    pub(crate) fn give_up(mut self, error: Error) -> Step<V> {
+        let lease = self.lease.take();
+        let answer = match self.guard.take() {
+            Some(g) => Step::Done(unwrap(g.give_up(error))),
+            None => Step::Done(Err(error)),
+        };
+        release_then(lease, answer)
+    }
+
     /// Gives the load up without an answer (the driver was interrupted): a waiter takes it
     /// over, here and in the fleet.
     pub fn abandon(mut self) {

@@ -160,7 +160,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
             Kind::Ready(answer) => Step::Done(answer),
             Kind::Began { load, began } => match began {
                 Ok(()) => Step::Load(load.started_now()),
-                Err(e) => load.fail(e),
+                Err(e) => load.give_up(e),
             },
             Kind::Published {
                 tt,
@@ -241,7 +241,9 @@ fn asked<V: Clone + Send + Sync + 'static>(
         // Another process found this key's value unshareable: everyone loads for itself
         // until the mark runs out.
         Ok(FleetOutcome::Unshared) => Load::local(tt, guard, ttl, background).begin(),
-        Err(e @ Error::WaitTimeout { .. }) => Step::Done(unwrap(guard.fail(e))),
+        // This caller's wait for the other process ran out: its waiters here, who arrived
+        // later, go on waiting until their own deadlines.
+        Err(e @ Error::WaitTimeout { .. }) => Step::Done(unwrap(guard.give_up(e))),
         // The tier is down or failing (counted by the fleet): this process loads for itself.
         Err(_) => Load::local(tt, guard, ttl, background).begin(),
     }
