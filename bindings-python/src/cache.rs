@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use herdless::Lookup;
+use herdless::{HitState, Lookup};
 use herdless_redis::BuildError;
 use herdless_redis::two_tier::{Get, TwoTier};
 use pyo3::prelude::*;
@@ -27,6 +27,9 @@ pub(crate) struct Cache {
     origin_budget: Option<usize>,
     shared: bool,
 }
+
+/// What `_peek` answers: value, state, age, fresh_until, stale_until, load_duration.
+type PeekTuple = (Py<PyAny>, &'static str, f64, f64, f64, f64);
 
 /// A per-call TTL in seconds, or None for the cache's.
 pub(crate) fn call_ttl(
@@ -268,6 +271,28 @@ impl Cache {
     /// Metrics in Prometheus text exposition format.
     fn prometheus(&self) -> String {
         self.engine.tt.prometheus()
+    }
+
+    /// `key`'s entry in this process's memory, touching nothing, as `(value, state, age,
+    /// fresh_until, stale_until, load_duration)` (seconds; the two ends on the cache's
+    /// clock), or None when there is none (see `herdless.Cache.peek`).
+    fn _peek(&self, py: Python<'_>, key: &str) -> PyResult<Option<PeekTuple>> {
+        let Some(p) = self.engine.tt.l1().peek(key) else {
+            return Ok(None);
+        };
+        let state = match p.state {
+            HitState::Fresh => "fresh",
+            HitState::Stale => "stale",
+            HitState::FailSafe => "fail_safe",
+        };
+        Ok(Some((
+            to_caller(py, p.value.map(|v| v.value))?,
+            state,
+            p.age.as_secs_f64(),
+            p.fresh_until.as_secs_f64(),
+            p.stale_until.as_secs_f64(),
+            p.load_duration.as_secs_f64(),
+        )))
     }
 
     /// Keys loading now (flight records); for tests and leak checks.

@@ -1,8 +1,8 @@
 //! The engine's metrics snapshot as plain Python data; `herdless.Metrics` (pure Python)
 //! wraps it in dataclasses.
 
-use herdless::MetricsSnapshot;
 use herdless::HistogramSnapshot;
+use herdless::MetricsSnapshot;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 

@@ -13,7 +13,7 @@ spreads TTLs (jitter), caches absences, and bounds everything.
 See the README for the full tour.
 """
 
-from ._cache import Cache, Codec, WarmReport
+from ._cache import Cache, Codec, Peek, WarmReport
 from ._decorator import AsyncCachedFunction, Decorator
 from ._detector import Alert, DetectorOptions, HotKey
 from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
@@ -65,6 +65,7 @@ __all__ = [
     "LoaderPanicked",
     "Metrics",
     "NamespaceMetrics",
+    "Peek",
     "TooManyFlights",
     "UnsupportedKeyValue",
     "WaitTimeout",
