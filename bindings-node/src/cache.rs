@@ -11,7 +11,7 @@ use herdless_redis::two_tier::Get;
 use herdless_redis::{BuildError, TierOptions, TwoTier};
 
 use crate::call::{Answer, CallOptions, Loader, Outcome};
-use crate::engine::{EResult, Inner};
+use crate::driver::{EResult, Inner};
 use crate::error::{self, code, type_error};
 use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
 use crate::metrics::{Metrics, snapshot};
@@ -205,7 +205,7 @@ impl Cache {
             let v = inner.table.store(js, value)?;
             inner.tt.set(key.as_str(), v, ttl, &inner.host(js))
         };
-        inner.settle(js)?;
+        inner.run_woken(js)?;
         let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
         inner.op(js, pending, |js, inner, r| {
             answer(js, inner, r, |()| js.undefined())
@@ -217,7 +217,7 @@ impl Cache {
         let key = key_arg(js, key, &mut room)?;
         let inner = &self.inner;
         let r = inner.tt.invalidate(key.as_str());
-        inner.settle(js)?;
+        inner.run_woken(js)?;
         let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
         inner.op(js, pending, |js, inner, r| {
             answer(js, inner, r, |b| js.bool(b))
@@ -573,7 +573,7 @@ impl Cache {
     #[napi(js_name = "_internals")]
     pub fn internals(&self, env: &Env) -> Result<Internals> {
         let js = Js(env.raw());
-        self.inner.settle(js)?;
+        self.inner.run_woken(js)?;
         Ok(Internals {
             live_values: self.inner.table.live() as f64,
             pending_calls: self.inner.calls() as f64,

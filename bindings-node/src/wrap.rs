@@ -10,7 +10,7 @@ use napi_derive::napi;
 
 use crate::cache::rejecting;
 use crate::call::{Answer, CallOptions, Loader};
-use crate::engine::Inner;
+use crate::driver::Inner;
 use crate::error::type_error;
 use crate::js::{Js, RawValue, Ref, Type, Value};
 use crate::key::{build, is_plain_object, param, params, version};

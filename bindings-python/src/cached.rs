@@ -6,14 +6,14 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::blocking::{Engine, Loader, get_or_load};
+use crate::blocking::{Handle, Loader, get_or_load};
 use crate::cache::{Cache, call_ttl};
 
 /// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through
 /// `get_or_load`, natively, so a hit costs a key and a lookup.
 #[pyclass(frozen, dict, module = "herdless", name = "CachedFunction")]
 pub(crate) struct CachedFunction {
-    cache: Engine,
+    cache: Handle,
     func: Py<PyAny>,
     keyer: KeyFn,
     ttl: Option<Duration>,
@@ -70,7 +70,7 @@ impl CachedFunction {
             Err(_) => KeyFn::Python(keyer.unbind()),
         };
         Ok(Self {
-            cache: cache.get().engine.clone(),
+            cache: cache.get().handle.clone(),
             func,
             keyer,
             ttl: call_ttl(py, ttl.as_ref())?,
