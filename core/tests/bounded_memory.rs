@@ -1,4 +1,4 @@
-//! Bounded memory (seed: "negative caching turns a random-key flood into a memory leak"):
+//! Bounded memory (negative caching must not turn a random-key flood into a memory leak):
 //! an attacker asks for random ids that do not exist. Each absence is cached, but entries
 //! stay within capacity (SIEVE evicts the one-hit wonders first), flight records return to
 //! zero, and a small hot set stays resident through the flood.

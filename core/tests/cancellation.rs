@@ -1,4 +1,4 @@
-//! Cancellation (seed: "the leader's client disconnected"): an async request is dropped in
+//! Cancellation (the leader's client disconnected): an async request is dropped in
 //! the middle of its load (a timeout upstream, a closed connection). If it led the load, the
 //! load is handed over: one waiter leads, exactly one new load runs, nobody hangs. If it only
 //! waited, nobody else notices.

@@ -1,4 +1,4 @@
-//! The dogpile (seed: "thundering herd"): a hot key expires while thousands of requests are
+//! The dogpile (the thundering herd): a hot key expires while thousands of requests are
 //! in flight. A naive cache-aside sends every one of them to the origin; herdless sends one.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Loader timeouts (seed: "a hung rebuild holds the lock forever"). Soft timeout: callers
+//! Loader timeouts (a hung rebuild must not hold the key forever). Soft timeout: callers
 //! holding a fail-safe value take it after `soft_timeout`, while the load finishes in the
 //! background and its result is stored. Hard timeout: the load is given up with
 //! `Error::LoadTimeout` for everyone, its result is discarded, and the next call loads again.

@@ -30,7 +30,7 @@ use rand_core::SeedableRng;
 const KEY: &str = "ns:k";
 
 /// Default preemption bound: 2 covers the classic register-versus-finish and
-/// check-then-act races while keeping each model to seconds on two cores.
+/// check-then-act races while keeping each model to seconds.
 const PREEMPTIONS: usize = 2;
 
 /// Runs `f` under every interleaving loom explores and reports how many there were.

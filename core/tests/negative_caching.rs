@@ -1,4 +1,4 @@
-//! Negative caching (seed: the miss storm): requests for an id that does not exist would go
+//! Negative caching (the miss storm): requests for an id that does not exist would go
 //! to the origin every time, since there is nothing to cache. herdless caches the absence
 //! for `negative_ttl`, so the origin sees one call per negative TTL, and a real write
 //! replaces the absence at once.

@@ -1,4 +1,4 @@
-//! The origin budget (seed: "a cold start opens 1,000 connections to a pool of 20"): when
+//! The origin budget (a cold start must not open 1,000 connections to a pool of 20): when
 //! many different keys miss at once, single-flight alone still sends one load per key. With
 //! `origin_budget(20)` at most 20 loader calls run at once; the rest queue, first come first
 //! served, and every key is loaded in the end.

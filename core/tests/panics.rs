@@ -1,4 +1,4 @@
-//! A loader that panics (seed: "the leader died and everyone hung"): every waiter of that
+//! A loader that panics (a dead leader must not hang its waiters): every waiter of that
 //! load gets `Error::LoaderPanicked` at once, the panic goes on in the leader's own caller,
 //! and the next call loads again.
 

@@ -1,4 +1,4 @@
-//! The write race (seed: "a slow rebuild overwrites a fresh write"): a load reads the database,
+//! The write race (a slow rebuild must not overwrite a fresh write): a load reads the database,
 //! the application then writes a new version and invalidates (or sets, or bumps), and only
 //! then does the slow load finish. Its old data must not land in the cache, and callers who
 //! arrive after the write must not be handed it either.

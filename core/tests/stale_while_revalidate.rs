@@ -1,4 +1,4 @@
-//! Stale-while-revalidate (seed: soft and hard TTL): once a hot key passes its TTL, readers
+//! Stale-while-revalidate (a soft and a hard TTL): once a hot key passes its TTL, readers
 //! keep getting the old value at once while exactly one background refresh replaces it.
 //! Nobody waits, the origin sees one call per expiry, and nothing older than ttl + grace is
 //! ever served.

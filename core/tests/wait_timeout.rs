@@ -1,4 +1,4 @@
-//! The waiter policy (seed: "what do the losers do while the winner rebuilds?"): waiters wait
+//! The waiter policy (what the losers do while the winner rebuilds): waiters wait
 //! at most `wait_timeout`, then take the stale value if there is one, else a clear timeout
 //! error. "Every loser calls the loader itself" is never the fallback: the origin still sees
 //! one call.

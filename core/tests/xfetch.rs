@@ -1,4 +1,4 @@
-//! XFetch (seed: probabilistic early expiration, Vattani et al., VLDB 2015): a hot key is
+//! XFetch (probabilistic early expiration, Vattani et al., VLDB 2015): a hot key is
 //! refreshed by one lucky reader shortly before it expires, so under steady load it never
 //! expires at all: no reader ever misses or waits, and the origin sees about one call per
 //! TTL.

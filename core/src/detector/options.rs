@@ -4,7 +4,9 @@ use core::time::Duration;
 
 use crate::error::ConfigError;
 
-/// Options of the stampede detector. `DetectorOptions::default()` is the seed's thresholds.
+/// Options of the stampede detector. `DetectorOptions::default()` are the thresholds of the
+/// fingerprint: misses 5x their steady state, origin p99 10x its p50, lock waits above the
+/// rebuild time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DetectorOptions {
     /// On or off (default on: it costs nothing on the hit path).
