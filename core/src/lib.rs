@@ -43,7 +43,7 @@
 //!    (waiters park; a refresh goes to the cache's [`Spawn`]er), and
 //!    [`Cache::get_or_load_async`] drives it as a future on any executor (timers come from
 //!    the [`Clock`], background work goes to the [`Spawn`]er, e.g. `tokio::spawn`).
-//! 2. **A shared tier (Redis)** — a [`Backend`] sits behind the in-memory table: the local
+//! 2. **A shared tier (Redis)** — a [`Backend`](backend::Backend) sits behind the in-memory table: the local
 //!    leader, one per process, does the fleet-wide part (read L2, take the distributed
 //!    lock with a token and lease, re-read, load, conditional write, notify), so the
 //!    in-process single-flight bounds Redis traffic to one lock attempt per key per process.

@@ -4,7 +4,7 @@ use alloc::string::String;
 use core::fmt;
 
 /// How deeply lists may nest in a key, both when building and when parsing. A binding that
-/// turns its language's values into [`Param`]s checks the depth before it descends, so a
+/// turns its language's values into [`Param`](crate::Param)s checks the depth before it descends, so a
 /// hostile nesting (or a cycle) fails cleanly instead of overflowing the stack.
 pub const MAX_DEPTH: usize = 32;
 
@@ -39,7 +39,7 @@ pub enum KeyError {
     TooDeep,
     /// A key value holds more than [`MAX_VALUES`] values.
     TooManyValues,
-    /// [`parse`] was given text that is not a canonical key.
+    /// [`parse`](crate::key::parse) was given text that is not a canonical key.
     Malformed {
         /// What is wrong with it.
         reason: &'static str,
