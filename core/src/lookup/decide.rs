@@ -89,16 +89,15 @@ fn decide<V: Clone + Send + Sync + 'static>(
     table.detect(n);
     let mut shard = table.shard(hash).write();
     let hung = table.remove_outdated_flight(&mut shard, key, hash, now);
-    let phase = shard.store.get(hash, key).map(|node| node.entry.phase(n));
+    // The entry's phase, and whether a failed load made it back off from loading again.
+    let (phase, backing_off) = shard.store.get(hash, key).map_or((None, false), |node| {
+        (Some(node.entry.phase(n)), n < node.entry.backoff_until)
+    });
     let dead = match phase {
         Some(Phase::Dead) => shard.store.remove(hash, key),
         _ => None,
     };
     let flight = shard.flight(hash, key).cloned();
-    let backing_off = shard
-        .store
-        .get(hash, key)
-        .is_some_and(|node| n < node.entry.backoff_until);
     let result = match phase {
         Some(p @ (Phase::Fresh | Phase::Stale)) => {
             let may_refresh = flight.is_none() && (p == Phase::Stale || early);
