@@ -1,9 +1,9 @@
 //! Loom models of the single-flight table: the real engine (`Cache::lookup`, `LoadGuard`
 //! completion and drop, `Waiter` polling, flight registration and removal), with loom's
-//! locks, atomics and `Arc` swapped in by `core/src/sync.rs` and loom's `block_on` behind
-//! `Waiter::wait` (`core/src/park.rs`). A lost wake-up shows up as a loom deadlock, a leaked
-//! `Arc` (a flight record kept alive by a cycle) as a loom leak, and a flight record left in
-//! the table as `flights_in_progress() != 0` or as a later lookup that does not lead.
+//! locks, atomics, `Arc` and `block_on` (behind `Waiter::wait`) swapped in by
+//! `core/src/sync.rs`. A lost wake-up shows up as a loom deadlock, a leaked `Arc` (a flight
+//! record kept alive by a cycle) as a loom leak, and a flight record left in the table as
+//! `driver::flights_in_progress() != 0` or as a later lookup that does not lead.
 //!
 //! Run (in CI, release mode, a few seconds per model):
 //!

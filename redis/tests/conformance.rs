@@ -217,13 +217,14 @@ fn expect_counter(name: &str, what: &str, want: &Value, got: u64) {
     }
 }
 
+/// The calls of a `load` step: when it started, and each call's answer with when it came.
+type Running = (Instant, Vec<JoinHandle<(Answer, Instant)>>);
+
 fn play(name: &str, scenario: &Value, mut tier: Tier) {
     let n = scenario["processes"].as_u64().unwrap_or(1) as usize;
     let procs: Vec<Cache> = (0..n).map(|_| tier.process(&scenario["cache"])).collect();
     let loads = Arc::new(AtomicUsize::new(0));
-    // Each call answers with when it was answered.
-    let mut running: HashMap<String, (Instant, Vec<JoinHandle<(Answer, Instant)>>)> =
-        HashMap::new();
+    let mut running: HashMap<String, Running> = HashMap::new();
     for step in scenario["steps"].as_array().expect("steps") {
         let p = &procs[step["p"].as_u64().unwrap_or(0) as usize];
         let text = |f: &str| step[f].as_str().unwrap_or_default().to_owned();
