@@ -31,7 +31,8 @@
 //!   key in the background (stale-while-revalidate or XFetch).
 //! - [`Lookup::Lead`]: this caller loads. [`LoadGuard::begin`] waits for the origin budget,
 //!   the caller runs its loader, and [`LoadGuard::complete`] stores the result (unless a
-//!   `set`, `invalidate` or `bump` happened meanwhile) and wakes every waiter with it.
+//!   `set`, `invalidate` or `bump` happened meanwhile) and wakes every waiter with it. A
+//!   leader whose own wait runs out first hands the load over ([`LoadGuard::give_up`]).
 //! - [`Lookup::Wait`]: another caller loads. The [`Waiter`] is a runtime-agnostic `Future`
 //!   (or [`Waiter::wait`] blocks); it ends with the leader's result, its error, a fail-safe
 //!   value, or [`Waited::Retry`] when the leader went away and the load is handed over.
@@ -43,10 +44,11 @@
 //!    (waiters park; a refresh goes to the cache's [`Spawn`]er), and
 //!    [`Cache::get_or_load_async`] drives it as a future on any executor (timers come from
 //!    the [`Clock`], background work goes to the [`Spawn`]er, e.g. `tokio::spawn`).
-//! 2. **A shared tier (Redis)** — a [`Backend`](backend::Backend) sits behind the in-memory table: the local
-//!    leader, one per process, does the fleet-wide part (read L2, take the distributed
-//!    lock with a token and lease, re-read, load, conditional write, notify), so the
-//!    in-process single-flight bounds Redis traffic to one lock attempt per key per process.
+//! 2. **A shared tier (Redis)** — a [`Backend`](backend::Backend) sits behind the in-memory
+//!    table: the local leader, one per process, does the fleet-wide part (read L2, take the
+//!    distributed lock with a token and lease, re-read, load, conditional write, notify),
+//!    so the in-process single-flight bounds Redis traffic to one lock attempt per key per
+//!    process.
 //! 3. **Python** — the binding calls `lookup` with the GIL held (it is fast), runs a Python
 //!    loader on the leading thread or awaits it as a coroutine, and completes the guard;
 //!    sync waiters call [`Waiter::wait`] with the GIL released, asyncio waiters await the
@@ -67,6 +69,8 @@
 //! - Nothing older than `ttl * (1 + jitter / 2) + grace` is served (the jitter spreads a
 //!   TTL up to half its width above it), except fail-safe values (opt-in, up to
 //!   `max_stale`) when a load fails or times out.
+//! - A caller is answered at most `wait_timeout` after it first arrived (with the value, a
+//!   fail-safe value or [`Error::WaitTimeout`]), whichever leaders come and go meanwhile.
 //! - Errors are never cached; every waiter of a failed load gets the same error.
 //! - Memory is bounded: entries (values and absences) by capacity with SIEVE eviction,
 //!   flight records by `max_flights`, namespaces by `max_namespaces`.
