@@ -159,8 +159,8 @@ def main() -> None:
     print(f"python {platform.python_version()} on {platform.machine()}, {sys.platform}")
     print(f"goal 1: Cache.get hit <= 2x lru_cache hit: {get_ns / lru_ns:.2f}x "
           f"-> {'met' if get_ns <= 2 * lru_ns else 'MISSED'}")
-    print(f"goal 2: decorator hit >= 5x faster than cachetools @cached: {ct_ns / dec_ns:.2f}x "
-          f"-> {'met' if ct_ns >= 5 * dec_ns else 'MISSED'}")
+    print(f"goal 2: decorator hit >= 6x faster than cachetools @cached: {ct_ns / dec_ns:.2f}x "
+          f"-> {'met' if ct_ns >= 6 * dec_ns else 'MISSED'}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ use crate::block::block_on;
 use crate::codec::{Codec, PyHost};
 use crate::errors::{PyLoadError, map_error};
 use crate::shutdown::Busy;
-use crate::value::{PyValue, from_loader, to_caller};
+use crate::value::{Held, PyValue, from_loader, to_caller};
 
 /// What the binding holds of a cache: the fleet engine over its L1, and the codec of its
 /// shared tier (JSON when there is none: it is then never used).
@@ -89,8 +89,20 @@ pub(crate) fn get_or_load(
     loader: impl FnOnce() -> Loader,
     ttl: Option<Duration>,
 ) -> PyResult<Py<PyAny>> {
+    let step = handle.tt.l1().lookup(key);
+    get_or_load_from(handle, py, key, step, loader, ttl)
+}
+
+/// [`get_or_load`] from the first lookup's answer, `step`.
+pub(crate) fn get_or_load_from(
+    handle: &Handle,
+    py: Python<'_>,
+    key: &str,
+    mut step: Result<Lookup<Held>, Error>,
+    loader: impl FnOnce() -> Loader,
+    ttl: Option<Duration>,
+) -> PyResult<Py<PyAny>> {
     let l1 = handle.tt.l1();
-    let mut step = l1.lookup(key);
     loop {
         match step.map_err(|e| map_error(py, e))? {
             Lookup::Hit(hit) => {

@@ -3,11 +3,13 @@
 
 use std::time::Duration;
 
+use herdless::{Hit, Lookup};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::blocking::{Handle, Loader, get_or_load};
+use crate::blocking::{Handle, Loader, get_or_load, get_or_load_from};
 use crate::cache::{Cache, call_ttl};
+use crate::value::to_caller;
 
 /// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through
 /// `get_or_load`, natively, so a hit costs a key and a lookup.
@@ -25,6 +27,13 @@ thread_local! {
 
 /// Keys longer than this are not kept in the per-thread buffer (no memory held for outliers).
 const MAX_KEY_BUFFER: usize = 4096;
+
+/// Returns a key buffer to this thread, unless it grew too large to keep.
+fn give_back(key: String) {
+    if key.capacity() <= MAX_KEY_BUFFER {
+        KEY_BUFFER.with(|b| b.set(key));
+    }
+}
 
 enum KeyFn {
     Native(Py<crate::keys::Keyer>),
@@ -100,14 +109,28 @@ impl CachedFunction {
         // thread) gets a buffer of its own.
         let mut key = KEY_BUFFER.with(|b| b.take());
         key.clear();
-        let result = keyer
-            .get()
-            .write_key(args, kwargs, &mut key)
-            .and_then(|()| get_or_load(&self.cache, py, &key, loader, self.ttl));
-        if key.capacity() <= MAX_KEY_BUFFER {
-            KEY_BUFFER.with(|b| b.set(key));
+        if let Err(e) = keyer.get().write_key(args, kwargs, &mut key) {
+            give_back(key);
+            return Err(e);
         }
-        result
+        match self.cache.tt.l1().lookup(&key) {
+            // A plain hit is answered here, its answer built where it is returned: neither
+            // the engine's answer nor ours is moved through the driver's loop or held while
+            // the buffer goes back (large values, copied on the path most calls take).
+            Ok(Lookup::Hit(Hit {
+                value,
+                refresh: None,
+                ..
+            })) => {
+                give_back(key);
+                to_caller(py, value.map(|v| v.value))
+            }
+            step => {
+                let answer = get_or_load_from(&self.cache, py, &key, step, loader, self.ttl);
+                give_back(key);
+                answer
+            }
+        }
     }
 
     /// The cache key of a call with these arguments.

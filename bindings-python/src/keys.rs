@@ -329,24 +329,32 @@ impl Keyer {
         kwargs: Option<&Bound<'_, PyDict>>,
         out: &mut String,
     ) -> PyResult<()> {
+        // Asked once: under the stable ABI each is a call into the interpreter.
+        let given = args.len();
         match kwargs {
             Some(k) if !k.is_empty() => out.push_str(&self.key_bound(args, Some(k))?),
-            _ if args.len() > self.positional => out.push_str(&self.key_bound(args, None)?),
-            _ => self.write_positional(args, out)?,
+            _ if given > self.positional => out.push_str(&self.key_bound(args, None)?),
+            _ => self.write_positional(args, given, out)?,
         }
         Ok(())
     }
 
-    /// The hit path: positional arguments only, written straight into `out`.
-    fn write_positional(&self, args: &Bound<'_, PyTuple>, out: &mut String) -> PyResult<()> {
+    /// The hit path: `given` positional arguments only, written straight into `out`.
+    fn write_positional(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        given: usize,
+        out: &mut String,
+    ) -> PyResult<()> {
         let py = args.py();
         out.reserve(self.prefix.len() + 24 * self.order.len());
         out.push_str(&self.prefix);
         for (&i, head) in self.order.iter().zip(&self.heads) {
             out.push_str(head);
             let spec = &self.specs[i];
-            if i < args.len() {
-                let v = args.get_item(i)?;
+            if i < given {
+                // Borrowed from the tuple: no reference taken and dropped per argument.
+                let v = args.get_borrowed_item(i)?;
                 // An exact int that fits 64 bits (the common id): its canonical text is `#`
                 // and its decimal digits (`Param::to_canonical`), written in place without an
                 // allocation. The equivalence with the builder is tested on random calls.

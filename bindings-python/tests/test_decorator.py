@@ -284,3 +284,24 @@ def test_a_cached_function_calling_another(cache: Cache) -> None:
     assert cache.get(inner.key(2)) == "inner 2"
     assert cache.get(outer.key(1)) == "inner 2 outer 1 l"
     assert outer.key(1).startswith("outer:v1:") and inner.key(2).startswith("inner:v1:")
+
+
+def test_calls_store_under_their_key_at_every_length(cache: Cache) -> None:
+    # A call writes its key into a reusable buffer: the value is stored and found under the
+    # key `key()` gives, at lengths from short to the longest key allowed (the buffer grows,
+    # and past 4096 bytes of capacity is not kept), and with characters the key escapes.
+    calls: list[str] = []
+
+    @cache.cached(namespace="long")
+    def f(a: str, n: int = 0) -> str:
+        calls.append(a)
+        return a.upper()
+
+    base = len(f.key("", 7))
+    args = ["x" * (total - base) for total in (base, 255, 256, 257, 1024)] + ["é&" * 60]
+    assert [len(f.key(a, 7)) for a in args[1:5]] == [255, 256, 257, 1024]
+    for arg in args:
+        assert f(arg, 7) == arg.upper()
+        assert f(arg, 7) == arg.upper()
+        assert cache.get(f.key(arg, 7)) == arg.upper()
+    assert calls == args

@@ -131,12 +131,12 @@ async fn engine(w: &Rc<World>, process: usize, key: &str, arrived: Duration) {
                     let held = hit.value.map(|v| v.born);
                     let w2 = w.clone();
                     w.handle
-                        .spawn(async move { refresh(&w2, guard, held).await });
+                        .spawn(async move { refresh(&w2, process, guard, held).await });
                 }
                 w.serve(arrived, hit.value, hit.state != HitState::Fresh);
             }
             Ok(Lookup::Lead(guard)) => {
-                let result = lead(w, guard).await;
+                let result = lead(w, process, guard).await;
                 w.answer(arrived, result);
             }
             Ok(Lookup::Wait(waiter)) => match waiter.await {
@@ -156,31 +156,41 @@ async fn engine(w: &Rc<World>, process: usize, key: &str, arrived: Duration) {
 }
 
 /// A caller that leads a load: waits for the origin budget, then loads.
-async fn lead(w: &Rc<World>, mut guard: LoadGuard<SimValue>) -> Result<Option<SimValue>, Error> {
+async fn lead(
+    w: &Rc<World>,
+    process: usize,
+    mut guard: LoadGuard<SimValue>,
+) -> Result<Option<SimValue>, Error> {
     if let Err(e) = guard.begin().await {
         return guard.fail(e);
     }
-    load(w, guard, None).await
+    load(w, process, guard, None).await
 }
 
 /// A background refresh (stale-while-revalidate or XFetch): skipped when the origin budget
 /// is busy, as the engine's own drivers do.
-async fn refresh(w: &Rc<World>, mut guard: LoadGuard<SimValue>, held: Option<Duration>) {
+async fn refresh(
+    w: &Rc<World>,
+    process: usize,
+    mut guard: LoadGuard<SimValue>,
+    held: Option<Duration>,
+) {
     if guard.try_begin() {
         // Its answer goes nowhere: the callers were served already.
-        let _ = load(w, guard, held).await;
+        let _ = load(w, process, guard, held).await;
     }
 }
 
-/// Runs the load of a guard that began: through the fleet tier if there is one, else
-/// straight to the origin. `held` is the birth of the value the caller already has.
+/// Runs the load of a guard of `process` that began: through the fleet tier if there is
+/// one, else straight to the origin. `held` is the birth of the value the caller already has.
 async fn load(
     w: &Rc<World>,
+    process: usize,
     guard: LoadGuard<SimValue>,
     held: Option<Duration>,
 ) -> Result<Option<SimValue>, Error> {
     if w.fleet.is_some() {
-        return crate::fleet::load(w, guard, held).await;
+        return crate::fleet::load(w, process, guard, held).await;
     }
     let key = guard.key().to_string();
     match w.origin.call(&w.handle, &key).await {
@@ -231,7 +241,7 @@ pub(crate) async fn warm(w: &Rc<World>, process: usize, key: &str) {
     match cache.lookup(key) {
         Ok(Lookup::Lead(guard)) => {
             counted(w);
-            let _ = lead(w, guard).await;
+            let _ = lead(w, process, guard).await;
         }
         Ok(Lookup::Wait(waiter)) => {
             counted(w);

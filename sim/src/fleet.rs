@@ -5,8 +5,13 @@
 //! itself: the local leader of a process reads the shared entry, and if it is not fresh
 //! takes the key's fleet lock; the lock holder loads from the origin, writes the shared
 //! entry and notifies; the other processes' leaders wait for the notice and adopt the shared
-//! value into their engine ([`LoadGuard::adopt`]). Network latency, lock leases, crashed
-//! holders and lost notices are not modelled; the real behaviour is tested in `redis/`.
+//! value into their engine ([`herdless::driver::adopt`]). The notice also drops the key's copy in
+//! every other process that is not waiting for it, as the real tier's does, so their next
+//! read takes the new entry (a process left holding the old copy until it expires, or until
+//! its own XFetch fires, would start drawing XFetch on the new value late, and refresh less
+//! often than a real fleet). Network latency, lock leases, crashed holders and lost notices
+//! are not modelled; the real behaviour is tested in `redis/`, and
+//! redis/benches/sim_fleet.rs compares this model with a real fleet.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -35,6 +40,9 @@ struct Shared {
 struct Notice {
     done: Cell<bool>,
     wakers: RefCell<Vec<Waker>>,
+    /// Processes whose local leader waits for this load: they read the new entry
+    /// themselves, so the notice leaves their copies alone.
+    waiting: RefCell<Vec<usize>>,
 }
 
 /// The shared tier and the per-key fleet locks.
@@ -59,13 +67,16 @@ impl FleetTier {
         );
     }
 
-    fn unlock(&self, key: &str) {
-        if let Some(n) = self.locks.borrow_mut().remove(key) {
-            n.done.set(true);
-            for w in n.wakers.take() {
-                w.wake();
-            }
+    /// Frees the key's lock and wakes its waiters; returns the processes that waited.
+    fn unlock(&self, key: &str) -> Vec<usize> {
+        let Some(n) = self.locks.borrow_mut().remove(key) else {
+            return Vec::new();
+        };
+        n.done.set(true);
+        for w in n.wakers.take() {
+            w.wake();
         }
+        n.waiting.take()
     }
 }
 
@@ -82,11 +93,12 @@ impl Future for Notified {
     }
 }
 
-/// Loads `guard`'s key for the fleet: adopt a fresh shared value (newer than `held`, the
-/// birth of the value the caller already has), or win the fleet lock and load, or wait for
-/// the holder and try again.
+/// Loads `guard`'s key (of `process`'s engine) for the fleet: adopt a fresh shared value
+/// (newer than `held`, the birth of the value the caller already has), or win the fleet
+/// lock and load, or wait for the holder and try again.
 pub(crate) async fn load(
     w: &Rc<World>,
+    process: usize,
     guard: LoadGuard<SimValue>,
     held: Option<Duration>,
 ) -> Result<Option<SimValue>, Error> {
@@ -107,6 +119,7 @@ pub(crate) async fn load(
         let taken = tier.locks.borrow().get(&key).cloned();
         if let Some(notice) = taken {
             tier.lock_waits.set(tier.lock_waits.get() + 1);
+            notice.waiting.borrow_mut().push(process);
             Notified(notice).await;
             continue;
         }
@@ -136,7 +149,13 @@ pub(crate) async fn load(
                         delta,
                     },
                 );
-                tier.unlock(&key);
+                let waited = tier.unlock(&key);
+                // The notice: processes not waiting for this load drop their copy.
+                for (p, engine) in w.processes.iter().enumerate() {
+                    if p != process && !waited.contains(&p) {
+                        let _ = engine.invalidate(&key);
+                    }
+                }
                 let mut guard = guard;
                 guard.set_ttl(ttl);
                 guard.complete(Ok(v))

@@ -31,10 +31,11 @@
 //!
 //! The fleet scenario's "fleet-wide" mode puts a shared entry and a per-key lock between
 //! the processes' engines: a process's local leader adopts a fresh shared value, or takes
-//! the lock and loads, or waits for the holder's notice. It models what `herdless-redis`
-//! does over Redis (SET NX PX lock, pub/sub notice, L2 entry); leases, crashed holders,
-//! lost notices and Redis latency are not modelled. Their real behaviour is tested in
-//! `redis/`.
+//! the lock and loads, or waits for the holder's notice, which also drops the key's copy in
+//! the processes not waiting for it. It models what `herdless-redis` does over Redis (SET NX
+//! PX lock, pub/sub notice, L2 entry); leases, crashed holders, lost notices and Redis
+//! latency are not modelled. Their real behaviour is tested in `redis/`, and
+//! `cargo bench -p herdless-redis --bench sim_fleet` compares the model with a real fleet.
 
 #![warn(missing_docs)]
 
@@ -53,8 +54,8 @@ pub use clock::SimClock;
 pub use origin::{OriginConfig, OriginError, OriginStats, SimValue};
 pub use report::{Outcome, Row, markdown, table, total};
 pub use scenario::{
-    ColdRestart, Fleet, HotKey, IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive, MassExpiry,
-    MissStorm, Run, Scenario, XfetchStudy, comparison,
+    ColdRestart, FLEET_KEY, Fleet, HotKey, IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive,
+    MassExpiry, MissStorm, Run, Scenario, XfetchStudy, comparison,
 };
 pub use strategy::{Knobs, Strategy};
 

@@ -24,6 +24,10 @@ pub enum Strategy {
     Swr,
     /// Single-flight plus XFetch early refresh (`beta`).
     Xfetch,
+    /// Single-flight plus stale-while-revalidate and XFetch (`grace` and `beta`), no jitter.
+    #[value(name = "swr+xfetch", alias = "swr-xfetch")]
+    #[serde(rename = "swr+xfetch")]
+    SwrXfetch,
     /// Single-flight plus TTL jitter.
     Jitter,
     /// Everything: single-flight, grace, XFetch, jitter, and the origin budget if set.
@@ -51,6 +55,7 @@ impl Strategy {
             Strategy::SingleFlight => "single-flight",
             Strategy::Swr => "swr",
             Strategy::Xfetch => "xfetch",
+            Strategy::SwrXfetch => "swr+xfetch",
             Strategy::Jitter => "jitter",
             Strategy::Combined => "combined",
             Strategy::XfetchUncoordinated => "xfetch-uncoordinated",
@@ -80,6 +85,7 @@ impl Strategy {
             Strategy::XfetchUncoordinated => {}
             Strategy::Swr => b = b.grace(knobs.grace),
             Strategy::Xfetch => b = b.beta(knobs.beta),
+            Strategy::SwrXfetch => b = b.grace(knobs.grace).beta(knobs.beta),
             Strategy::Jitter => b = b.jitter(knobs.jitter),
             Strategy::Combined => {
                 b = b.grace(knobs.grace).beta(knobs.beta).jitter(knobs.jitter);

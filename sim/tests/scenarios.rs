@@ -193,6 +193,34 @@ fn fleet_wide_coalescing_makes_one_call_per_expiry_local_makes_one_per_process()
 }
 
 #[test]
+fn a_fleet_refresh_drops_the_copies_of_processes_not_waiting_for_it() {
+    // XFetch never lets the key expire, so a process misses only when the holder's notice
+    // dropped its copy (as the real tier's notice does): it then reads the new entry at
+    // once instead of serving the old copy until its own XFetch fires. Each refresh drops
+    // at most the three other processes' copies.
+    let mut knobs = Knobs::new(secs(1));
+    knobs.grace = Duration::ZERO;
+    let f = Fleet {
+        processes: 4,
+        fleet_wide: true,
+        rate: 400.0,
+        duration: secs(20),
+        origin: OriginConfig::new(ms(200)),
+        knobs,
+    };
+    let out = run(f, Strategy::Xfetch);
+    let (misses, calls) = (out.row.misses, out.origin.calls);
+    assert!(calls > 20, "{calls} refreshes in 20 s");
+    assert!(
+        misses > calls && misses <= 3 * calls,
+        "{misses} misses for {calls} refreshes"
+    );
+    // Those reads adopt the shared entry: nobody waits for the origin.
+    assert_eq!(out.row.p99_ms, 0.0);
+    assert_eq!(out.origin.peak_per_key, 1);
+}
+
+#[test]
 fn warm_up_before_traffic_takes_the_misses_off_the_restart() {
     let restart = |warm: Option<usize>| {
         let mut origin = OriginConfig::new(ms(100));

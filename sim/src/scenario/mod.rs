@@ -19,7 +19,7 @@ use herdless::{Builder, Cache, ConfigError, DefaultRng, MetricsSnapshot};
 use rand_core::SeedableRng;
 
 pub use self::cold_restart::ColdRestart;
-pub use self::fleet::Fleet;
+pub use self::fleet::{FLEET_KEY, Fleet};
 pub use self::hot_key::HotKey;
 pub use self::internet_archive::{IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive, comparison};
 pub use self::mass_expiry::MassExpiry;

@@ -8,8 +8,16 @@
 //!   p99_us=.. max_us=..` (latency from the start instant to the answer).
 //! - `HL_MODE=hold`: takes the fleet lock of the key, prints `LOCKED`, and sleeps (its lease
 //!   keeps being extended) until killed.
+//! - `HL_MODE=traffic`: from `HL_START_AT_MS`, Poisson arrivals at `HL_RATE` requests/s for
+//!   `HL_DURATION_MS` (seeded by `HL_SEED`), each a `get_or_load_async` of the key through a
+//!   tiered cache with `HL_TTL_MS`, `HL_GRACE_MS`, `HL_BETA` and no jitter, whose loader
+//!   sleeps `HL_LOADER_MS`. Prints `RESULT requests=.. ok=.. err=.. loader_calls=..
+//!   misses=.. late_p99_us=..` and `LATENCY_US ..` (see `traffic.rs`): the real side of the
+//!   simulator's fleet comparison.
 //!
 //! `HL_LEASE_MS`, `HL_WAIT_MS` set the lease and wait timeout.
+
+mod traffic;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -45,6 +53,7 @@ fn main() {
     let wait = Duration::from_millis(num("HL_WAIT_MS", 5000));
     match env("HL_MODE").as_deref().unwrap_or("stampede") {
         "hold" => hold(&backend, &key, lease, wait),
+        "traffic" => traffic::run(backend, key, lease, wait),
         _ => stampede(backend, key, lease, wait),
     }
 }
