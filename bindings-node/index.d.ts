@@ -35,6 +35,13 @@ export declare class Cache {
    */
   get(key: string): unknown
   /**
+   * `key`'s entry in this process's memory as it is, without side effects: nothing is
+   * counted, sampled, refreshed or loaded, and the shared tier is not asked. `undefined`
+   * when there is none (a miss, an expired entry, a bumped namespace); a cached absence
+   * is a `Peek` whose `value` is `ABSENT`.
+   */
+  peek(key: string): Peek | undefined
+  /**
    * `get`, then the shared tier: the value of `key` in this process's memory, else the
    * shared entry (one round trip, kept in memory for the rest of its life), else
    * `undefined`. Never loads. A tier that fails is a miss (counted in `backendErrors`);
@@ -459,6 +466,34 @@ export interface NamespaceStats {
   loadDuration: Histogram
   /** Time waiters spent waiting for another caller's load. */
   lockWait: Histogram
+}
+
+/** An entry as `Cache.peek` saw it, without touching it. */
+export interface Peek {
+  /** The value; `ABSENT` for a cached absence (the loader answered `ABSENT`). */
+  value: unknown
+  /**
+   * `fresh` (within its TTL), `stale` (past it, within grace: served while one refresh
+   * runs) or `failSafe` (past grace, kept only to answer when a load fails).
+   */
+  state: 'fresh' | 'stale' | 'failSafe'
+  /** Milliseconds since the entry was stored (loaded, set, or read from the shared tier). */
+  ageMs: number
+  /**
+   * When it stops being fresh, milliseconds on the cache's (monotonic) clock, like an
+   * alert's `sinceMs`: its jittered TTL after it was stored.
+   */
+  freshUntilMs: number
+  /**
+   * When it stops being served stale (`freshUntilMs` + grace; equal to `freshUntilMs`
+   * without grace, and for an absence), on the cache's clock.
+   */
+  staleUntilMs: number
+  /**
+   * Milliseconds the key's last load took (what XFetch refreshes early by); kept when a
+   * `set` replaces the value, 0 if the key was never loaded.
+   */
+  loadDurationMs: number
 }
 
 /** Counters of the shared tier (this process's view of the fleet). */

@@ -6,11 +6,12 @@ use napi::bindgen_prelude::{Env, This, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
+use herdless::HitState;
 use herdless_redis::two_tier::Get;
 use herdless_redis::{BuildError, TierOptions, TwoTier};
 
 use crate::call::{Answer, CallOptions, Loader, Outcome};
-use crate::engine::{EResult, Inner};
+use crate::driver::{EResult, Inner};
 use crate::error::{self, code, type_error};
 use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
 use crate::metrics::{Metrics, snapshot};
@@ -204,7 +205,7 @@ impl Cache {
             let v = inner.table.store(js, value)?;
             inner.tt.set(key.as_str(), v, ttl, &inner.host(js))
         };
-        inner.settle(js)?;
+        inner.run_woken(js)?;
         let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
         inner.op(js, pending, |js, inner, r| {
             answer(js, inner, r, |()| js.undefined())
@@ -216,7 +217,7 @@ impl Cache {
         let key = key_arg(js, key, &mut room)?;
         let inner = &self.inner;
         let r = inner.tt.invalidate(key.as_str());
-        inner.settle(js)?;
+        inner.run_woken(js)?;
         let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
         inner.op(js, pending, |js, inner, r| {
             answer(js, inner, r, |b| js.bool(b))
@@ -324,6 +325,45 @@ impl Cache {
     pub fn get<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
         let v = get_value(js, &self.inner, key.raw())?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) })
+    }
+
+    /// `key`'s entry in this process's memory as it is, without side effects: nothing is
+    /// counted, sampled, refreshed or loaded, and the shared tier is not asked. `undefined`
+    /// when there is none (a miss, an expired entry, a bumped namespace); a cached absence
+    /// is a `Peek` whose `value` is `ABSENT`.
+    #[napi(ts_args_type = "key: string", ts_return_type = "Peek | undefined")]
+    pub fn peek<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let mut room = StrRoom::new();
+        let key = key_arg(js, key.raw(), &mut room)?;
+        let v = match self.inner.l1.peek(key.as_str()) {
+            None => js.undefined()?,
+            Some(p) => {
+                let value = match &p.value {
+                    Some(v) => self.inner.table.read(js, &v.value).map_err(js::failed)?,
+                    None => crate::call::absent_symbol(js)?,
+                };
+                let state = match p.state {
+                    HitState::Fresh => "fresh",
+                    HitState::Stale => "stale",
+                    HitState::FailSafe => "failSafe",
+                };
+                let obj = js.object()?;
+                js.set(obj, "value", value)?;
+                js.set(obj, "state", js.string(state)?)?;
+                for (name, d) in [
+                    ("ageMs", p.age),
+                    ("freshUntilMs", p.fresh_until),
+                    ("staleUntilMs", p.stale_until),
+                    ("loadDurationMs", p.load_duration),
+                ] {
+                    js.set(obj, name, js.number(d.as_secs_f64() * 1000.0)?)?;
+                }
+                obj
+            }
+        };
         // SAFETY: a value of this env, returned to it at once.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) })
     }
@@ -556,11 +596,11 @@ impl Cache {
     #[napi(js_name = "_internals")]
     pub fn internals(&self, env: &Env) -> Result<Internals> {
         let js = Js(env.raw());
-        self.inner.settle(js)?;
+        self.inner.run_woken(js)?;
         Ok(Internals {
             live_values: self.inner.table.live() as f64,
             pending_calls: self.inner.calls() as f64,
-            flights: self.inner.l1.flights_in_progress() as f64,
+            flights: herdless::driver::flights_in_progress(&self.inner.l1) as f64,
         })
     }
 }
@@ -574,6 +614,29 @@ pub struct Internals {
     pub pending_calls: f64,
     /// Keys loading now.
     pub flights: f64,
+}
+
+/// An entry as `Cache.peek` saw it, without touching it.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct Peek {
+    /// The value; `ABSENT` for a cached absence (the loader answered `ABSENT`).
+    #[napi(ts_type = "unknown")]
+    pub value: (),
+    /// `fresh` (within its TTL), `stale` (past it, within grace: served while one refresh
+    /// runs) or `failSafe` (past grace, kept only to answer when a load fails).
+    #[napi(ts_type = "'fresh' | 'stale' | 'failSafe'")]
+    pub state: String,
+    /// Milliseconds since the entry was stored (loaded, set, or read from the shared tier).
+    pub age_ms: f64,
+    /// When it stops being fresh, milliseconds on the cache's (monotonic) clock, like an
+    /// alert's `sinceMs`: its jittered TTL after it was stored.
+    pub fresh_until_ms: f64,
+    /// When it stops being served stale (`freshUntilMs` + grace; equal to `freshUntilMs`
+    /// without grace, and for an absence), on the cache's clock.
+    pub stale_until_ms: f64,
+    /// Milliseconds the key's last load took (what XFetch refreshes early by); kept when a
+    /// `set` replaces the value, 0 if the key was never loaded.
+    pub load_duration_ms: f64,
 }
 
 /// Per-call options of `getOrLoad`.

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use napi::{Result, Status, sys};
 
 use crate::cache::{get_or_load_value, get_value};
-use crate::engine::Inner;
+use crate::driver::Inner;
 use crate::error::code;
 use crate::js::{ErrorKind, Js, Value};
 

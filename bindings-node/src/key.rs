@@ -8,7 +8,8 @@
 
 use std::borrow::Cow;
 
-use herdless::key::{KeyBuilder, KeyError, MAX_DEPTH, MAX_VALUES, Param};
+use herdless::key::{MAX_DEPTH, MAX_VALUES};
+use herdless::{KeyBuilder, KeyError, Param};
 use napi::Result;
 use napi_derive::napi;
 

@@ -3,7 +3,7 @@
 //! - [`cache`]: the `Cache` class (`getOrLoad`, `get`, `set`, `invalidate`, `bump`, `wrap`,
 //!   `warm`, `metrics`, `prometheus`) and `buildKey`; `fast`: its hit paths as plain
 //!   Node-API functions.
-//! - [`engine`]: drives the fleet engine (`herdless_redis::two_tier`) for JS callers:
+//! - [`driver`]: drives the fleet engine (`herdless_redis::two_tier`) for JS callers:
 //!   loaders are JS functions whose promises finish the engine's loads; waiters and the
 //!   engine's steps are futures polled on the JS thread.
 //! - [`call`]: a JS caller apart from the engine: its loader, its answer, its AbortSignal.
@@ -22,7 +22,7 @@
 pub mod cache;
 mod call;
 pub mod detector;
-mod engine;
+mod driver;
 mod error;
 mod fast;
 mod js;

@@ -1,7 +1,7 @@
 //! `cache.metrics()`: the engine's snapshot as a plain object, in camelCase and
 //! milliseconds.
 
-use herdless::metrics::{BUCKETS, CounterSnapshot, HistogramSnapshot};
+use herdless::{CounterSnapshot, HistogramSnapshot};
 use herdless::{MetricsSnapshot, NamespaceMetrics};
 use napi_derive::napi;
 
@@ -187,7 +187,10 @@ fn histogram(h: &HistogramSnapshot) -> Histogram {
     Histogram {
         count: h.count() as f64,
         sum_ms: h.sum.as_secs_f64() * 1000.0,
-        bounds_ms: BUCKETS.iter().map(|b| b * 1000.0).collect(),
+        bounds_ms: HistogramSnapshot::BUCKETS
+            .iter()
+            .map(|b| b * 1000.0)
+            .collect(),
         counts: h.counts.iter().map(|&c| c as f64).collect(),
         p50_ms: ms(0.5),
         p99_ms: ms(0.99),

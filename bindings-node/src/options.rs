@@ -7,7 +7,7 @@ use std::time::Duration;
 use napi::Result;
 use napi_derive::napi;
 
-use crate::engine::Entry;
+use crate::driver::Entry;
 use crate::error::{code, throw_new};
 use crate::js::{ErrorKind, Js, Type, Value};
 use crate::tier::Codec;

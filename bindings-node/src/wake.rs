@@ -20,7 +20,7 @@ use std::task::{Wake as WakeTrait, Waker};
 
 use napi::{Result, sys};
 
-use crate::engine::Inner;
+use crate::driver::Inner;
 use crate::js::Js;
 
 /// The raw thread-safe function. Node-API documents `napi_call_threadsafe_function` as
@@ -226,7 +226,7 @@ unsafe extern "C" fn drain_on_js_thread(
     let inner = unsafe { &*context.cast::<Weak<Inner>>() };
     if let Some(inner) = inner.upgrade() {
         let js = Js(env);
-        if let Err(e) = inner.settle(js) {
+        if let Err(e) = inner.run_woken(js) {
             inner.report(js, e);
         }
     }

@@ -8,7 +8,7 @@ use napi::Result;
 use napi_derive::napi;
 
 use crate::call::{Answer, CallOptions, Loader};
-use crate::engine::Inner;
+use crate::driver::Inner;
 use crate::error::{self, code, type_error};
 use crate::js::{Deferred, ErrorKind, Js, Ref, Type, Value};
 use crate::options;

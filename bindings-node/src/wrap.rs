@@ -3,15 +3,14 @@
 use std::rc::Rc;
 use std::time::Duration;
 
-use herdless::KeyBuilder;
-use herdless::key::Param;
+use herdless::{KeyBuilder, Param};
 use napi::bindgen_prelude::{FunctionCallContext, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
 use crate::cache::rejecting;
 use crate::call::{Answer, CallOptions, Loader};
-use crate::engine::Inner;
+use crate::driver::Inner;
 use crate::error::type_error;
 use crate::js::{Js, RawValue, Ref, Type, Value};
 use crate::key::{build, is_plain_object, param, params, version};

@@ -75,7 +75,7 @@ const outcome = (promise) =>
     (error) => ({ ok: false, error, at: performance.now() })
   )
 
-/** Checks an outcome against the step's `expect` / `expect_error` / `within_ms`. */
+/** Checks an outcome against the step's `expect` / `expect_error` / `within_ms` / `after_ms`. */
 function check(at, step, got, since) {
   const show = (e) => `${e?.code ?? ''} ${e?.message ?? e}`
   if ('expect_error' in step) {
@@ -88,6 +88,10 @@ function check(at, step, got, since) {
   if (step.within_ms !== undefined) {
     const took = got.at - since
     assert.ok(took <= step.within_ms, `${at}: took ${took.toFixed(0)} ms`)
+  }
+  if (step.after_ms !== undefined) {
+    const took = got.at - since
+    assert.ok(took >= step.after_ms, `${at}: answered after ${took.toFixed(0)} ms`)
   }
 }
 

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::blocking::Engine;
+use crate::blocking::Handle;
 use crate::codec::PyHost;
 use crate::errors::{PyLoadError, map_error};
 use crate::value::{Held, PyValue, from_loader, to_caller};
@@ -141,7 +141,7 @@ pub(crate) fn awaitable<'py, T: Send + 'static>(
 /// A step of the engine as the Python driver sees it. `Done(Err)` raises instead.
 pub(crate) fn to_python(
     py: Python<'_>,
-    engine: &Engine,
+    handle: &Handle,
     step: Step<PyValue>,
     host: &PyHost<'_, '_>,
 ) -> PyResult<Py<PyAny>> {
@@ -149,16 +149,16 @@ pub(crate) fn to_python(
         return Err(err);
     }
     Ok(match step {
-        Step::Done(r) => Py::new(py, Done(crate::blocking::settle(py, r)?))?.into_any(),
-        Step::Load(load) => Py::new(py, LoadStep::new(engine, load))?.into_any(),
+        Step::Done(r) => Py::new(py, Done(crate::blocking::answer(py, r)?))?.into_any(),
+        Step::Load(load) => Py::new(py, LoadStep::new(handle, load))?.into_any(),
         Step::Stale(value, refresh) => {
             let refresh = match refresh {
-                Some(load) => Some(Py::new(py, LoadStep::new(engine, load))?.into_any()),
+                Some(load) => Some(Py::new(py, LoadStep::new(handle, load))?.into_any()),
                 None => None,
             };
             Py::new(py, Stale(to_caller(py, Some(value))?, refresh))?.into_any()
         }
-        Step::Tier(pending) => Py::new(py, TierStep::new(engine, pending))?.into_any(),
+        Step::Tier(pending) => Py::new(py, TierStep::new(handle, pending))?.into_any(),
         Step::Interrupted(e) => return Err(PyRuntimeError::new_err(format!("herdless: {e}"))),
     })
 }
@@ -199,14 +199,14 @@ impl Stale {
 /// Await the shared tier: `await step.next()` is the next step.
 #[pyclass(frozen, module = "herdless._native", name = "_Tier")]
 pub(crate) struct TierStep {
-    engine: Engine,
+    handle: Handle,
     pending: Mutex<Option<Pending<Reply<PyValue>>>>,
 }
 
 impl TierStep {
-    fn new(engine: &Engine, pending: Pending<Reply<PyValue>>) -> Self {
+    fn new(handle: &Handle, pending: Pending<Reply<PyValue>>) -> Self {
         Self {
-            engine: engine.clone(),
+            handle: handle.clone(),
             pending: Mutex::new(Some(pending)),
         }
     }
@@ -221,11 +221,11 @@ impl TierStep {
             .lock()
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("this step was already awaited"))?;
-        let engine = self.engine.clone();
+        let handle = self.handle.clone();
         awaitable(py, pending, move |py, reply| {
-            let host = PyHost::new(py, &engine.codec);
+            let host = PyHost::new(py, &handle.codec);
             let next = reply.next(&host);
-            to_python(py, &engine, next, &host)
+            to_python(py, &handle, next, &host)
         })
     }
 }
@@ -234,14 +234,14 @@ impl TierStep {
 /// next step. Dropped unfinished, the load is handed over.
 #[pyclass(frozen, module = "herdless._native", name = "_Load")]
 pub(crate) struct LoadStep {
-    engine: Engine,
+    handle: Handle,
     load: Mutex<Option<Load<PyValue>>>,
 }
 
 impl LoadStep {
-    fn new(engine: &Engine, load: Load<PyValue>) -> Self {
+    fn new(handle: &Handle, load: Load<PyValue>) -> Self {
         Self {
-            engine: engine.clone(),
+            handle: handle.clone(),
             load: Mutex::new(Some(load)),
         }
     }
@@ -262,7 +262,7 @@ impl LoadStep {
     }
 
     fn remaining(&self, deadline: Option<std::time::Duration>) -> Option<f64> {
-        let now = self.engine.tt.l1().clock().now();
+        let now = self.handle.tt.l1().clock().now();
         deadline.map(|d| d.as_secs_f64() - now.as_secs_f64())
     }
 
@@ -272,9 +272,9 @@ impl LoadStep {
         f: impl FnOnce(Load<PyValue>, &PyHost<'_, '_>) -> Step<PyValue>,
     ) -> PyResult<Py<PyAny>> {
         let load = self.take()?;
-        let host = PyHost::new(py, &self.engine.codec);
+        let host = PyHost::new(py, &self.handle.codec);
         let next = f(load, &host);
-        to_python(py, &self.engine, next, &host)
+        to_python(py, &self.handle, next, &host)
     }
 }
 

@@ -23,17 +23,17 @@ use crate::observe::Observer;
 use crate::shutdown::Busy;
 use crate::value::{Held, PyValue, from_loader, to_caller};
 
-/// The engine as the binding drives it: the fleet engine over its L1, and the codec of its
+/// What the binding holds of a cache: the fleet engine over its L1, and the codec of its
 /// shared tier (JSON when there is none: it is then never used).
 #[derive(Clone)]
-pub(crate) struct Engine {
+pub(crate) struct Handle {
     pub(crate) tt: TwoTier<PyValue>,
     pub(crate) codec: std::sync::Arc<Codec>,
     /// Sees each loader call (spans), when set.
     pub(crate) observer: Observer,
 }
 
-impl Engine {
+impl Handle {
     /// Removes `key` here and, with a shared tier, in the whole fleet.
     pub(crate) fn invalidate(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
         let mut pending = self.tt.invalidate(key).map_err(|e| map_error(py, e))?;
@@ -90,7 +90,7 @@ impl Loader {
 }
 
 /// A finished load's answer for this caller, as a Python object or exception.
-pub(crate) fn settle(py: Python<'_>, r: Result<Option<PyValue>, Error>) -> PyResult<Py<PyAny>> {
+pub(crate) fn answer(py: Python<'_>, r: Result<Option<PyValue>, Error>) -> PyResult<Py<PyAny>> {
     match r {
         Ok(v) => to_caller(py, v),
         Err(e) => Err(map_error(py, e)),
@@ -102,33 +102,33 @@ pub(crate) fn settle(py: Python<'_>, r: Result<Option<PyValue>, Error>) -> PyRes
 /// `loader` makes the loader only when one is needed (a lead or a refresh), so a hit
 /// allocates nothing for it.
 pub(crate) fn get_or_load(
-    engine: &Engine,
+    handle: &Handle,
     py: Python<'_>,
     key: &str,
     loader: impl FnOnce() -> Loader,
     ttl: Option<Duration>,
 ) -> PyResult<Py<PyAny>> {
-    let step = engine.tt.l1().lookup(key);
-    get_or_load_from(engine, py, key, step, loader, ttl)
+    let step = handle.tt.l1().lookup(key);
+    get_or_load_from(handle, py, key, step, loader, ttl)
 }
 
 /// [`get_or_load`] from the first lookup's answer, `step`.
 pub(crate) fn get_or_load_from(
-    engine: &Engine,
+    handle: &Handle,
     py: Python<'_>,
     key: &str,
     mut step: Result<Lookup<Held>, Error>,
     loader: impl FnOnce() -> Loader,
     ttl: Option<Duration>,
 ) -> PyResult<Py<PyAny>> {
-    let l1 = engine.tt.l1();
+    let l1 = handle.tt.l1();
     loop {
         match step.map_err(|e| map_error(py, e))? {
             Lookup::Hit(hit) => {
                 if let Some(guard) = hit.refresh {
                     let have = hit.value.as_ref().map_or(0, |v| v.version);
-                    if let Some(first) = engine.tt.refresh(guard, have, ttl) {
-                        spawn(py, engine, key, first, loader());
+                    if let Some(first) = handle.tt.refresh(guard, have, ttl) {
+                        spawn(py, handle, key, first, loader());
                     }
                 }
                 return to_caller(py, hit.value.map(|v| v.value));
@@ -140,8 +140,8 @@ pub(crate) fn get_or_load_from(
                 Err(e) => return Err(map_error(py, e)),
             },
             Lookup::Lead(guard) => {
-                let first = engine.tt.lead(guard, ttl);
-                return drive(py, engine, key, first, loader());
+                let first = handle.tt.lead(guard, ttl);
+                return drive(py, handle, key, first, loader());
             }
         }
     }
@@ -169,7 +169,7 @@ fn call(py: Python<'_>, loader: &Loader) -> Called {
 /// Drives `step` to this caller's answer (a background refresh's answer is dropped).
 pub(crate) fn drive(
     py: Python<'_>,
-    engine: &Engine,
+    handle: &Handle,
     key: &str,
     mut step: Step<PyValue>,
     loader: Loader,
@@ -177,11 +177,11 @@ pub(crate) fn drive(
     let mut loader = Some(loader);
     loop {
         step = match step {
-            Step::Done(r) => return settle(py, r),
+            Step::Done(r) => return answer(py, r),
             Step::Tier(mut pending) => {
                 // A KeyboardInterrupt here drops the pending step, which hands the load over.
                 let reply = block_on(py, &mut pending)?;
-                let host = PyHost::new(py, &engine.codec);
+                let host = PyHost::new(py, &handle.codec);
                 let next = reply.next(&host);
                 if let Some(err) = host.take_interrupt() {
                     return Err(err);
@@ -190,7 +190,7 @@ pub(crate) fn drive(
             }
             Step::Stale(value, refresh) => {
                 if let (Some(load), Some(loader)) = (refresh, loader.take()) {
-                    spawn(py, engine, key, Step::Load(load), loader);
+                    spawn(py, handle, key, Step::Load(load), loader);
                 }
                 return to_caller(py, Some(value));
             }
@@ -199,7 +199,7 @@ pub(crate) fn drive(
             }
             Step::Load(load) => {
                 let loader = loader.take().expect("a load runs its loader once");
-                let loader = match engine.observer.wrap(py, key, load.is_background(), loader) {
+                let loader = match handle.observer.wrap(py, key, load.is_background(), loader) {
                     Ok(l) => l,
                     Err(e) => {
                         load.abandon();
@@ -216,7 +216,7 @@ pub(crate) fn drive(
                 };
                 let called = call(py, &loader);
                 drop(busy);
-                let host = PyHost::new(py, &engine.codec);
+                let host = PyHost::new(py, &handle.codec);
                 let next = match called {
                     Called::Value(v) => load.loaded(Ok(v), &host),
                     Called::Failed(e) => load.loaded(Err(e), &host),
@@ -241,16 +241,16 @@ pub(crate) struct Refresh {
 }
 
 /// What a refresh thread runs: the step of `key`'s load, with its loader.
-type RefreshJob = (Engine, String, Step<PyValue>, Loader);
+type RefreshJob = (Handle, String, Step<PyValue>, Loader);
 
 #[pymethods]
 impl Refresh {
     /// Runs the load; a failure is logged (there is no caller to raise it to) and counted.
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let Some((engine, key, step, loader)) = self.job.lock().take() else {
+        let Some((handle, key, step, loader)) = self.job.lock().take() else {
             return Ok(());
         };
-        if let Err(err) = drive(py, &engine, &key, step, loader) {
+        if let Err(err) = drive(py, &handle, &key, step, loader) {
             if !err.is_instance_of::<PyException>(py) {
                 return Err(err);
             }
@@ -270,12 +270,12 @@ impl Refresh {
 
 /// Runs a background step on a new daemon thread. No thread (at interpreter shutdown): the
 /// step is dropped, which hands the load over; the caller is still served.
-fn spawn(py: Python<'_>, engine: &Engine, key: &str, step: Step<PyValue>, loader: Loader) {
+fn spawn(py: Python<'_>, handle: &Handle, key: &str, step: Step<PyValue>, loader: Loader) {
     let start = || -> PyResult<()> {
         let job = Py::new(
             py,
             Refresh {
-                job: Mutex::new(Some((engine.clone(), key.to_owned(), step, loader))),
+                job: Mutex::new(Some((handle.clone(), key.to_owned(), step, loader))),
             },
         )?;
         let kwargs = PyDict::new(py);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use herdless::Lookup;
+use herdless::{HitState, Lookup};
 use herdless_redis::BuildError;
 use herdless_redis::two_tier::{Get, TwoTier};
 use pyo3::prelude::*;
@@ -12,7 +12,7 @@ use pyo3::types::PyDict;
 
 use crate::asyncio::{Done, RetryToken, Stale, Wait, to_python};
 use crate::block::block_on;
-use crate::blocking::{Engine, Loader, get_or_load};
+use crate::blocking::{Handle, Loader, get_or_load};
 use crate::codec::PyHost;
 use crate::errors::{config_error, map_error};
 use crate::metrics::{redis_to_dict, snapshot_to_dict};
@@ -22,11 +22,14 @@ use crate::value::{absent, from_loader, to_caller};
 /// A stampede-proof cache of Python objects.
 #[pyclass(subclass, frozen, module = "herdless._native", name = "Cache")]
 pub(crate) struct Cache {
-    pub(crate) engine: Engine,
+    pub(crate) handle: Handle,
     namespace: Option<String>,
     origin_budget: Option<usize>,
     shared: bool,
 }
+
+/// What `_peek` answers: value, state, age, fresh_until, stale_until, load_duration.
+type PeekTuple = (Py<PyAny>, &'static str, f64, f64, f64, f64);
 
 /// A per-call TTL in seconds, or None for the cache's.
 pub(crate) fn call_ttl(
@@ -109,7 +112,7 @@ impl Cache {
                 e => config_error(py, e.to_string()),
             })?;
         Ok(Self {
-            engine: Engine {
+            handle: Handle {
                 tt,
                 codec: std::sync::Arc::new(checked.codec),
                 observer: Default::default(),
@@ -136,11 +139,11 @@ impl Cache {
     /// Redis: from memory, else from Redis (one round trip; Redis failing reads as a miss).
     #[pyo3(signature = (key, default=None))]
     fn get(&self, py: Python<'_>, key: &str, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        let found = match self.engine.tt.get(key) {
+        let found = match self.handle.tt.get(key) {
             Get::Ready(v) => v,
             Get::Tier(mut pending) => {
                 let read = block_on(py, &mut pending)?;
-                let host = PyHost::new(py, &self.engine.codec);
+                let host = PyHost::new(py, &self.handle.codec);
                 let found = read.finish(&host);
                 if let Some(err) = host.take_interrupt() {
                     return Err(err);
@@ -173,8 +176,8 @@ impl Cache {
                 "`ttl` does not apply to ABSENT: absences last `negative_ttl`".into(),
             ));
         }
-        let tt = &self.engine.tt;
-        let host = PyHost::new(py, &self.engine.codec);
+        let tt = &self.handle.tt;
+        let host = PyHost::new(py, &self.handle.codec);
         let write = match value {
             Some(v) => tt.set(key, v, ttl, &host),
             None => tt.set_absent(key),
@@ -189,14 +192,14 @@ impl Cache {
     /// Removes `key` (with Redis: in the whole fleet); a load of it already running will
     /// not write its older result back. Returns whether an entry was removed.
     fn invalidate(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
-        self.engine.invalidate(py, key)
+        self.handle.invalidate(py, key)
     }
 
     /// Invalidates every key of `namespace` at once, in O(1) (with Redis: in the whole
     /// fleet); returns the new epoch.
     fn bump(&self, py: Python<'_>, namespace: Bound<'_, PyAny>) -> PyResult<u64> {
         let ns = self::namespace(py, "namespace", &namespace)?;
-        let mut pending = self.engine.tt.bump(&ns);
+        let mut pending = self.handle.tt.bump(&ns);
         block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
     }
 
@@ -211,7 +214,7 @@ impl Cache {
         ttl: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let ttl = call_ttl(py, ttl.as_ref())?;
-        get_or_load(&self.engine, py, key, || Loader::Call0(loader), ttl)
+        get_or_load(&self.handle, py, key, || Loader::Call0(loader), ttl)
     }
 
     /// One step of the engine, for the asyncio driver: `_Done` (a hit), `_Stale` (a hit
@@ -228,7 +231,7 @@ impl Cache {
         retry: Option<PyRef<'_, RetryToken>>,
     ) -> PyResult<Py<PyAny>> {
         let ttl = call_ttl(py, ttl.as_ref())?;
-        let (l1, tt) = (self.engine.tt.l1(), &self.engine.tt);
+        let (l1, tt) = (self.handle.tt.l1(), &self.handle.tt);
         let step = match retry {
             None => l1.lookup(key),
             Some(r) => l1.lookup_again(key, r.0),
@@ -243,15 +246,15 @@ impl Cache {
                 Ok(match refresh {
                     None => Py::new(py, Done(value))?.into_any(),
                     Some(first) => {
-                        let host = PyHost::new(py, &self.engine.codec);
-                        let first = to_python(py, &self.engine, first, &host)?;
+                        let host = PyHost::new(py, &self.handle.codec);
+                        let first = to_python(py, &self.handle, first, &host)?;
                         Py::new(py, Stale(value, Some(first)))?.into_any()
                     }
                 })
             }
             Lookup::Lead(guard) => {
-                let host = PyHost::new(py, &self.engine.codec);
-                to_python(py, &self.engine, tt.lead(guard, ttl), &host)
+                let host = PyHost::new(py, &self.handle.codec);
+                to_python(py, &self.handle, tt.lead(guard, ttl), &host)
             }
             Lookup::Wait(waiter) => Ok(Py::new(py, Wait::new(waiter))?.into_any()),
         }
@@ -259,9 +262,9 @@ impl Cache {
 
     /// Counters, histograms and sizes as plain data (see `herdless.Metrics`).
     fn _metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = snapshot_to_dict(py, &self.engine.tt.l1().metrics())?;
+        let d = snapshot_to_dict(py, &self.handle.tt.l1().metrics())?;
         if self.shared {
-            d.set_item("redis", redis_to_dict(py, &self.engine.tt.tier_metrics())?)?;
+            d.set_item("redis", redis_to_dict(py, &self.handle.tt.tier_metrics())?)?;
         }
         Ok(d)
     }
@@ -269,44 +272,66 @@ impl Cache {
     /// The observer of loader calls (`herdless.contrib.opentelemetry`), if any.
     #[getter]
     fn _load_observer(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.engine.observer.get(py)
+        self.handle.observer.get(py)
     }
 
     /// Sets (or, with None, removes) the observer of loader calls: each load calls
     /// `observer(key, background, call)` instead of the loader, and `call()` runs the loader.
     fn _set_load_observer(&self, observer: Option<Py<PyAny>>) {
-        self.engine.observer.set(observer);
+        self.handle.observer.set(observer);
     }
 
     /// Metrics in Prometheus text exposition format.
     fn prometheus(&self) -> String {
-        self.engine.tt.prometheus()
+        self.handle.tt.prometheus()
+    }
+
+    /// `key`'s entry in this process's memory, touching nothing, as `(value, state, age,
+    /// fresh_until, stale_until, load_duration)` (seconds; the two ends on the cache's
+    /// clock), or None when there is none (see `herdless.Cache.peek`).
+    fn _peek(&self, py: Python<'_>, key: &str) -> PyResult<Option<PeekTuple>> {
+        let Some(p) = self.handle.tt.l1().peek(key) else {
+            return Ok(None);
+        };
+        let state = match p.state {
+            HitState::Fresh => "fresh",
+            HitState::Stale => "stale",
+            HitState::FailSafe => "fail_safe",
+        };
+        Ok(Some((
+            to_caller(py, p.value.map(|v| v.value))?,
+            state,
+            p.age.as_secs_f64(),
+            p.fresh_until.as_secs_f64(),
+            p.stale_until.as_secs_f64(),
+            p.load_duration.as_secs_f64(),
+        )))
     }
 
     /// Keys loading now (flight records); for tests and leak checks.
     fn _flights_in_progress(&self) -> usize {
-        herdless::driver::flights_in_progress(self.engine.tt.l1())
+        herdless::driver::flights_in_progress(self.handle.tt.l1())
     }
 
     /// The stampede detector's findings as plain data (see `herdless.Alert`).
     fn _alerts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyList>> {
-        crate::detector::alerts(py, &self.engine.tt.l1().alerts())
+        crate::detector::alerts(py, &self.handle.tt.l1().alerts())
     }
 
     /// The `n` most accessed keys as `(key, count, misses)` (see `herdless.HotKey`).
     fn _hot_keys(&self, n: usize) -> Vec<(String, u64, u64)> {
-        crate::detector::hot_keys(self.engine.tt.l1().hot_keys(n))
+        crate::detector::hot_keys(self.handle.tt.l1().hot_keys(n))
     }
 
     /// The `n` hottest keys as JSON, for `import_hot_keys` in the next instance.
     #[pyo3(signature = (n=1000))]
     fn export_hot_keys(&self, n: usize) -> String {
-        self.engine.tt.l1().export_hot_keys(n)
+        self.handle.tt.l1().export_hot_keys(n)
     }
 
     /// Reads an export into the tracker; the keys as `(key, count, misses)`, hottest first.
     fn _import_hot_keys(&self, py: Python<'_>, json: &str) -> PyResult<Vec<(String, u64, u64)>> {
-        match self.engine.tt.l1().import_hot_keys(json) {
+        match self.handle.tt.l1().import_hot_keys(json) {
             Ok(keys) => Ok(crate::detector::hot_keys(keys)),
             Err(e) => Err(crate::errors::herdless_err(
                 py,

@@ -7,7 +7,7 @@ use herdless::{Hit, Lookup};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::blocking::{Engine, Loader, get_or_load, get_or_load_from};
+use crate::blocking::{Handle, Loader, get_or_load, get_or_load_from};
 use crate::cache::{Cache, call_ttl};
 use crate::value::to_caller;
 
@@ -15,7 +15,7 @@ use crate::value::to_caller;
 /// `get_or_load`, natively, so a hit costs a key and a lookup.
 #[pyclass(frozen, dict, module = "herdless", name = "CachedFunction")]
 pub(crate) struct CachedFunction {
-    cache: Engine,
+    cache: Handle,
     func: Py<PyAny>,
     keyer: KeyFn,
     ttl: Option<Duration>,
@@ -79,7 +79,7 @@ impl CachedFunction {
             Err(_) => KeyFn::Python(keyer.unbind()),
         };
         Ok(Self {
-            cache: cache.get().engine.clone(),
+            cache: cache.get().handle.clone(),
             func,
             keyer,
             ttl: call_ttl(py, ttl.as_ref())?,

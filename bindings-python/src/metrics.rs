@@ -1,8 +1,8 @@
 //! The engine's metrics snapshot as plain Python data; `herdless.Metrics` (pure Python)
 //! wraps it in dataclasses.
 
+use herdless::HistogramSnapshot;
 use herdless::MetricsSnapshot;
-use herdless::metrics::{BUCKETS, HistogramSnapshot};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -51,12 +51,12 @@ pub(crate) fn redis_to_dict<'py>(
 
 /// Upper bounds of the histogram buckets, in seconds (a last, +Inf bucket is implicit).
 pub(crate) fn buckets() -> &'static [f64] {
-    &BUCKETS
+    &HistogramSnapshot::BUCKETS
 }
 
 /// Every counter's (name, help), in the engine's order.
 pub(crate) fn counter_fields() -> Vec<(&'static str, &'static str)> {
-    herdless::metrics::CounterSnapshot::default()
+    herdless::CounterSnapshot::default()
         .fields()
         .iter()
         .map(|(name, help, _)| (*name, *help))

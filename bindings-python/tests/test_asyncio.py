@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import expired
+from conftest import expired, five_leaders_cancelled
 
 from herdless import ABSENT, Cache, LoadTimeout, WaitTimeout
 
@@ -274,3 +274,7 @@ def test_origin_budget_with_async_leaders() -> None:
 
     assert asyncio.run(main()) == ["v"] * 6
     assert peak == 1
+
+
+def test_wait_timeout_counts_from_the_first_arrival_across_hand_overs() -> None:
+    five_leaders_cancelled([Cache(wait_timeout=1.0, jitter=0)])

@@ -124,6 +124,8 @@ def _check(name: str, step: dict[str, Any], got: Any, exc: BaseException | None,
             assert (None if got is ABSENT else got) == want, f"{at}: got {got!r}"
     if "within_ms" in step:
         assert took <= step["within_ms"] / 1000, f"{at}: took {took:.3f} s"
+    if "after_ms" in step:
+        assert took >= step["after_ms"] / 1000, f"{at}: answered after {took:.3f} s"
 
 
 def _counter(name: str, what: str, want: Any, got: int) -> None:
@@ -138,7 +140,7 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
     procs = [tier.process(scenario.get("cache", {})) for _ in range(scenario.get("processes", 1))]
     loads = 0
     lock = threading.Lock()
-    running: dict[str, tuple[float, list[Future[Any]]]] = {}
+    running: dict[str, tuple[float, list[Future[tuple[Any, BaseException | None, float]]]]] = {}
 
     def call(cache: Cache, step: dict[str, Any]) -> Any:
         def loader() -> Any:
@@ -159,6 +161,13 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
         except Exception as exc:
             return None, exc, time.monotonic() - t0
 
+    def answered(cache: Cache, step: dict[str, Any]) -> tuple[Any, BaseException | None, float]:
+        """A call's answer, its exception, and when it was answered."""
+        try:
+            return call(cache, step), None, time.monotonic()
+        except Exception as exc:
+            return None, exc, time.monotonic()
+
     with ThreadPoolExecutor(max_workers=128, thread_name_prefix="conformance") as pool:
         for step in scenario["steps"]:
             p = procs[step.get("p", 0)]
@@ -167,15 +176,14 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
                 _check(name, step, *timed(lambda: call(p, step)))
             elif op == "load":
                 since = time.monotonic()
-                futures = [pool.submit(call, p, step) for _ in range(step.get("callers", 1))]
+                futures = [pool.submit(answered, p, step) for _ in range(step.get("callers", 1))]
                 running[step["id"]] = (since, futures)
                 time.sleep(0.02)  # let the calls reach the cache before the next step
             elif op == "await":
                 since, futures = running.pop(step["id"])
                 for f in futures:
-                    exc = f.exception()
-                    got = None if exc is not None else f.result()
-                    _check(name, step, got, exc, time.monotonic() - since)
+                    got, exc, at = f.result()
+                    _check(name, step, got, exc, at - since)
             elif op == "get":
                 _check(name, step, *timed(lambda: p.get(step["key"])))
             elif op == "set":

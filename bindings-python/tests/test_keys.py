@@ -1,4 +1,4 @@
-"""KeyBuilder is the engine's: the format is the one documented in core/src/key.rs."""
+"""KeyBuilder is the engine's: the format is the one documented in core/src/key/mod.rs."""
 
 from __future__ import annotations
 

@@ -45,9 +45,9 @@ EXIT_WHILE_LOADING = """
 
 @pytest.mark.parametrize("ms", [5, 10, 20])
 def test_exiting_while_loaders_run_on_daemon_threads_is_clean(ms: int) -> None:
-    # Used to abort (SIGABRT, "FATAL: exception not rethrown") 9 runs out of 9: the
-    # interpreter ends daemon threads that re-attach during finalization by unwinding them,
-    # through herdless's frames. The exit now waits for them to return to Python.
+    # The interpreter ends daemon threads that re-attach during finalization by unwinding
+    # them; through herdless's frames that aborts the process (SIGABRT, "FATAL: exception
+    # not rethrown"). The exit waits for them to return to Python.
     for _ in range(3):
         out = run(EXIT_WHILE_LOADING.format(ms=ms))
         assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
@@ -57,8 +57,8 @@ def test_exiting_while_loaders_run_on_daemon_threads_is_clean(ms: int) -> None:
 
 def test_after_fork_asyncio_loads_finish_in_the_child() -> None:
     # The parent used asyncio waiters; the child (a prefork worker) creates its own cache.
-    # Used to hang forever: the waiters were bridged through a runtime whose threads the
-    # child does not have.
+    # Waiters bridged through a runtime whose threads the child does not have would hang
+    # forever.
     out = run(
         """
         import asyncio, os, signal
@@ -91,8 +91,8 @@ def test_after_fork_asyncio_loads_finish_in_the_child() -> None:
 
 
 def test_a_key_loading_at_the_fork_loads_in_the_child() -> None:
-    # Used to raise WaitTimeout for that key forever in the child: it inherited a flight
-    # whose leader lives in the parent.
+    # The child inherits a flight whose leader lives in the parent: it must not raise
+    # WaitTimeout for that key forever.
     out = run(
         """
         import os, signal, threading, time
@@ -123,7 +123,8 @@ def test_a_key_loading_at_the_fork_loads_in_the_child() -> None:
 
 
 def test_closing_a_loop_with_a_pending_load_prints_nothing() -> None:
-    # Used to print "Event loop is closed" tracebacks when the load finished later.
+    # A load that finishes after its loop closed must not print "Event loop is closed"
+    # tracebacks.
     out = run(
         """
         import asyncio, threading, time

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_threads
+from conftest import five_leaders_cancelled, run_threads
 from redis_support import RedisCluster, RedisServer, command, free_port, value_key
 
 from herdless import ABSENT, BackendError, Cache, ConfigError, ConfigTypeError
@@ -438,3 +438,10 @@ def test_a_redis_cluster_is_one_fleet() -> None:
         assert all((c.metrics().redis or {}).get("backend_errors") == 0 for c in caches)
     finally:
         cluster.stop()
+
+
+def test_wait_timeout_counts_from_the_first_arrival_across_fleet_hand_overs(
+    server: RedisServer, prefix: str
+) -> None:
+    # Callers in two processes: each hand-over also hands the fleet lock over.
+    five_leaders_cancelled(fleet(server, prefix, wait_timeout=1.0))

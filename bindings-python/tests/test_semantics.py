@@ -354,8 +354,8 @@ def test_waits_stay_bounded_in_a_forked_child() -> None:
 
 
 def test_a_bump_invalidates_exactly_its_namespace() -> None:
-    # With more namespaces than the old table bound (1,024), a bump used to drop the keys of
-    # every namespace past it.
+    # More namespaces than 1,024: a bump must still drop the keys of its own namespace only,
+    # never those of namespaces past a table bound.
     cache = Cache(capacity=100_000)
     for i in range(2_000):
         cache.set(f"t{i}:k", i)

@@ -7,13 +7,13 @@
 //! caller of the last 5 s. The clock gets an [`Alarm`] instead, a shared cell holding the
 //! waker, which the waiter empties when it ends.
 
-use alloc::sync::Arc;
 use alloc::task::Wake;
 use core::task::Waker;
 use core::time::Duration;
 
 use crate::clock::Clock;
 use crate::sync::Mutex;
+use crate::sync::unchecked::Arc;
 
 /// The cell a clock timer wakes through; empty once its waiter ended or it fired.
 pub(crate) struct Alarm {

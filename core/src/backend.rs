@@ -31,13 +31,13 @@
 //! turns them into `V`. Times are wall-clock Unix milliseconds, shared by the fleet.
 
 use alloc::boxed::Box;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::future::Future;
 use core::pin::Pin;
 use core::time::Duration;
 
 use crate::error::LoadError;
+use crate::sync::unchecked::Arc;
 
 /// A future returned by a backend operation. Errors mean "the tier is not available now";
 /// callers count them and keep serving and coalescing from memory.

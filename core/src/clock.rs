@@ -136,6 +136,13 @@ impl ManualClock {
     }
 
     /// Moves time forward by `by` and wakes every timer that became due.
+    ///
+    /// The timers due on the way all fire at the end, at the target time: a waiter whose
+    /// deadline fell in between wakes to `now() == target`, not to its own deadline (so a
+    /// [`WaitTimeout`](crate::Error::WaitTimeout) reports `waited` up to the target). To wake
+    /// each at its own deadline, step from [`next_timer`](Self::next_timer) to the next with
+    /// [`set`](Self::set), letting the woken tasks run in between:
+    /// [`testing::Runner::advance`](crate::testing::Runner::advance) does exactly that.
     pub fn advance(&self, by: Duration) {
         let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
         let now = self
@@ -146,7 +153,8 @@ impl ManualClock {
         self.fire(Duration::from_nanos(now));
     }
 
-    /// Sets the time to `to` (never backwards) and wakes every timer that became due.
+    /// Sets the time to `to` (never backwards) and wakes every timer that became due (at
+    /// `to`, as [`advance`](Self::advance) does).
     pub fn set(&self, to: Duration) {
         let to = u64::try_from(to.as_nanos()).unwrap_or(u64::MAX);
         let now = self.inner.nanos.fetch_max(to, Ordering::AcqRel).max(to);
@@ -200,10 +208,11 @@ pub use self::system::SystemClock;
 
 #[cfg(feature = "std")]
 mod system {
-    use super::{Clock, Timers};
+    use core::task::Waker;
     use core::time::Duration;
-    use std::sync::{Condvar, Mutex};
-    use std::task::Waker;
+
+    use super::{Clock, Timers};
+    use crate::sync::unchecked::{Condvar, Mutex};
 
     /// The real monotonic clock, with one shared timer thread that wakes waiters at their
     /// deadlines, whatever async runtime (or none) they run on.
@@ -215,9 +224,10 @@ mod system {
 
     #[cfg(target_os = "linux")]
     mod os {
-        use core::sync::atomic::{AtomicU64, Ordering};
         use core::time::Duration;
-        use std::sync::OnceLock;
+
+        use crate::sync::Ordering;
+        use crate::sync::unchecked::{AtomicU64, OnceLock};
 
         fn read(clock: libc::clockid_t) -> Duration {
             let mut ts = libc::timespec {
@@ -281,8 +291,9 @@ mod system {
     #[cfg(not(target_os = "linux"))]
     mod os {
         use core::time::Duration;
-        use std::sync::OnceLock;
         use std::time::Instant;
+
+        use crate::sync::unchecked::OnceLock;
 
         pub(super) fn now() -> Duration {
             static ORIGIN: OnceLock<Instant> = OnceLock::new();

@@ -3,13 +3,14 @@
 //! TTL; stale serving (grace, fail-safe) is opt-in because whether stale data is acceptable is
 //! a business decision (a price may be stale, a balance may not).
 
-use alloc::sync::Arc as StdArc;
 use core::time::Duration;
 
 use crate::clock::Clock;
+use crate::detector::DetectorOptions;
 use crate::error::ConfigError;
-use crate::rng::SharedRng;
+use crate::rng::{SharedRng, default_rng, seeded_rng};
 use crate::spawn::Spawn;
+use crate::sync::unchecked::Arc as StdArc;
 
 /// Weighs an entry for the capacity bound (e.g. its size in bytes).
 pub type Weigher<V> = StdArc<dyn Fn(&str, &V) -> u64 + Send + Sync>;
@@ -43,7 +44,7 @@ pub(crate) struct Config<V> {
     pub(crate) max_key_len: usize,
     pub(crate) max_namespaces: usize,
     pub(crate) shards: usize,
-    pub(crate) detector: crate::detector::DetectorOptions,
+    pub(crate) detector: DetectorOptions,
     pub(crate) hot_keys: usize,
     pub(crate) hot_key_sample: u64,
 }
@@ -107,7 +108,7 @@ impl<V> Config<V> {
     }
 }
 
-/// Builds a [`Cache`](crate::Cache). Every option is checked by [`Builder::build`].
+/// Builds a [`Cache`](crate::Cache). Every option is checked by [`build`](Self::build).
 ///
 /// ```
 /// use core::time::Duration;
@@ -122,9 +123,28 @@ impl<V> Config<V> {
 /// # drop(cache);
 /// ```
 pub struct Builder<V> {
+    cfg: Config<V>,
+    clock: Option<StdArc<dyn Clock>>,
+    rng: Option<SharedRng>,
+    spawner: Spawner,
+}
+
+/// Where background work goes, as chosen on the builder.
+enum Spawner {
+    /// [`ThreadSpawn`](crate::ThreadSpawn) under `std`, none without it.
+    Default,
+    /// No background work.
+    Off,
+    Given(StdArc<dyn Spawn>),
+}
+
+/// A checked builder, taken apart for the table.
+pub(crate) struct Parts<V> {
     pub(crate) cfg: Config<V>,
-    pub(crate) clock: Option<StdArc<dyn Clock>>,
-    pub(crate) rng: Option<SharedRng>,
+    pub(crate) clock: StdArc<dyn Clock>,
+    /// Whether `clock` is the default system clock (the hit path then reads it directly).
+    pub(crate) system_clock: bool,
+    pub(crate) rng: SharedRng,
     pub(crate) spawner: Option<StdArc<dyn Spawn>>,
 }
 
@@ -156,7 +176,7 @@ impl<V> Default for Builder<V> {
             },
             clock: None,
             rng: None,
-            spawner: None,
+            spawner: Spawner::Default,
         }
     }
 }
@@ -234,7 +254,7 @@ impl<V> Builder<V> {
         /// The stampede detector's options (default: on, with the thresholds of
         /// [`DetectorOptions::default`](crate::DetectorOptions); see
         /// [`Cache::alerts`](crate::Cache::alerts)).
-        detector: crate::detector::DetectorOptions => detector;
+        detector: DetectorOptions => detector;
         /// Keys the hot-key tracker keeps (default 1,024; 0: off). See
         /// [`Cache::hot_keys`](crate::Cache::hot_keys).
         hot_keys: usize => hot_keys;
@@ -284,21 +304,82 @@ impl<V> Builder<V> {
         self
     }
 
-    /// The source of randomness for jitter and XFetch (default: [`default_rng`](crate::default_rng)).
+    /// The source of randomness for jitter and XFetch (default:
+    /// [`default_rng`](crate::default_rng), seeded differently in every process).
     pub fn rng(mut self, rng: impl rand_core::Rng + Send + 'static) -> Self {
         self.rng = Some(SharedRng::new(rng));
         self
     }
 
-    /// Where the async API runs background refreshes (default:
-    /// [`ThreadSpawn`](crate::ThreadSpawn) under `std`; without a spawner, stale hits are
-    /// served without a background refresh and the next caller after grace loads).
-    pub fn spawner(mut self, spawner: impl Spawn) -> Self {
-        self.spawner = Some(StdArc::new(spawner));
+    /// The default generator ([`DefaultRng`](crate::DefaultRng)) seeded with `seed`, so
+    /// jitter and XFetch draw the same numbers on every run: for tests and simulations.
+    ///
+    /// ```
+    /// # use core::time::Duration;
+    /// let cache = herdless::Cache::<u32>::builder().seed(7).build()?;
+    /// # Ok::<(), herdless::ConfigError>(())
+    /// ```
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.rng = Some(SharedRng::new(seeded_rng(seed)));
         self
     }
 
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
+    /// Where background work runs: the refresh of a stale or XFetch-chosen entry (from
+    /// [`get_or_load`](crate::Cache::get_or_load), [`get_or_load_async`](crate::Cache::get_or_load_async)
+    /// and the state machine's [`Hit::refresh`](crate::Hit::refresh)), and the rest of an
+    /// async load that outlived its soft timeout. Default:
+    /// [`ThreadSpawn`](crate::ThreadSpawn) under `std` (a short-lived thread per task),
+    /// none without it; see [`without_spawner`](Self::without_spawner) for a cache with none.
+    ///
+    /// A blocking loader refreshed in the background runs on this spawner too: with an async
+    /// runtime's spawner, give it a runtime thread that may block (e.g. tokio's
+    /// `spawn_blocking`), or keep the default.
+    pub fn spawner(mut self, spawner: impl Spawn) -> Self {
+        self.spawner = Spawner::Given(StdArc::new(spawner));
+        self
+    }
+
+    /// No background work at all: a stale hit is served without a refresh (the first caller
+    /// after grace loads, in the foreground), XFetch never refreshes early, and an async
+    /// leader past its soft timeout keeps loading in its caller's task (its waiters still
+    /// take their fail-safe value then). The state machine then never hands out a
+    /// [`Hit::refresh`](crate::Hit::refresh). This is also what a cache without `std` does
+    /// when no [`spawner`](Self::spawner) is given.
+    pub fn without_spawner(mut self) -> Self {
+        self.spawner = Spawner::Off;
+        self
+    }
+
+    /// Checks every option and fills in the defaults.
+    pub(crate) fn into_parts(self) -> Result<Parts<V>, ConfigError> {
+        self.validate()?;
+        let system_clock = cfg!(feature = "std") && self.clock.is_none();
+        #[cfg(feature = "std")]
+        let clock = self
+            .clock
+            .unwrap_or_else(|| StdArc::new(crate::clock::SystemClock));
+        #[cfg(not(feature = "std"))]
+        let clock = self.clock.ok_or(ConfigError::Inconsistent {
+            reason: "without the `std` feature a clock must be given",
+        })?;
+        let spawner = match self.spawner {
+            Spawner::Given(s) => Some(s),
+            Spawner::Off => None,
+            #[cfg(feature = "std")]
+            Spawner::Default => Some(StdArc::new(crate::spawn::ThreadSpawn) as _),
+            #[cfg(not(feature = "std"))]
+            Spawner::Default => None,
+        };
+        Ok(Parts {
+            cfg: self.cfg,
+            clock,
+            system_clock,
+            rng: self.rng.unwrap_or_else(|| SharedRng::new(default_rng())),
+            spawner,
+        })
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
         let c = &self.cfg;
         for (option, d) in [
             ("ttl", Some(c.ttl)),

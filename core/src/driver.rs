@@ -1,18 +1,20 @@
-//! For drivers of the engine beyond this crate's own: a shared tier (the `herdless-redis`
-//! fleet engine) and the language bindings. Nothing here is needed to use a [`Cache`];
-//! everything here keeps a driver's decisions inside the engine's rules (its budget, its
-//! counters, its clock).
+//! Hooks for drivers of the engine beyond this crate's own: a shared tier (the
+//! `herdless-redis` fleet engine) and the language bindings. Nothing here is needed to use a
+//! [`Cache`]; everything here keeps a driver's decisions inside the engine's rules (its
+//! budget, its counters, its clock).
 
 use alloc::string::String;
-use alloc::sync::Arc;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::alarm::{self, Alarm};
-use crate::budget::OriginPermit;
+use crate::budget::Budget;
+pub use crate::budget::OriginPermit;
+use crate::cache::Cache;
 use crate::clock::Clock;
-use crate::engine::Cache;
+use crate::error::Error;
 use crate::lookup::LoadGuard;
+use crate::sync::unchecked::Arc as StdArc;
 
 /// A share of `cache`'s origin budget for a load that runs outside a [`LoadGuard`], such
 /// as a two-tier driver's detached refresh; `None` while the budget is spent (a refresh
@@ -21,18 +23,23 @@ use crate::lookup::LoadGuard;
 pub fn try_origin_permit<V: Clone + Send + Sync + 'static>(
     cache: &Cache<V>,
 ) -> Option<OriginPermit> {
-    cache.try_origin_permit()
+    match &cache.table().budget {
+        Some(b) => Budget::try_acquire(b).map(|p| OriginPermit::new(Some(p))),
+        None => Some(OriginPermit::new(None)),
+    }
 }
 
 /// Counts an error of the shared tier (e.g. Redis) against `key`'s namespace, in the
 /// `backend_errors` metric.
 pub fn record_backend_error<V: Clone + Send + Sync + 'static>(cache: &Cache<V>, key: &str) {
-    cache.record_backend_error(key);
+    let ns = cache.table().namespaces.get(crate::key::namespace_of(key));
+    ns.counters().backend_errors.inc();
 }
 
-/// Keys currently loading in `cache` (flight records): for leak checks.
+/// Keys currently loading in `cache` (flight records): a cheap read, for leak checks
+/// (the same number is `loads_in_flight` in [`Cache::metrics`]).
 pub fn flights_in_progress<V: Clone + Send + Sync + 'static>(cache: &Cache<V>) -> usize {
-    cache.flights_in_progress()
+    cache.table().flights()
 }
 
 /// Drops every entry of `cache` whose value (`None`: a cached absence) `keep` refuses, and
@@ -42,7 +49,25 @@ pub fn retain<V: Clone + Send + Sync + 'static>(
     cache: &Cache<V>,
     keep: impl Fn(Option<&V>) -> bool,
 ) {
-    cache.retain(keep);
+    cache.table().retain(keep);
+}
+
+/// Finishes `guard` with a value another process loaded, read from a shared tier (the Redis
+/// L2): stored fresh for `fresh` from now (a zero `fresh` stores it already stale, within
+/// grace), with `load_duration` (the original load's, kept with the shared entry) as
+/// XFetch's delta. Not a loader call: neither counted as a load nor timed, and no origin
+/// budget is needed. Waiters get the value as from a loader; so does the caller.
+///
+/// Jitter applies as for [`LoadGuard::set_ttl`], so a two-tier cache builds its first tier
+/// with `jitter(0.0)` and jitters once, when it writes the shared entry. Absences keep
+/// `negative_ttl`.
+pub fn adopt<V: Clone + Send + Sync + 'static>(
+    guard: LoadGuard<V>,
+    value: Option<V>,
+    fresh: Duration,
+    load_duration: Duration,
+) -> Result<Option<V>, Error> {
+    guard.adopt(value, fresh, load_duration)
 }
 
 /// Records that the caller of `guard` was answered with its fail-safe value by the driver
@@ -53,8 +78,7 @@ pub fn count_failsafe<V: Clone + Send + Sync + 'static>(guard: &LoadGuard<V>) {
 }
 
 /// Finishes `guard` because its loader panicked (caught by the driver, or raised by the
-/// loader's language): waiters get [`Error::LoaderPanicked`](crate::Error::LoaderPanicked)
-/// and the next call loads again.
+/// loader's language): waiters get [`Error::LoaderPanicked`] and the next call loads again.
 pub fn panicked<V: Clone + Send + Sync + 'static>(guard: LoadGuard<V>, message: Option<String>) {
     guard.panicked(message);
 }
@@ -65,7 +89,7 @@ pub fn panicked<V: Clone + Send + Sync + 'static>(guard: LoadGuard<V>, message: 
 /// is polled.
 #[derive(Default)]
 pub struct Timer {
-    alarm: Option<Arc<Alarm>>,
+    alarm: Option<StdArc<Alarm>>,
 }
 
 impl Timer {

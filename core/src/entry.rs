@@ -1,4 +1,7 @@
-//! What the cache keeps under a key: a value or a cached absence, with its timing.
+//! What the cache keeps under a key: a value or a cached absence, with its timing; and what
+//! a reader may see of it ([`HitState`], [`Peek`]).
+
+use core::time::Duration;
 
 use crate::epoch::Namespace;
 use crate::expiry::{Phase, Timing};
@@ -31,4 +34,61 @@ impl<V> Entry<V> {
         }
         self.timing.phase(now)
     }
+
+    /// What [`Cache::peek`](crate::Cache::peek) reports at `now`; `None` once dead.
+    pub(crate) fn peek(&self, now: u64) -> Option<Peek<V>>
+    where
+        V: Clone,
+    {
+        let state = match self.phase(now) {
+            Phase::Fresh => HitState::Fresh,
+            Phase::Stale => HitState::Stale,
+            Phase::FailSafe => HitState::FailSafe,
+            Phase::Dead => return None,
+        };
+        let t = &self.timing;
+        Some(Peek {
+            value: self.value.clone(),
+            state,
+            age: Duration::from_nanos(now.saturating_sub(t.written)),
+            fresh_until: Duration::from_nanos(t.fresh_until),
+            stale_until: Duration::from_nanos(t.stale_until),
+            load_duration: Duration::from_nanos(self.load_nanos),
+        })
+    }
+}
+
+/// Where an entry is in its life: how fresh a served or peeked value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HitState {
+    /// Within its TTL.
+    Fresh,
+    /// Past its TTL, within grace: served at once while one refresh runs
+    /// (stale-while-revalidate).
+    Stale,
+    /// Past grace, within `max_stale`: kept only as the fail-safe fallback, served when a
+    /// load fails or times out.
+    FailSafe,
+}
+
+/// An entry as [`Cache::peek`](crate::Cache::peek) sees it, without touching it.
+///
+/// Times are on the cache's [`Clock`](crate::Clock), like every deadline of the crate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Peek<V> {
+    /// The value; `None` is a cached absence (the loader answered "absent").
+    pub value: Option<V>,
+    /// Fresh, stale (within grace) or kept only for fail-safe.
+    pub state: HitState,
+    /// Time since the entry was stored (loaded, written or adopted from a shared tier).
+    pub age: Duration,
+    /// Until when it is fresh (its jittered TTL after it was stored).
+    pub fresh_until: Duration,
+    /// Until when it may be served stale: `fresh_until + grace` (equal to `fresh_until`
+    /// without grace, and for a cached absence).
+    pub stale_until: Duration,
+    /// The measured duration of the key's last load (XFetch's delta): kept when a `set`
+    /// replaces the value; zero if the key was never loaded.
+    pub load_duration: Duration,
 }

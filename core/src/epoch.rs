@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use hashbrown::HashMap;
 
-use crate::metrics::{NamespaceMetrics, NsMetrics};
+use crate::metrics::{Counters, NamespaceMetrics, NsMetrics};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering, RwLock};
 
 /// One namespace: its epoch and its metrics.
@@ -34,6 +34,12 @@ impl Namespace {
     #[inline]
     pub(crate) fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
+    }
+
+    /// The namespace's counters.
+    #[inline]
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.metrics.counters
     }
 }
 
@@ -102,11 +108,7 @@ impl Namespaces {
             t.map.remove(&ns.name);
             ns.epoch.fetch_add(1, Ordering::AcqRel);
             self.retired.metrics.absorb(&ns.metrics);
-            self.retired
-                .metrics
-                .c
-                .retired_namespaces
-                .fetch_add(1, Ordering::Relaxed);
+            self.retired.counters().retired_namespaces.inc();
             return;
         }
     }

@@ -7,9 +7,9 @@ use alloc::string::String;
 use core::fmt;
 use core::time::Duration;
 
-// A plain Arc even under loom: an immutable error needs no model checking, and loom's Arc
-// cannot hold a `dyn Error`.
-use alloc::sync::Arc;
+// Never loom's: an immutable error needs no model checking, and loom's Arc cannot hold a
+// `dyn Error`.
+use crate::sync::unchecked::Arc;
 
 /// The error a loader returned, shared by every waiter of that load.
 ///
@@ -209,3 +209,17 @@ impl fmt::Display for ConfigError {
 }
 
 impl core::error::Error for ConfigError {}
+
+/// The error types a loader may return: anything that converts into a boxed error.
+pub(crate) fn load_error<E: Into<Box<dyn core::error::Error + Send + Sync>>>(e: E) -> LoadError {
+    LoadError::from_boxed(e.into())
+}
+
+/// The message of a panic payload, when it is a string.
+#[cfg(feature = "std")]
+pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> Option<String> {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| String::from(*s))
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+}

@@ -15,6 +15,8 @@ pub(crate) fn nanos(d: Duration) -> u64 {
 /// The life of one entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Timing {
+    /// When the entry was written.
+    pub(crate) written: u64,
     /// Served as fresh before this.
     pub(crate) fresh_until: u64,
     /// Served as stale (with one background refresh) before this: `fresh_until + grace`.
@@ -49,6 +51,7 @@ impl Timing {
             None => stale_until,
         };
         Self {
+            written: now,
             fresh_until,
             stale_until,
             retain_until,

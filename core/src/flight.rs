@@ -102,7 +102,7 @@ impl<V: Clone> Flight<V> {
 
     /// Records the outcome if the flight has none yet and returns the wakers for the caller
     /// to [`wake_all`] (outside its locks); `None` when another outcome won.
-    pub(crate) fn settle(&self, outcome: Outcome<V>) -> Option<Vec<Option<Waker>>> {
+    pub(crate) fn set_outcome(&self, outcome: Outcome<V>) -> Option<Vec<Option<Waker>>> {
         let mut st = self.state.lock();
         if st.outcome.is_some() {
             return None;
@@ -151,7 +151,7 @@ impl<V: Clone> Flight<V> {
     }
 }
 
-/// Wakes the waiters a [`Flight::settle`] returned.
+/// Wakes the waiters a [`Flight::set_outcome`] returned.
 pub(crate) fn wake_all(wakers: Vec<Option<Waker>>) {
     for w in wakers.into_iter().flatten() {
         w.wake();

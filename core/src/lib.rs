@@ -31,21 +31,24 @@
 //!   key in the background (stale-while-revalidate or XFetch).
 //! - [`Lookup::Lead`]: this caller loads. [`LoadGuard::begin`] waits for the origin budget,
 //!   the caller runs its loader, and [`LoadGuard::complete`] stores the result (unless a
-//!   `set`, `invalidate` or `bump` happened meanwhile) and wakes every waiter with it.
+//!   `set`, `invalidate` or `bump` happened meanwhile) and wakes every waiter with it. A
+//!   leader whose own wait runs out first hands the load over ([`LoadGuard::give_up`]).
 //! - [`Lookup::Wait`]: another caller loads. The [`Waiter`] is a runtime-agnostic `Future`
 //!   (or [`Waiter::wait`] blocks); it ends with the leader's result, its error, a fail-safe
 //!   value, or [`Waited::Retry`] when the leader went away and the load is handed over.
 //!
-//! Each way of calling the engine is a small driver of that machine:
+//! Each way of calling the engine is a small driver of that machine (the hooks a driver
+//! outside this crate needs are in [`driver`]):
 //!
 //! 1. **Rust, in memory** — [`Cache::get_or_load`] drives it on the caller's thread
-//!    (waiters park; a refresh gets a short-lived thread), and
+//!    (waiters park; a refresh goes to the cache's [`Spawn`]er), and
 //!    [`Cache::get_or_load_async`] drives it as a future on any executor (timers come from
 //!    the [`Clock`], background work goes to the [`Spawn`]er, e.g. `tokio::spawn`).
-//! 2. **A shared tier (Redis)** — a [`Backend`] sits behind the in-memory table: the local
-//!    leader, one per process, does the fleet-wide part (read L2, take the distributed
-//!    lock with a token and lease, re-read, load, conditional write, notify), so the
-//!    in-process single-flight bounds Redis traffic to one lock attempt per key per process.
+//! 2. **A shared tier (Redis)** — a [`Backend`](backend::Backend) sits behind the in-memory
+//!    table: the local leader, one per process, does the fleet-wide part (read L2, take the
+//!    distributed lock with a token and lease, re-read, load, conditional write, notify),
+//!    so the in-process single-flight bounds Redis traffic to one lock attempt per key per
+//!    process.
 //! 3. **Python** — the binding calls `lookup` with the GIL held (it is fast), runs a Python
 //!    loader on the leading thread or awaits it as a coroutine, and completes the guard;
 //!    sync waiters call [`Waiter::wait`] with the GIL released, asyncio waiters await the
@@ -54,8 +57,9 @@
 //!    a `Lead`, and completes the guard when its Promise settles; a `Wait` becomes a Promise
 //!    resolved when the waiter's future ends, so the event loop never blocks.
 //!
-//! Time and randomness are injected ([`Clock`], [`Builder::rng`]), so every policy is
-//! testable on a [`ManualClock`], deterministically.
+//! Time and randomness are injected ([`Clock`], [`Builder::seed`]), so every policy is
+//! testable on a [`ManualClock`], deterministically; [`testing::Runner`] runs your own code
+//! that way.
 //!
 //! ## Guarantees
 //!
@@ -65,14 +69,61 @@
 //! - Nothing older than `ttl * (1 + jitter / 2) + grace` is served (the jitter spreads a
 //!   TTL up to half its width above it), except fail-safe values (opt-in, up to
 //!   `max_stale`) when a load fails or times out.
+//! - A caller is answered at most `wait_timeout` after it first arrived (with the value, a
+//!   fail-safe value or [`Error::WaitTimeout`]), whichever leaders come and go meanwhile.
 //! - Errors are never cached; every waiter of a failed load gets the same error.
 //! - Memory is bounded: entries (values and absences) by capacity with SIEVE eviction,
 //!   flight records by `max_flights`, namespaces by `max_namespaces`.
 //!
+//! ## The public API
+//!
+//! Everything public, each reachable by one path.
+//!
+//! **The cache.** [`Cache`], made by [`Cache::builder`] ([`Builder`], read back as
+//! [`Options`]; [`Weigher`] and [`ENTRY_OVERHEAD_BYTES`] for a bound in bytes) or
+//! [`Cache::new`]. Its methods:
+//! - read and load: [`get_or_load`](Cache::get_or_load),
+//!   [`get_or_load_scoped`](Cache::get_or_load_scoped) (a loader that borrows),
+//!   [`get_or_load_async`](Cache::get_or_load_async), [`get`](Cache::get),
+//!   [`get_with`](Cache::get_with), [`peek`](Cache::peek) (no side effect; a [`Peek`]);
+//! - write: [`set`](Cache::set), [`set_with_ttl`](Cache::set_with_ttl),
+//!   [`set_absent`](Cache::set_absent), [`invalidate`](Cache::invalidate),
+//!   [`bump`](Cache::bump), [`clear`](Cache::clear);
+//! - pre-warm: [`warm`](Cache::warm), [`warm_with_progress`](Cache::warm_with_progress),
+//!   [`warm_async`](Cache::warm_async),
+//!   [`warm_async_with_progress`](Cache::warm_async_with_progress) (a [`WarmReport`]), from
+//!   [`hot_keys`](Cache::hot_keys), [`export_hot_keys`](Cache::export_hot_keys) and
+//!   [`import_hot_keys`](Cache::import_hot_keys) ([`HotKey`], [`HotKeysJsonError`]);
+//! - observe: [`metrics`](Cache::metrics) ([`MetricsSnapshot`], [`NamespaceMetrics`],
+//!   [`CounterSnapshot`], [`HistogramSnapshot`]), [`prometheus`](Cache::prometheus),
+//!   [`alerts`](Cache::alerts) ([`Alert`], [`AlertKind`], [`Cause`], [`Cure`], [`Evidence`];
+//!   set up with [`DetectorOptions`]), [`budget_in_use`](Cache::budget_in_use);
+//! - the state machine: [`lookup`](Cache::lookup) and [`lookup_again`](Cache::lookup_again),
+//!   answering a [`Lookup`]: a [`Hit`] ([`HitState`]), a [`LoadGuard`] (its [`Begin`]
+//!   future waits for the origin budget) or a [`Waiter`] (ending in [`Waited`], perhaps a
+//!   [`Retry`]);
+//! - [`options`](Cache::options), [`clock`](Cache::clock).
+//!
+//! **Errors.** [`Error`] (a call), [`LoadError`] (a loader's own, shared by its waiters),
+//! [`ConfigError`] (a bad option).
+//!
+//! **Keys.** [`KeyBuilder`], [`Param`], [`KeyError`]; the key format itself, and reading a
+//! key back, in [`key`].
+//!
+//! **Time, randomness, background work.** [`Clock`], [`SystemClock`], [`ManualClock`];
+//! [`DefaultRng`], [`default_rng`] (or [`Builder::seed`]); [`Spawn`], [`ThreadSpawn`],
+//! [`BoxFuture`].
+//!
+//! **Modules.** [`key`] (the key format), [`testing`] (your code on virtual time),
+//! [`driver`] (hooks for drivers beyond this crate: a shared tier, a language binding),
+//! [`backend`] (what a shared tier such as Redis implements), [`jitter`] and [`xfetch`]
+//! (the two policies' maths, for a tier that computes lifetimes itself).
+//!
 //! ## Features
 //!
-//! `std` (default): the system clock, the blocking API, parking_lot locks. Without it the
-//! crate is `no_std` + `alloc`: bring a [`Clock`] and drive [`Cache::lookup`] or the async API.
+//! `std` (default): the system clock, the blocking API, parking_lot locks, [`testing`].
+//! Without it the crate is `no_std` + `alloc`: bring a [`Clock`] and drive
+//! [`Cache::lookup`] or the async API.
 //! `opentelemetry` (off): the cache's metrics as OpenTelemetry observable instruments and a
 //! span per loader call, in `otel` (the `opentelemetry` crate; implies `std`).
 
@@ -81,53 +132,62 @@
 
 extern crate alloc;
 
+// Layers, from the top: the façade (`cache`); its subsystems (`lookup` and its drivers
+// `blocking`, `asynchronous`, `warm`; `detector`, `hotkeys`, `metrics`); the table
+// (`table`: shards, flights, entries); the leaves. `scripts/check-core-layers` checks that
+// no module leans on one above it.
 mod alarm;
-mod api;
+mod asynchronous;
 pub mod backend;
+#[cfg(feature = "std")]
+mod blocking;
 mod budget;
+mod cache;
 mod clock;
 mod config;
-pub mod detector;
+mod detector;
 pub mod driver;
-mod engine;
 mod entry;
 mod epoch;
 mod error;
 mod expiry;
 mod flight;
-pub mod hotkeys;
+mod hotkeys;
 pub mod jitter;
 pub mod key;
 mod lookup;
-pub mod metrics;
+mod metrics;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
-#[cfg(feature = "std")]
-mod park;
 mod rng;
 mod spawn;
 mod store;
 mod sync;
+mod table;
+#[cfg(feature = "std")]
+pub mod testing;
+mod warm;
 pub mod xfetch;
 
-pub use api::WarmReport;
-pub use backend::Backend;
-pub use budget::OriginPermit;
+pub use cache::Cache;
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
 pub use config::{Builder, ENTRY_OVERHEAD_BYTES, Options, Weigher};
 pub use detector::{Alert, AlertKind, Cause, Cure, DetectorOptions, Evidence};
-pub use engine::Cache;
+pub use entry::{HitState, Peek};
 pub use error::{ConfigError, Error, LoadError};
 pub use hotkeys::{HotKey, HotKeysJsonError};
-pub use key::{KeyBuilder, KeyError, Param};
-pub use lookup::{Begin, Hit, HitState, LoadGuard, Lookup, Retry, Waited, Waiter};
-pub use metrics::{MetricsSnapshot, NamespaceMetrics};
+pub use key::builder::KeyBuilder;
+pub use key::error::KeyError;
+pub use key::param::Param;
+pub use lookup::{Begin, Hit, LoadGuard, Lookup, Retry, Waited, Waiter};
+pub use metrics::{CounterSnapshot, HistogramSnapshot, MetricsSnapshot, NamespaceMetrics};
 pub use rng::{DefaultRng, default_rng};
 #[cfg(feature = "std")]
 pub use spawn::ThreadSpawn;
 pub use spawn::{BoxFuture, Spawn};
+pub use warm::WarmReport;
 
 /// The README's Rust examples, compiled and run as doctests so the front page never lies.
 #[cfg(doctest)]

@@ -44,9 +44,9 @@ use opentelemetry::metrics::{AsyncInstrument, Meter};
 use opentelemetry::trace::{FutureExt, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::{Context, KeyValue, global};
 
-use crate::engine::Cache;
+use crate::cache::Cache;
 use crate::key::namespace_of;
-use crate::metrics::{CounterSnapshot, NamespaceMetrics};
+use crate::metrics::{CounterSnapshot, MetricsSnapshot, NamespaceMetrics};
 
 /// Registers `cache`'s metrics with `meter` as observable instruments (see the module docs);
 /// `name`, when given, is the attribute `herdless.cache` of every measurement. The
@@ -101,7 +101,7 @@ pub fn observe<V: Clone + Send + Sync + 'static>(
         (
             "herdless.entries",
             "Entries held (values and cached absences).",
-            (|m: &crate::MetricsSnapshot| m.entries) as fn(&_) -> u64,
+            (|m: &MetricsSnapshot| m.entries) as fn(&_) -> u64,
         ),
         (
             "herdless.weight",

@@ -35,10 +35,16 @@ impl SharedRng {
 /// and XFetch need spread, not secrecy.
 pub type DefaultRng = rand_xoshiro::Xoshiro256PlusPlus;
 
-/// A [`DefaultRng`] seeded from the process's random hash keys under `std` (so processes of
-/// a fleet do not jitter in lock step), or from a fixed seed without it.
-pub fn default_rng() -> DefaultRng {
+/// A [`DefaultRng`] seeded with `seed`.
+pub(crate) fn seeded_rng(seed: u64) -> DefaultRng {
     use rand_core::SeedableRng;
+    DefaultRng::seed_from_u64(seed)
+}
+
+/// A [`DefaultRng`] seeded from the process's random hash keys under `std` (so processes of
+/// a fleet do not jitter in lock step), or from a fixed seed without it. For a seed of your
+/// own, [`Builder::seed`](crate::Builder::seed).
+pub fn default_rng() -> DefaultRng {
     #[cfg(feature = "std")]
     let seed = {
         use core::hash::{BuildHasher, Hasher};
@@ -48,5 +54,5 @@ pub fn default_rng() -> DefaultRng {
     };
     #[cfg(not(feature = "std"))]
     let seed = 0x9e37_79b9_7f4a_7c15;
-    DefaultRng::seed_from_u64(seed)
+    seeded_rng(seed)
 }

@@ -34,7 +34,7 @@ impl Spawn for ThreadSpawn {
     fn spawn(&self, task: BoxFuture) {
         let spawned = std::thread::Builder::new()
             .name("herdless-refresh".into())
-            .spawn(move || crate::park::block_on(task));
+            .spawn(move || crate::sync::block_on(task));
         // Out of threads: the refresh is dropped, its guard hands the load over, and the
         // entry is refreshed by the next caller after grace.
         drop(spawned);

@@ -404,7 +404,7 @@ fn protected_steady_state_stays_silent_for_hours() {
         .capacity(10_000);
     let mut w = World::new(builder, ManualClock::new(), Duration::from_millis(20));
     let mut rng = Rng(19);
-    // Pre-warm the 1,000 keys (cold start with warm-up done before traffic, as the seed says).
+    // Pre-warm the 1,000 keys: a cold start whose warm-up is done before traffic arrives.
     let mut keys: Vec<String> = (0..1000).map(|i| format!("catalog:item:{i}")).collect();
     keys.push("feed:top".into());
     for k in &keys {

@@ -1,4 +1,4 @@
-//! The dogpile (seed: "thundering herd"): a hot key expires while thousands of requests are
+//! The dogpile (the thundering herd): a hot key expires while thousands of requests are
 //! in flight. A naive cache-aside sends every one of them to the origin; herdless sends one.
 
 mod common;
@@ -39,7 +39,7 @@ fn five_thousand_callers_on_an_expired_key_make_one_load() {
         .collect();
     sim.run();
     assert_eq!(origin.calls(), 2, "one loader call for the whole herd");
-    assert_eq!(cache.flights_in_progress(), 1);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 1);
     assert!(
         callers.iter().all(|c| !c.is_done()),
         "everyone waits for the one load"
@@ -52,7 +52,7 @@ fn five_thousand_callers_on_an_expired_key_make_one_load() {
     assert_eq!(origin.calls(), 2);
     assert_eq!(origin.peak(), 1);
     assert_eq!(
-        cache.flights_in_progress(),
+        herdless::driver::flights_in_progress(&cache),
         0,
         "no flight record left behind"
     );
@@ -93,7 +93,7 @@ fn threads_on_the_real_clock_share_one_load() {
         assert_eq!(t.join().unwrap().unwrap(), Some(7));
     }
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
     let m = cache.metrics().total();
     assert_eq!(m.loads, 1);
     assert_eq!(m.coalesced_waiters + m.hits, 63);

@@ -1,4 +1,4 @@
-//! Fail-safe (seed: "the origin is down: serve yesterday's data rather than an error"): when a
+//! Fail-safe (the origin is down: serve yesterday's data rather than an error): when a
 //! load fails and a value past grace but within `max_stale` is at hand, everyone gets that
 //! value, and the key is not retried before `failsafe_backoff`. Errors are never cached:
 //! without stale data, every waiter of the failed load gets the same error and the next call

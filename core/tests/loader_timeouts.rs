@@ -1,4 +1,4 @@
-//! Loader timeouts (seed: "a hung rebuild holds the lock forever"). Soft timeout: callers
+//! Loader timeouts (a hung rebuild must not hold the key forever). Soft timeout: callers
 //! holding a fail-safe value take it after `soft_timeout`, while the load finishes in the
 //! background and its result is stored. Hard timeout: the load is given up with
 //! `Error::LoadTimeout` for everyone, its result is discarded, and the next call loads again.
@@ -66,7 +66,7 @@ fn at_the_soft_timeout_everyone_takes_the_stale_value_and_the_load_lands_later()
     assert_eq!(origin.running(), 0);
     assert_eq!(cache.get(KEY), Some(2), "the background load was stored");
     assert_eq!(origin.calls(), 1);
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 }
 
 #[test]
@@ -85,7 +85,7 @@ fn at_the_hard_timeout_everyone_gets_load_timeout_and_the_next_call_loads_again(
         }
     }
     assert_eq!(origin.running(), 0, "the hung loader was dropped");
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
     assert_eq!(cache.get(KEY), None);
     let m = cache.metrics().total();
     assert_eq!(m.load_timeouts, 1, "one load timed out");
@@ -117,7 +117,7 @@ fn a_hung_leader_that_answers_after_the_hard_timeout_is_discarded() {
     for w in &waiters {
         assert!(matches!(w.take(), Err(Error::LoadTimeout { .. })));
     }
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
     assert_eq!(cache.metrics().total().load_timeouts, 1);
 
     sim.advance(secs(1));

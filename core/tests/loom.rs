@@ -1,9 +1,9 @@
 //! Loom models of the single-flight table: the real engine (`Cache::lookup`, `LoadGuard`
 //! completion and drop, `Waiter` polling, flight registration and removal), with loom's
-//! locks, atomics and `Arc` swapped in by `core/src/sync.rs` and loom's `block_on` behind
-//! `Waiter::wait` (`core/src/park.rs`). A lost wake-up shows up as a loom deadlock, a leaked
-//! `Arc` (a flight record kept alive by a cycle) as a loom leak, and a flight record left in
-//! the table as `flights_in_progress() != 0` or as a later lookup that does not lead.
+//! locks, atomics, `Arc` and `block_on` (behind `Waiter::wait`) swapped in by
+//! `core/src/sync.rs`. A lost wake-up shows up as a loom deadlock, a leaked `Arc` (a flight
+//! record kept alive by a cycle) as a loom leak, and a flight record left in the table as
+//! `driver::flights_in_progress() != 0` or as a later lookup that does not lead.
 //!
 //! Run (in CI, release mode, a few seconds per model):
 //!
@@ -30,7 +30,7 @@ use rand_core::SeedableRng;
 const KEY: &str = "ns:k";
 
 /// Default preemption bound: 2 covers the classic register-versus-finish and
-/// check-then-act races while keeping each model to seconds on two cores.
+/// check-then-act races while keeping each model to seconds.
 const PREEMPTIONS: usize = 2;
 
 /// Runs `f` under every interleaving loom explores and reports how many there were.
@@ -158,13 +158,21 @@ fn spawn_waiter<T: 'static>(
 
 /// No record is left: the counter is back to zero and the next caller leads.
 fn assert_no_flight(cache: &Cache<u32>) {
-    assert_eq!(cache.flights_in_progress(), 0, "a flight record leaked");
+    assert_eq!(
+        herdless::driver::flights_in_progress(&cache),
+        0,
+        "a flight record leaked"
+    );
     match cache.lookup(KEY).expect("valid key") {
         Lookup::Lead(guard) => guard.abandon(),
         Lookup::Wait(_) => panic!("a finished flight is still in the table"),
         Lookup::Hit(_) => {}
     }
-    assert_eq!(cache.flights_in_progress(), 0, "a flight record leaked");
+    assert_eq!(
+        herdless::driver::flights_in_progress(&cache),
+        0,
+        "a flight record leaked"
+    );
 }
 
 fn lead(cache: &Cache<u32>) -> herdless::LoadGuard<u32> {
@@ -360,7 +368,7 @@ fn panicked_leader_fails_its_waiters() {
             .map(|_| spawn_waiter(&cache, &gate, |_, w| w.wait()))
             .collect();
         gate.until(2);
-        guard.panicked(Some("boom".into()));
+        herdless::driver::panicked(guard, Some("boom".into()));
         for w in waiters {
             match w.join().unwrap() {
                 Err(Error::LoaderPanicked { message }) => {
@@ -457,7 +465,7 @@ fn hard_timeout_ends_the_waiter_and_drops_the_late_result() {
             }
             ticker.join().unwrap();
             assert_eq!(
-                cache.flights_in_progress(),
+                herdless::driver::flights_in_progress(&cache),
                 0,
                 "the timed-out record is removed"
             );

@@ -1,4 +1,4 @@
-//! Mass expiry (seed: "1,000 keys written together expire together"): a restart or a batch
+//! Mass expiry (1,000 keys written together expire together): a restart or a batch
 //! import writes many keys at one instant; without jitter they all expire at one instant and
 //! the origin takes 1,000 loads at once. With TTL 300 s and jitter 0.25 every key's TTL is
 //! `300 s * (1 + 0.25 * (u - 0.5))`, i.e. within [262.5 s, 337.5 s], spread over that band.

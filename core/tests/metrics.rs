@@ -1,4 +1,4 @@
-//! Metrics (seed: "you cannot fix a stampede you cannot see"): a small scripted day of one
+//! Metrics (a stampede nobody can see cannot be fixed): a small scripted day of one
 //! cache, and the counters it must show, per namespace, in the snapshot and in Prometheus
 //! text.
 

@@ -1,4 +1,4 @@
-//! The origin budget (seed: "a cold start opens 1,000 connections to a pool of 20"): when
+//! The origin budget (a cold start must not open 1,000 connections to a pool of 20): when
 //! many different keys miss at once, single-flight alone still sends one load per key. With
 //! `origin_budget(20)` at most 20 loader calls run at once; the rest queue, first come first
 //! served, and every key is loaded in the end.
@@ -39,7 +39,7 @@ fn a_thousand_keys_expiring_at_once_never_run_more_than_twenty_loads() {
     assert_eq!(origin.running(), 20);
     assert_eq!(cache.budget_in_use(), 20);
     assert_eq!(
-        cache.flights_in_progress(),
+        herdless::driver::flights_in_progress(&cache),
         1_000,
         "one flight per key, queued or running"
     );
@@ -63,7 +63,7 @@ fn a_thousand_keys_expiring_at_once_never_run_more_than_twenty_loads() {
     // 50 rounds of 20 loads of 200 ms each.
     assert_eq!(sim.now() - start, secs(10));
     assert_eq!(cache.budget_in_use(), 0);
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 }
 
 #[test]
@@ -101,7 +101,7 @@ fn a_leader_that_cannot_get_the_budget_in_time_fails_with_wait_timeout() {
         1,
         "the queued load never reached the origin"
     );
-    assert_eq!(cache.flights_in_progress(), 1);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 1);
     sim.advance(secs(4));
     assert_eq!(slow.take().unwrap(), Some(1));
     assert_eq!(cache.budget_in_use(), 0);
@@ -139,7 +139,7 @@ fn background_refreshes_are_skipped_rather_than_queued_when_the_budget_is_spent(
         "the refresh did not queue for the budget"
     );
     assert_eq!(
-        cache.flights_in_progress(),
+        herdless::driver::flights_in_progress(&cache),
         1,
         "the skipped refresh left no flight"
     );
@@ -188,4 +188,47 @@ fn a_leader_that_got_the_budget_leaves_no_waker_behind_in_the_clock() {
     clock.advance(secs(6));
     assert_eq!(probe.wakes(), 1, "no late wake-up");
     second.complete(Ok(Some(2))).unwrap();
+}
+
+/// A leader queued for the budget that gives up at its own deadline hands the load over:
+/// a caller who arrived later keeps waiting until its own deadline (and here gets the value
+/// once the budget frees up), instead of sharing the leader's timeout.
+#[test]
+fn a_leader_giving_up_on_the_budget_leaves_later_callers_their_own_wait() {
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim
+        .builder()
+        .origin_budget(1)
+        .wait_timeout(secs(1))
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    let call = |sim: &Sim, key: &'static str, took, answer| {
+        let (cache, load) = (
+            cache.clone(),
+            origin.loader(&sim.clock, took, Ok(Some(answer))),
+        );
+        sim.spawn(async move { cache.get_or_load_async(key, load).await })
+    };
+    // Another key holds the only share of the budget until 1.5 s.
+    let busy = call(&sim, "other:1", ms(1_500), 0);
+    sim.run();
+    let first = call(&sim, "report:1", ms(100), 1);
+    sim.advance(ms(900));
+    let second = call(&sim, "report:1", ms(100), 2);
+    sim.advance(ms(100));
+    match first.take() {
+        Err(Error::WaitTimeout { waited }) => assert_eq!(waited, secs(1)),
+        other => panic!("the first caller got {other:?}"),
+    }
+    assert!(!second.is_done(), "the second caller waits until 1.9 s");
+    sim.advance(ms(600));
+    assert_eq!(
+        second.take().unwrap(),
+        Some(2),
+        "it led once the budget freed up"
+    );
+    assert_eq!(busy.take().unwrap(), Some(0));
+    assert_eq!(origin.calls(), 2);
+    assert_eq!(cache.metrics().total().wait_timeouts, 1);
 }

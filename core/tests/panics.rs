@@ -1,4 +1,4 @@
-//! A loader that panics (seed: "the leader died and everyone hung"): every waiter of that
+//! A loader that panics (a dead leader must not hang its waiters): every waiter of that
 //! load gets `Error::LoaderPanicked` at once, the panic goes on in the leader's own caller,
 //! and the next call loads again.
 
@@ -55,7 +55,7 @@ fn threads_waiting_on_a_panicking_loader_all_get_the_error_then_the_next_call_lo
     }
     assert_eq!((leaders, waiters), (1, THREADS - 1));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
     assert_eq!(cache.metrics().total().load_errors, 1);
 
     // Nothing was cached: the next call loads again, and succeeds.
@@ -101,7 +101,7 @@ fn async_waiters_get_the_panic_and_the_leaders_caller_unwinds() {
     }
     assert_eq!(origin.calls(), 1, "no waiter called the loader itself");
     assert_eq!(origin.running(), 0);
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 
     let retry = {
         let cache = cache.clone();
@@ -141,11 +141,11 @@ fn a_guard_dropped_by_a_panicking_thread_wakes_its_waiters_with_the_panic() {
     let Lookup::Wait(waiter) = cache.lookup(KEY).unwrap() else {
         panic!("the second caller waits")
     };
-    guard.panicked(Some("TypeError: x is undefined".into()));
+    herdless::driver::panicked(guard, Some("TypeError: x is undefined".into()));
     assert!(matches!(
         waiter.wait(),
         Err(Error::LoaderPanicked { message: Some(m) }) if m == "TypeError: x is undefined"
     ));
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
     assert_eq!(cache.metrics().total().load_errors, 2);
 }

@@ -538,10 +538,10 @@ impl Model {
             p.guard.abandon();
         }
         self.waiting.clear();
-        if self.cache.flights_in_progress() != 0 {
+        if herdless::driver::flights_in_progress(&self.cache) != 0 {
             return Err(format!(
                 "{} flight records left after every load ended",
-                self.cache.flights_in_progress()
+                herdless::driver::flights_in_progress(&self.cache)
             ));
         }
         let _ = self.checked;

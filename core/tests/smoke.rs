@@ -56,5 +56,5 @@ fn threads_coalesce_on_one_load() {
         assert_eq!(h.join().unwrap(), Some(1));
     }
     assert_eq!(calls.load(Ordering::SeqCst), 1);
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 }

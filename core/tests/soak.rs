@@ -159,7 +159,11 @@ fn mixed_traffic_never_serves_wrong_or_too_old_data_and_memory_stays_flat() {
     assert_eq!(origin.unverifiable.load(Ordering::Relaxed), 0);
     assert!(checked > 1_000, "the soak read little: {checked}");
     assert!(m.entries <= CAPACITY);
-    assert_eq!(cache.flights_in_progress(), 0, "flight records left behind");
+    assert_eq!(
+        herdless::driver::flights_in_progress(&cache),
+        0,
+        "flight records left behind"
+    );
     // Flat memory: the steady phase may not grow the process by more than a quarter plus
     // 16 MiB (allocator slack; a leak of one record per operation would be far larger).
     assert!(

@@ -1,4 +1,4 @@
-//! Stale-while-revalidate (seed: soft and hard TTL): once a hot key passes its TTL, readers
+//! Stale-while-revalidate (a soft and a hard TTL): once a hot key passes its TTL, readers
 //! keep getting the old value at once while exactly one background refresh replaces it.
 //! Nobody waits, the origin sees one call per expiry, and nothing older than ttl + grace is
 //! ever served.
@@ -81,7 +81,7 @@ fn under_continuous_reads_nobody_waits_and_one_refresh_runs_per_expiry() {
         "four reads per stale window, 50 ms apart"
     );
     assert_eq!(m.early_refreshes, 0);
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn every_stale_lookup_is_a_hit_and_only_the_first_carries_the_refresh() {
         Some(2),
         "readers see the refreshed value at once"
     );
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 }
 
 #[test]
@@ -133,12 +133,18 @@ fn past_ttl_plus_grace_the_old_value_is_never_served() {
 }
 
 #[test]
-fn the_blocking_api_refreshes_on_a_background_thread() {
-    let sim = Sim::new();
-    let cache = cache(&sim);
+fn the_blocking_api_refreshes_on_a_background_thread_by_default() {
+    let clock = herdless::ManualClock::new();
+    let cache: Cache<u64> = Cache::builder()
+        .clock(clock.clone())
+        .ttl(secs(10))
+        .grace(secs(5))
+        .beta(0.0)
+        .build()
+        .unwrap();
     let origin = Origin::new();
     cache.set(KEY, 1).unwrap();
-    sim.clock.set(secs(12));
+    clock.set(secs(12));
     let v = cache.get_or_load(KEY, origin.instant(Ok(Some(2)))).unwrap();
     assert_eq!(v, Some(1), "the stale value is answered at once");
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -151,4 +157,60 @@ fn the_blocking_api_refreshes_on_a_background_thread() {
     }
     assert_eq!(origin.calls(), 1);
     assert_eq!(cache.metrics().total().refreshes, 1);
+}
+
+#[test]
+fn the_blocking_api_routes_its_refresh_to_the_spawner_given() {
+    let mut sim = Sim::new();
+    let cache = cache(&sim);
+    let origin = Origin::new();
+    cache.set(KEY, 1).unwrap();
+    sim.clock.set(secs(12));
+    let v = cache.get_or_load(KEY, origin.instant(Ok(Some(2)))).unwrap();
+    assert_eq!(v, Some(1), "the stale value is answered at once");
+    // The refresh waits on the simulation's spawner: nothing ran it yet.
+    assert_eq!(origin.calls(), 0);
+    assert_eq!(cache.get(KEY), Some(1));
+    sim.run();
+    assert_eq!(origin.calls(), 1);
+    assert_eq!(cache.get(KEY), Some(2));
+    assert_eq!(cache.metrics().total().refreshes, 1);
+}
+
+#[test]
+fn without_a_spawner_stale_hits_start_no_refresh_and_the_first_caller_past_grace_loads() {
+    let clock = herdless::ManualClock::new();
+    let cache: Cache<u64> = Cache::builder()
+        .clock(clock.clone())
+        .ttl(secs(10))
+        .grace(secs(5))
+        .jitter(0.0)
+        .beta(0.0)
+        .without_spawner()
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    cache.set(KEY, 1).unwrap();
+    clock.set(secs(12));
+    for _ in 0..3 {
+        let v = cache.get_or_load(KEY, origin.instant(Ok(Some(2)))).unwrap();
+        assert_eq!(v, Some(1), "the stale value is answered at once");
+        match cache.lookup(KEY).unwrap() {
+            Lookup::Hit(hit) => {
+                assert_eq!(hit.state, HitState::Stale);
+                assert!(hit.refresh.is_none(), "no refresh is handed out");
+            }
+            _ => panic!("a stale hit"),
+        }
+    }
+    let total = cache.metrics().total();
+    assert_eq!(
+        (origin.calls(), total.refreshes, total.abandoned_loads),
+        (0, 0, 0)
+    );
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
+    clock.set(secs(15));
+    let v = cache.get_or_load(KEY, origin.instant(Ok(Some(2)))).unwrap();
+    assert_eq!(v, Some(2), "past grace the caller loads in the foreground");
+    assert_eq!(origin.calls(), 1);
 }

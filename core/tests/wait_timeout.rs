@@ -1,4 +1,4 @@
-//! The waiter policy (seed: "what do the losers do while the winner rebuilds?"): waiters wait
+//! The waiter policy (what the losers do while the winner rebuilds): waiters wait
 //! at most `wait_timeout`, then take the stale value if there is one, else a clear timeout
 //! error. "Every loser calls the loader itself" is never the fallback: the origin still sees
 //! one call.
@@ -50,7 +50,7 @@ fn without_stale_data_waiters_give_up_with_a_timeout_and_never_load_themselves()
     sim.advance(secs(9));
     assert_eq!(leader.take().unwrap(), Some(1));
     assert_eq!(cache.get(KEY), Some(1));
-    assert_eq!(cache.flights_in_progress(), 0);
+    assert_eq!(herdless::driver::flights_in_progress(&cache), 0);
 }
 
 #[test]
@@ -231,4 +231,100 @@ fn wait_timeout_holds_from_the_first_arrival_across_hand_overs() {
         6,
         "one loader call per leader, none by a waiter"
     );
+}
+
+/// The blocking driver keeps the first arrival too: callers parked on their threads, five
+/// leaders replaced then cancelled 0.9 s apart, two callers arriving at each hand-over.
+/// Each caller is answered by a timeout exactly `wait_timeout` after its own arrival (with
+/// the old per-lookup deadline, a caller that arrived at 0 was still waiting at 1.0 s).
+#[test]
+fn blocking_waiters_keep_their_first_arrival_across_hand_overs() {
+    use std::thread::JoinHandle;
+    use std::time::Instant;
+
+    use herdless::{Clock, Lookup, ManualClock};
+
+    type Caller = (Duration, JoinHandle<Result<Option<u32>, Error>>);
+    let clock = ManualClock::new();
+    let cache: Cache<u32> = Cache::builder()
+        .clock(clock.clone())
+        .wait_timeout(secs(1))
+        .build()
+        .unwrap();
+    let coalesced = || cache.metrics().total().coalesced_waiters;
+    // Blocks (really) until `cond` holds: the callers' threads run on their own.
+    let until = |what: &str, cond: &dyn Fn() -> bool| {
+        let give_up = Instant::now() + Duration::from_secs(20);
+        while !cond() {
+            assert!(Instant::now() < give_up, "{what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    let lead = || match cache.lookup(KEY).unwrap() {
+        Lookup::Lead(guard) => guard,
+        _ => panic!("the test's caller leads"),
+    };
+    let mut callers: Vec<Caller> = Vec::new();
+    // Waits decided so far: each arrival, and each caller again after a hand-over.
+    let registered = std::cell::Cell::new(0);
+    let arrive = |callers: &mut Vec<Caller>, n: u64| {
+        for _ in 0..n {
+            let c = cache.clone();
+            let handle = std::thread::spawn(move || {
+                c.get_or_load(KEY, || -> Result<Option<u32>, std::io::Error> {
+                    panic!("a waiter led: the test's leader should have been there")
+                })
+            });
+            callers.push((clock.now(), handle));
+        }
+        registered.set(registered.get() + n);
+        until("the callers did not start waiting", &|| {
+            coalesced() == registered.get()
+        });
+    };
+    // Moves the clock to `to`, stopping at every deadline on the way; a caller whose
+    // deadline passed must then have its answer.
+    let advance = |callers: &mut Vec<Caller>, to: Duration| {
+        while let Some(t) = clock.next_timer().filter(|&t| t <= to) {
+            clock.set(t);
+            for (arrived, handle) in callers.iter() {
+                if *arrived + secs(1) <= t {
+                    until("a caller still waits past its wait_timeout", &|| {
+                        handle.is_finished()
+                    });
+                }
+            }
+        }
+        clock.set(to);
+        for (arrived, handle) in std::mem::take(callers) {
+            if !handle.is_finished() {
+                callers.push((arrived, handle));
+                continue;
+            }
+            match handle.join().unwrap() {
+                Err(Error::WaitTimeout { waited }) => assert_eq!(waited, secs(1)),
+                other => panic!("a caller that arrived at {arrived:?} got {other:?}"),
+            }
+        }
+    };
+    let mut leader = lead();
+    arrive(&mut callers, 10);
+    for round in 1..=5u32 {
+        advance(&mut callers, Duration::from_millis(900) * round);
+        // The next leader is in place before the old one goes: every caller handed over
+        // finds it and waits for it again.
+        cache.invalidate(KEY).unwrap();
+        let next = lead();
+        let waiting = callers.len() as u64;
+        drop(leader); // cancelled: its waiters get a Retry
+        leader = next;
+        registered.set(registered.get() + waiting);
+        until("a caller did not wait again after the hand-over", &|| {
+            coalesced() == registered.get()
+        });
+        arrive(&mut callers, 2);
+    }
+    advance(&mut callers, secs(10));
+    assert!(callers.is_empty(), "every caller was answered");
+    leader.abandon();
 }

@@ -24,7 +24,7 @@ pub struct RunResult {
     /// What the origin saw.
     pub origin: OriginStats,
     /// herdless's own counters (None for naive).
-    pub metrics: Option<herdless::metrics::CounterSnapshot>,
+    pub metrics: Option<herdless::CounterSnapshot>,
 }
 
 impl RunResult {
@@ -113,7 +113,7 @@ fn collect(
     strategy: Strategy,
     logs: Vec<ClientLog>,
     origin: OriginStats,
-    metrics: Option<herdless::metrics::CounterSnapshot>,
+    metrics: Option<herdless::CounterSnapshot>,
 ) -> RunResult {
     let mut latencies = Vec::with_capacity(logs.iter().map(|l| l.latencies.len()).sum());
     let mut errors: Vec<(String, usize)> = Vec::new();

@@ -144,7 +144,7 @@ impl Reader {
     }
 
     /// The herdless engine's counters, if this is herdless.
-    pub fn metrics(&self) -> Option<herdless::metrics::CounterSnapshot> {
+    pub fn metrics(&self) -> Option<herdless::CounterSnapshot> {
         match self {
             Reader::Naive(_) => None,
             Reader::Herdless(cache) => Some(cache.metrics().total()),

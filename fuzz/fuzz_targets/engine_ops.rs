@@ -371,7 +371,7 @@ impl Sim {
                 Outcome::TimedOut
             }
             How::Panicked => {
-                guard.panicked(Some("boom".into()));
+                herdless::driver::panicked(guard, Some("boom".into()));
                 Outcome::Panicked
             }
             How::Abandon => {
@@ -484,7 +484,7 @@ impl Sim {
         }
         self.poll_waiters();
         let held = self.loads.iter().filter(|l| l.guard.is_some()).count();
-        assert!(self.cache.flights_in_progress() <= held, "a flight leaked");
+        assert!(herdless::driver::flights_in_progress(&self.cache) <= held, "a flight leaked");
         assert!(
             self.cache.metrics().entries <= self.capacity,
             "over capacity"
@@ -505,7 +505,7 @@ fuzz_target!(|input: (Config, Vec<Op>)| {
     sim.poll_waiters();
     assert!(sim.waiters.is_empty(), "a waiter outlived every load");
     assert_eq!(
-        sim.cache.flights_in_progress(),
+        herdless::driver::flights_in_progress(&sim.cache),
         0,
         "a flight outlived its guard"
     );

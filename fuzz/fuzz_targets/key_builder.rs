@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::Arbitrary;
-use herdless::key::{self, KeyBuilder, KeyError, Param};
+use herdless::key;
+use herdless::{KeyBuilder, KeyError, Param};
 use libfuzzer_sys::fuzz_target;
 
 /// Fragments that exercise escaping and the separators; the fuzzer adds any other char.

@@ -1,4 +1,4 @@
-//! Errors of the Redis tier. At the [`Backend`](herdless::Backend) seam they travel inside
+//! Errors of the Redis tier. At the [`Backend`](herdless::backend::Backend) seam they travel inside
 //! [`herdless::LoadError`] (downcast to [`Error`] to inspect them); the tiered cache answers
 //! [`herdless::Error`], whose `Backend` variant carries them.
 

@@ -12,7 +12,7 @@
 //!   (PROTOCOL.md, "Failure policy"). Rust's [`TieredCache`], the Python binding and the
 //!   Node binding are its drivers: each only runs loaders, waits and encodes in its own
 //!   language.
-//! - [`RedisBackend`]: the core's [`Backend`](herdless::Backend) on Redis: a one-round-trip
+//! - [`RedisBackend`]: the core's [`Backend`](herdless::backend::Backend) on Redis: a one-round-trip
 //!   read (value and namespace epoch in one `MGET`, one slot), an atomic read-or-lock script
 //!   (SET NX PX semantics with a 128-bit random token), token-checked extend / release /
 //!   commit scripts, INCR epochs, per-namespace notifications published by the scripts, and

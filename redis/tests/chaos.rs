@@ -229,8 +229,9 @@ fn a_redis_stalled_mid_load_holds_nobody_and_the_stale_leader_cannot_overwrite()
 /// A Redis stall (SIGSTOP) while a leader asks for the lock: the leader gives up at
 /// `op_timeout` and loads for itself; its acquire still runs when Redis resumes, but the
 /// lock it takes is forgotten at once. Measured: how long after Redis answers again a new
-/// caller in another process gets its value (it used to wait a whole lease, then time
-/// out). Also: the value loaded during the stall is not kept past its TTL in memory.
+/// caller in another process gets its value (a forgotten lock kept would make it wait a
+/// whole lease, then time out). Also: the value loaded during the stall is not kept past
+/// its TTL in memory.
 #[test]
 fn after_a_stall_the_fleet_recovers_within_a_round_trip() {
     if !common::redis_available() {

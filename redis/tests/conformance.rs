@@ -179,7 +179,7 @@ fn call(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
     })
 }
 
-/// Checks `got` against the step's `expect` / `expect_error` / `within_ms`.
+/// Checks `got` against the step's `expect` / `expect_error` / `within_ms` / `after_ms`.
 fn check(name: &str, step: &Value, got: &Answer, took: Duration) {
     let at = format!("{name}: {step}");
     if let Some(e) = step.get("expect_error") {
@@ -198,6 +198,12 @@ fn check(name: &str, step: &Value, got: &Answer, took: Duration) {
     if let Some(max) = step.get("within_ms").and_then(Value::as_u64) {
         assert!(took <= Duration::from_millis(max), "{at}: took {took:?}");
     }
+    if let Some(min) = step.get("after_ms").and_then(Value::as_u64) {
+        assert!(
+            took >= Duration::from_millis(min),
+            "{at}: answered after {took:?}"
+        );
+    }
 }
 
 fn expect_counter(name: &str, what: &str, want: &Value, got: u64) {
@@ -211,11 +217,14 @@ fn expect_counter(name: &str, what: &str, want: &Value, got: u64) {
     }
 }
 
+/// The calls of a `load` step: when it started, and each call's answer with when it came.
+type Running = (Instant, Vec<JoinHandle<(Answer, Instant)>>);
+
 fn play(name: &str, scenario: &Value, mut tier: Tier) {
     let n = scenario["processes"].as_u64().unwrap_or(1) as usize;
     let procs: Vec<Cache> = (0..n).map(|_| tier.process(&scenario["cache"])).collect();
     let loads = Arc::new(AtomicUsize::new(0));
-    let mut running: HashMap<String, (Instant, Vec<JoinHandle<Answer>>)> = HashMap::new();
+    let mut running: HashMap<String, Running> = HashMap::new();
     for step in scenario["steps"].as_array().expect("steps") {
         let p = &procs[step["p"].as_u64().unwrap_or(0) as usize];
         let text = |f: &str| step[f].as_str().unwrap_or_default().to_owned();
@@ -228,7 +237,7 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
                 let handles = (0..callers)
                     .map(|_| {
                         let (p, step, loads) = (p.clone(), step.clone(), loads.clone());
-                        std::thread::spawn(move || call(&p, &step, &loads))
+                        std::thread::spawn(move || (call(&p, &step, &loads), Instant::now()))
                     })
                     .collect();
                 running.insert(text("id"), (started, handles));
@@ -238,8 +247,8 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
             "await" => {
                 let (since, handles) = running.remove(&text("id")).expect("a started load");
                 for h in handles {
-                    let got = h.join().expect("caller");
-                    check(name, step, &got, since.elapsed());
+                    let (got, at) = h.join().expect("caller");
+                    check(name, step, &got, at - since);
                 }
             }
             "get" => check(name, step, &p.get(&text("key")), started.elapsed()),

@@ -7,8 +7,8 @@ use herdless_redis::memory::{Fault, MemoryStore};
 use herdless_redis::{Json, TieredCache};
 
 /// A publish that stalls does not stretch the value's life in its process: the L1 keeps it
-/// until the shared entry's own end, measured when the publish returns (it used to count a
-/// full TTL from then: values 2.2 s old were served with a TTL of 1 s).
+/// until the shared entry's own end, measured when the publish returns (a full TTL counted
+/// from then would serve values 2.2 s old with a TTL of 1 s).
 #[test]
 fn a_slow_publish_does_not_stretch_freshness() {
     let store = MemoryStore::new();

@@ -208,7 +208,7 @@ fn two_processes_and_a_redis_restart_never_serve_wrong_or_too_old_data() {
     assert!(checked > 1_000, "the soak read little: {checked}");
     for c in &caches {
         assert_eq!(
-            c.l1().flights_in_progress(),
+            herdless::driver::flights_in_progress(c.l1()),
             0,
             "flight records left behind"
         );

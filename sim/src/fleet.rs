@@ -5,7 +5,7 @@
 //! itself: the local leader of a process reads the shared entry, and if it is not fresh
 //! takes the key's fleet lock; the lock holder loads from the origin, writes the shared
 //! entry and notifies; the other processes' leaders wait for the notice and adopt the shared
-//! value into their engine ([`LoadGuard::adopt`]). The notice also drops the key's copy in
+//! value into their engine ([`herdless::driver::adopt`]). The notice also drops the key's copy in
 //! every other process that is not waiting for it, as the real tier's does, so their next
 //! read takes the new entry (a process left holding the old copy until it expires, or until
 //! its own XFetch fires, would start drawing XFetch on the new value late, and refresh less
@@ -113,7 +113,7 @@ pub(crate) async fn load(
                 _ => true,
             };
             if newer {
-                return guard.adopt(s.value, s.fresh_until - now, s.delta);
+                return herdless::driver::adopt(guard, s.value, s.fresh_until - now, s.delta);
             }
         }
         let taken = tier.locks.borrow().get(&key).cloned();

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use herdless::CounterSnapshot;
 use herdless::MetricsSnapshot;
-use herdless::metrics::CounterSnapshot;
 use serde::Serialize;
 
 use crate::client::World;

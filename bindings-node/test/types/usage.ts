@@ -1,7 +1,7 @@
 // Type checks of the generated index.d.ts (run by `tsc --noEmit -p test/types`; never run).
 // Lines marked @ts-expect-error must fail to type-check, so the types are not just `any`.
 import { ABSENT, Cache, buildKey, testing } from 'herdless'
-import type { CacheOptions, CodecObject, DetectorOptions, Metrics, WarmReport } from 'herdless'
+import type { CacheOptions, CodecObject, DetectorOptions, Metrics, Peek, WarmReport } from 'herdless'
 
 interface User {
   id: number
@@ -28,6 +28,12 @@ async function usage(signal: AbortSignal): Promise<void> {
   await cache.set(key, user)
   await cache.set(key, ABSENT, { ttl: 10 })
   const value: unknown = cache.get(key)
+  const seen: Peek | undefined = cache.peek(key)
+  if (seen) {
+    const state: 'fresh' | 'stale' | 'failSafe' = seen.state
+    const times: number[] = [seen.ageMs, seen.freshUntilMs, seen.staleUntilMs, seen.loadDurationMs]
+    void [state, times, seen.value]
+  }
   const shared: Promise<unknown> = cache.read(key)
   void shared
   const removed: boolean = await cache.invalidate(key)

@@ -15,7 +15,7 @@ See the README for the full tour.
 
 from importlib import metadata as _metadata
 
-from ._cache import Cache, Codec, WarmReport
+from ._cache import Cache, Codec, Peek, WarmReport
 from ._decorator import AsyncCachedFunction, Decorator
 from ._detector import Alert, DetectorOptions, HotKey
 from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
@@ -68,6 +68,7 @@ __all__ = [
     "LoaderPanicked",
     "Metrics",
     "NamespaceMetrics",
+    "Peek",
     "TooManyFlights",
     "UnsupportedKeyValue",
     "WaitTimeout",

@@ -10,14 +10,14 @@ import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, overload, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from . import _aio, _decorator, _native
 from ._detector import Alert, HotKey, alert_from_native, hot_key_from_native
 from ._metrics import Metrics, from_native
 from .errors import ConfigError, ConfigTypeError
 
-__all__ = ["Cache", "Codec", "WarmReport"]
+__all__ = ["Cache", "Codec", "Peek", "WarmReport"]
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -56,6 +56,28 @@ class WarmReport:
     def done(self) -> int:
         """Keys dealt with so far."""
         return self.loaded + self.absent + self.skipped + len(self.failed)
+
+
+@dataclass(frozen=True, slots=True)
+class Peek:
+    """An entry as ``Cache.peek`` saw it, without touching it."""
+
+    value: Any
+    """The value; ``ABSENT`` for a cached absence (the loader answered ``ABSENT``)."""
+    state: Literal["fresh", "stale", "fail_safe"]
+    """``fresh`` (within its TTL), ``stale`` (past it, within grace: served while one
+    refresh runs) or ``fail_safe`` (past grace, kept only to answer when a load fails)."""
+    age: float
+    """Seconds since the entry was stored (loaded, set, or read from the Redis tier)."""
+    fresh_until: float
+    """When it stops being fresh, in seconds on the cache's clock (monotonic, like
+    ``Alert.since``): its jittered TTL after it was stored."""
+    stale_until: float
+    """When it stops being served stale: ``fresh_until + grace`` (``fresh_until`` without
+    grace, and for an absence), on the cache's clock."""
+    load_duration: float
+    """Seconds the key's last load took (what XFetch refreshes early by); kept when a ``set``
+    replaces the value, 0 if the key was never loaded."""
 
 
 class _Tally:
@@ -330,6 +352,24 @@ class Cache(_native.Cache):
         if budget is not None:
             concurrency = min(concurrency, budget)
         return max(1, min(concurrency, n))
+
+    def peek(self, key: str) -> Peek | None:
+        """``key``'s entry in this process's memory as it is, without side effects: nothing
+        is counted, sampled, refreshed or loaded, and the Redis tier is not asked. ``None``
+        when there is none (a miss, an expired entry, a bumped namespace); a cached absence is
+        a ``Peek`` whose ``value`` is ``ABSENT``."""
+        seen = self._peek(key)
+        if seen is None:
+            return None
+        value, state, age, fresh_until, stale_until, load_duration = seen
+        return Peek(
+            value,
+            cast(Literal["fresh", "stale", "fail_safe"], state),
+            age,
+            fresh_until,
+            stale_until,
+            load_duration,
+        )
 
     def metrics(self) -> Metrics:
         """Counters, histograms and sizes at this moment, per namespace."""

@@ -11,13 +11,14 @@
 //!
 //! Cost: nothing on the hit path. The engine's per-namespace counters (striped atomics that
 //! exist anyway) are sampled once per tick, lazily, by whichever slow path (a miss, a load's
-//! end, a write) or [`Cache::alerts`] call first sees the tick is due: one atomic load and
-//! compare per slow path, and a `try_lock` once per tick. Time is the cache's [`Clock`], so a
-//! [`ManualClock`](crate::ManualClock) drives it deterministically, from any driver.
-//!
-//! [`Clock`]: crate::Clock
+//! end, a write) or [`Cache::alerts`](crate::Cache::alerts) call first sees the tick is due: one atomic load and
+//! compare per slow path, and a `try_lock` once per tick. Time is the cache's
+//! [`Clock`](crate::Clock), so a [`ManualClock`](crate::ManualClock) drives it
+//! deterministically, from any driver.
 
 mod alerts;
+mod options;
+mod prometheus;
 mod sawtooth;
 mod window;
 
@@ -29,90 +30,14 @@ use core::time::Duration;
 use hashbrown::HashMap;
 
 pub use self::alerts::{Alert, AlertKind, Cause, Cure, Evidence};
+pub use self::options::DetectorOptions;
+pub(crate) use self::prometheus::alerts_gauge;
 use self::sawtooth::Series;
 use self::window::{Bucket, Window};
-use crate::engine::Cache;
 use crate::expiry::nanos;
 use crate::hotkeys::HotKeys;
-use crate::metrics::NamespaceMetrics;
+use crate::metrics::{HistogramSnapshot, NamespaceMetrics};
 use crate::sync::{AtomicU64, Mutex, Ordering};
-
-/// Options of the stampede detector. `DetectorOptions::default()` is the seed's thresholds.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DetectorOptions {
-    /// On or off (default on: it costs nothing on the hit path).
-    pub enabled: bool,
-    /// Width of one window tick (default 1 s).
-    pub tick: Duration,
-    /// Alert 1: misses per tick above this times their steady state (default 5).
-    pub spike_factor: f64,
-    /// Alert 1: and at least this many misses in the tick (default 20), so a quiet
-    /// namespace going from 0 to 3 misses is not a stampede.
-    pub min_spike_misses: u64,
-    /// Alert 2: load p99 above this times load p50 (default 10).
-    pub latency_factor: f64,
-    /// Alerts 2 and 3: the latency window (default 60 s).
-    pub latency_window: Duration,
-    /// Alerts 2 and 3: at least this many loads / waits in the window (default 20).
-    pub min_samples: u64,
-    /// Alert 1: one key with at least this share of a spike's misses is named (default 0.5).
-    pub key_share: f64,
-    /// How long an alert stays listed after its condition last held (default 10 min).
-    pub hold: Duration,
-}
-
-impl Default for DetectorOptions {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            tick: Duration::from_secs(1),
-            spike_factor: 5.0,
-            min_spike_misses: 20,
-            latency_factor: 10.0,
-            latency_window: Duration::from_secs(60),
-            min_samples: 20,
-            key_share: 0.5,
-            hold: Duration::from_secs(600),
-        }
-    }
-}
-
-impl DetectorOptions {
-    /// The detector switched off.
-    pub fn off() -> Self {
-        Self {
-            enabled: false,
-            ..Self::default()
-        }
-    }
-
-    pub(crate) fn validate(&self) -> Result<(), crate::ConfigError> {
-        use crate::ConfigError;
-        if self.tick.is_zero() {
-            return Err(ConfigError::ZeroDuration {
-                option: "detector.tick",
-            });
-        }
-        if self.latency_window.is_zero() {
-            return Err(ConfigError::ZeroDuration {
-                option: "detector.latency_window",
-            });
-        }
-        for f in [self.spike_factor, self.latency_factor] {
-            if !(f.is_finite() && f >= 1.0) {
-                return Err(ConfigError::Inconsistent {
-                    reason: "detector factors must be finite and at least 1",
-                });
-            }
-        }
-        if !(self.key_share > 0.0 && self.key_share <= 1.0) {
-            return Err(ConfigError::Inconsistent {
-                reason: "detector.key_share must be in (0, 1]",
-            });
-        }
-        Ok(())
-    }
-}
 
 /// What the detector knows of the cache's configuration, to pick cures.
 pub(crate) struct Setup {
@@ -352,9 +277,8 @@ impl Detector {
             .last_cause
             .filter(|(_, at)| now.saturating_sub(*at) <= nanos(o.latency_window))
             .map_or(Cause::Unknown, |(c, _)| c);
-        let q = |h: &crate::metrics::HistogramSnapshot, q| {
-            h.quantile(q).map(|s| Duration::from_secs_f64(s.min(1e9)))
-        };
+        let q =
+            |h: &HistogramSnapshot, q| h.quantile(q).map(|s| Duration::from_secs_f64(s.min(1e9)));
         if load.count() >= o.min_samples {
             if let (Some(p50), Some(p99)) = (q(&load, 0.5), q(&load, 0.99)) {
                 if p99.as_secs_f64() > o.latency_factor * p50.as_secs_f64() {
@@ -468,51 +392,44 @@ fn raise(alerts: &mut Vec<Tracked>, alert: Alert, active_until: u64) {
     }
 }
 
-#[cfg(not(herdless_loom))]
-fn try_lock<T>(m: &Mutex<T>) -> Option<impl core::ops::DerefMut<Target = T> + '_> {
-    m.try_lock()
-}
-
-#[cfg(herdless_loom)]
-fn try_lock<T>(m: &Mutex<T>) -> Option<impl core::ops::DerefMut<Target = T> + '_> {
-    Some(m.lock())
-}
-
-impl<V: Clone + Send + Sync + 'static> Cache<V> {
-    /// Called by the slow paths: closes the detector's tick when one is due.
+impl Detector {
+    /// Called by the slow paths: closes the tick when one is due. `snapshot` reads the
+    /// namespaces' metrics, only when a tick is closed.
     #[inline]
-    pub(crate) fn detect(&self, now: u64) {
-        if let Some(d) = &self.inner.detector {
-            if d.due(now) {
-                self.detect_slow(d, now);
-            }
+    pub(crate) fn tick(
+        &self,
+        now: u64,
+        hot: Option<&HotKeys>,
+        snapshot: impl FnOnce() -> Vec<NamespaceMetrics>,
+    ) {
+        if self.due(now) {
+            self.tick_slow(now, hot, snapshot);
         }
     }
 
     #[cold]
-    fn detect_slow(&self, d: &Detector, now: u64) {
+    fn tick_slow(
+        &self,
+        now: u64,
+        hot: Option<&HotKeys>,
+        snapshot: impl FnOnce() -> Vec<NamespaceMetrics>,
+    ) {
         // Whoever holds the lock is closing the tick already.
-        if let Some(mut st) = try_lock(&d.state) {
-            d.run(&mut st, now, self.inner.hot.as_ref(), || {
-                self.inner.namespaces.snapshot()
-            });
+        if let Some(mut st) = self.state.try_lock() {
+            self.run(&mut st, now, hot, snapshot);
         }
     }
 
-    /// The stampede detector's findings, oldest first: active alerts and those
-    /// that held within the detector's `hold` time. Empty when the detector is off.
-    ///
-    /// Closes any tick that ended by now on the cache's clock, so a driver on a
-    /// [`ManualClock`](crate::ManualClock) may call it after each step.
-    pub fn alerts(&self) -> Vec<Alert> {
-        let Some(d) = &self.inner.detector else {
-            return Vec::new();
-        };
-        let now = nanos(self.inner.clock.now());
-        let mut st = d.state.lock();
-        d.run(&mut st, now, self.inner.hot.as_ref(), || {
-            self.inner.namespaces.snapshot()
-        });
+    /// The findings at `now`, oldest first: active alerts and those that held within the
+    /// `hold` time. Closes any tick that ended by `now`.
+    pub(crate) fn alerts(
+        &self,
+        now: u64,
+        hot: Option<&HotKeys>,
+        snapshot: impl FnOnce() -> Vec<NamespaceMetrics>,
+    ) -> Vec<Alert> {
+        let mut st = self.state.lock();
+        self.run(&mut st, now, hot, snapshot);
         let mut out: Vec<Alert> = st.alerts.iter().map(|t| t.alert.clone()).collect();
         out.sort_by_key(|a| a.since);
         out

@@ -5,7 +5,7 @@ use core::time::Duration;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Upper bounds of the buckets, in seconds (the last bucket, +Inf, is implicit).
-pub const BUCKETS: [f64; 18] = [
+pub(crate) const BUCKETS: [f64; 18] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0, 30.0, 60.0,
 ];
@@ -43,13 +43,17 @@ impl Histogram {
 /// A point-in-time copy of a histogram.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct HistogramSnapshot {
-    /// Observations per bucket (not cumulative); the bounds are [`BUCKETS`] then +Inf.
+    /// Observations per bucket (not cumulative); the bounds are [`BUCKETS`](Self::BUCKETS)
+    /// then +Inf.
     pub counts: [u64; BUCKETS.len() + 1],
     /// Sum of all observations.
     pub sum: Duration,
 }
 
 impl HistogramSnapshot {
+    /// Upper bounds of the buckets, in seconds; the last bucket, +Inf, is implicit.
+    pub const BUCKETS: [f64; 18] = BUCKETS;
+
     /// Number of observations.
     pub fn count(&self) -> u64 {
         self.counts.iter().sum()

@@ -7,8 +7,9 @@ pub(crate) mod prometheus;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+pub(crate) use self::histogram::BUCKETS;
 pub(crate) use self::histogram::Histogram;
-pub use self::histogram::{BUCKETS, HistogramSnapshot};
+pub use self::histogram::HistogramSnapshot;
 
 use crate::sync::{AtomicU64, CachePadded, Ordering};
 
@@ -31,6 +32,24 @@ impl Striped {
     }
 }
 
+/// A counter off the hit path: one atomic.
+#[derive(Default)]
+pub(crate) struct Counter(AtomicU64);
+
+impl Counter {
+    /// Adds one.
+    #[inline]
+    pub(crate) fn inc(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+    fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
 macro_rules! counters {
     (
         striped { $($s:ident: $shelp:literal,)* }
@@ -40,20 +59,20 @@ macro_rules! counters {
         #[derive(Default)]
         pub(crate) struct Counters {
             $(pub(crate) $s: Striped,)*
-            $(pub(crate) $p: AtomicU64,)*
+            $(pub(crate) $p: Counter,)*
         }
 
         impl Counters {
             /// Adds `other`'s counts to these (a retired namespace's, kept in the sum).
             fn absorb(&self, other: &Counters) {
                 $(self.$s.0[0].0.fetch_add(other.$s.get(), Ordering::Relaxed);)*
-                $(self.$p.fetch_add(other.$p.load(Ordering::Relaxed), Ordering::Relaxed);)*
+                $(self.$p.add(other.$p.get());)*
             }
 
             fn snapshot(&self) -> CounterSnapshot {
                 CounterSnapshot {
                     $($s: self.$s.get(),)*
-                    $($p: self.$p.load(Ordering::Relaxed),)*
+                    $($p: self.$p.get(),)*
                 }
             }
         }
@@ -112,7 +131,7 @@ counters! {
 /// The live metrics of one namespace.
 #[derive(Default)]
 pub(crate) struct NsMetrics {
-    pub(crate) c: Counters,
+    pub(crate) counters: Counters,
     pub(crate) load_duration: Histogram,
     pub(crate) lock_wait: Histogram,
 }
@@ -120,13 +139,13 @@ pub(crate) struct NsMetrics {
 impl NsMetrics {
     /// Keeps `other`'s counts in these (its histograms are not kept).
     pub(crate) fn absorb(&self, other: &NsMetrics) {
-        self.c.absorb(&other.c);
+        self.counters.absorb(&other.counters);
     }
 
     pub(crate) fn snapshot(&self, namespace: &str) -> NamespaceMetrics {
         NamespaceMetrics {
             namespace: namespace.into(),
-            counters: self.c.snapshot(),
+            counters: self.counters.snapshot(),
             load_duration: self.load_duration.snapshot(),
             lock_wait: self.lock_wait.snapshot(),
         }

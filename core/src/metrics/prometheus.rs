@@ -4,7 +4,6 @@ use alloc::string::String;
 use core::fmt::Write;
 
 use super::{BUCKETS, HistogramSnapshot, MetricsSnapshot};
-use crate::detector::Alert;
 
 fn escape(label: &str, out: &mut String) {
     for ch in label.chars() {
@@ -17,7 +16,8 @@ fn escape(label: &str, out: &mut String) {
     }
 }
 
-fn ns_label(ns: &str) -> String {
+/// The label `namespace="..."`, escaped.
+pub(crate) fn ns_label(ns: &str) -> String {
     let mut s = String::from("namespace=\"");
     escape(ns, &mut s);
     s.push('"');
@@ -51,7 +51,7 @@ impl MetricsSnapshot {
             .iter()
             .map(|n| ns_label(&n.namespace))
             .collect();
-        let names = crate::metrics::CounterSnapshot::default().fields();
+        let names = super::CounterSnapshot::default().fields();
         for (i, (name, help, _)) in names.iter().enumerate() {
             let _ = writeln!(out, "# HELP herdless_{name}_total {help}");
             let _ = writeln!(out, "# TYPE herdless_{name}_total counter");
@@ -95,33 +95,4 @@ impl MetricsSnapshot {
         }
         out
     }
-}
-
-/// The detector's alerts as the gauge `herdless_alerts_active{namespace, kind, cause}`: how
-/// many alerts of that kind and cause hold now. An alert still listed after its condition
-/// stopped (the hold time) reads 0, so a dashboard sees the series fall rather than vanish.
-/// Keys are not labels: they may carry user data, and every key would be a new series.
-pub(crate) fn alerts(alerts: &[Alert]) -> String {
-    let mut out = String::new();
-    out.push_str(
-        "# HELP herdless_alerts_active Stampede alerts holding now, by namespace, kind and likely cause.\n",
-    );
-    out.push_str("# TYPE herdless_alerts_active gauge\n");
-    let mut series: alloc::vec::Vec<(&str, &str, &str, u32)> = alloc::vec::Vec::new();
-    for a in alerts {
-        let labels = (a.namespace.as_str(), a.kind.name(), a.cause.name());
-        let active = u32::from(a.active);
-        match series.iter_mut().find(|s| (s.0, s.1, s.2) == labels) {
-            Some(s) => s.3 += active,
-            None => series.push((labels.0, labels.1, labels.2, active)),
-        }
-    }
-    for (ns, kind, cause, n) in series {
-        let _ = writeln!(
-            out,
-            "herdless_alerts_active{{{},kind=\"{kind}\",cause=\"{cause}\"}} {n}",
-            ns_label(ns)
-        );
-    }
-    out
 }

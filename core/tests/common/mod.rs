@@ -4,20 +4,16 @@
 
 #![allow(dead_code)] // each test binary uses a different part of this module
 
-use std::cell::RefCell;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use futures_executor::LocalPool;
-use futures_util::future::{AbortHandle, Abortable};
-use futures_util::task::LocalSpawnExt;
-use herdless::{BoxFuture, Builder, Clock, DefaultRng, ManualClock};
+use herdless::testing::Runner;
+pub use herdless::testing::{Task, sleep};
+use herdless::{Builder, Clock, DefaultRng, ManualClock};
 use rand_core::SeedableRng;
 
 pub const MS: Duration = Duration::from_millis(1);
@@ -34,38 +30,6 @@ pub fn secs(n: u64) -> Duration {
 /// A seeded generator, so jitter and XFetch draw the same numbers on every run.
 pub fn rng(seed: u64) -> DefaultRng {
     DefaultRng::seed_from_u64(seed)
-}
-
-/// A future that ends once the virtual clock reaches `deadline`.
-pub struct Sleep {
-    clock: ManualClock,
-    deadline: Duration,
-    /// The waker the clock will wake; a future moved to another task must re-arm.
-    armed: Option<Waker>,
-}
-
-/// Sleeps `d` of virtual time.
-pub fn sleep(clock: &ManualClock, d: Duration) -> Sleep {
-    Sleep {
-        clock: clock.clone(),
-        deadline: clock.now() + d,
-        armed: None,
-    }
-}
-
-impl Future for Sleep {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.clock.now() >= self.deadline {
-            return Poll::Ready(());
-        }
-        if !self.armed.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-            self.armed = Some(cx.waker().clone());
-            self.clock.wake_at(self.deadline, cx.waker().clone());
-        }
-        Poll::Pending
-    }
 }
 
 /// The origin's failure (a database down, an upstream 503).
@@ -179,42 +143,13 @@ impl Origin {
     }
 }
 
-/// Background tasks the cache spawned (refreshes, loads past their soft timeout), waiting
-/// to be moved onto the simulation's executor.
-type Queue = Arc<Mutex<Vec<BoxFuture>>>;
-
 /// A simulation: tasks on one thread, a virtual clock, background work on the same
-/// executor.
+/// executor. A thin layer over the public [`Runner`], so the crate's own scenarios run on
+/// the helper its users get.
 pub struct Sim {
     pub clock: ManualClock,
-    pool: LocalPool,
-    background: Queue,
+    runner: Runner,
     seed: u64,
-}
-
-/// A task of the simulation: its output once done; cancel drops its future.
-pub struct Task<T> {
-    out: Rc<RefCell<Option<T>>>,
-    abort: AbortHandle,
-}
-
-impl<T> Task<T> {
-    pub fn is_done(&self) -> bool {
-        self.out.borrow().is_some()
-    }
-
-    /// The output; panics if the task has not finished.
-    pub fn take(&self) -> T {
-        self.out
-            .borrow_mut()
-            .take()
-            .expect("the task has not finished")
-    }
-
-    /// Drops the task's future at the executor's next turn (like a client disconnecting).
-    pub fn cancel(&self) {
-        self.abort.abort();
-    }
 }
 
 impl Default for Sim {
@@ -229,10 +164,10 @@ impl Sim {
     }
 
     pub fn with_seed(seed: u64) -> Self {
+        let runner = Runner::new();
         Self {
-            clock: ManualClock::new(),
-            pool: LocalPool::new(),
-            background: Queue::default(),
+            clock: runner.clock().clone(),
+            runner,
             seed,
         }
     }
@@ -240,11 +175,7 @@ impl Sim {
     /// A cache builder wired to this simulation: its clock, a seeded rng, and a spawner
     /// that runs background work on the simulation's executor.
     pub fn builder<V: Clone + Send + Sync + 'static>(&self) -> Builder<V> {
-        let queue = self.background.clone();
-        herdless::Cache::builder()
-            .clock(self.clock.clone())
-            .rng(rng(self.seed))
-            .spawner(move |task: BoxFuture| queue.lock().unwrap().push(task))
+        self.runner.builder().seed(self.seed)
     }
 
     pub fn now(&self) -> Duration {
@@ -253,53 +184,18 @@ impl Sim {
 
     /// Starts `fut` (it first runs at the next `run`).
     pub fn spawn<T: 'static>(&self, fut: impl Future<Output = T> + 'static) -> Task<T> {
-        let out = Rc::new(RefCell::new(None));
-        let (abort, registration) = AbortHandle::new_pair();
-        let slot = out.clone();
-        let fut = Abortable::new(
-            async move {
-                let v = fut.await;
-                *slot.borrow_mut() = Some(v);
-            },
-            registration,
-        );
-        self.pool
-            .spawner()
-            .spawn_local(async move {
-                let _ = fut.await;
-            })
-            .expect("the executor is alive");
-        Task { out, abort }
+        self.runner.spawn(fut)
     }
 
     /// Runs every task until all wait for time to move, background work included.
     pub fn run(&mut self) {
-        loop {
-            self.pool.run_until_stalled();
-            let spawned: Vec<_> = std::mem::take(&mut *self.background.lock().unwrap());
-            if spawned.is_empty() {
-                return;
-            }
-            for task in spawned {
-                self.pool
-                    .spawner()
-                    .spawn_local(task)
-                    .expect("the executor is alive");
-            }
-        }
+        self.runner.run();
     }
 
     /// Moves time forward by `d`, stopping at every timer on the way so each task wakes
     /// at its own deadline.
     pub fn advance(&mut self, d: Duration) {
-        let target = self.clock.now() + d;
-        self.run();
-        while let Some(t) = self.clock.next_timer().filter(|&t| t <= target) {
-            self.clock.set(t);
-            self.run();
-        }
-        self.clock.set(target);
-        self.run();
+        self.runner.advance(d);
     }
 }
 

@@ -3,8 +3,9 @@
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use herdless::driver::OriginPermit;
 use herdless::driver::Timer;
-use herdless::{Error, LoadError, LoadGuard, OriginPermit};
+use herdless::{Error, LoadError, LoadGuard};
 
 use super::step::unwrap;
 use super::{Host, Pending, Reply, Step, TwoTier, Versioned};
@@ -273,6 +274,18 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         let lease = self.lease.take();
         let answer = match self.guard.take() {
             Some(g) => Step::Done(unwrap(g.fail(error))),
+            None => Step::Done(Err(error)),
+        };
+        release_then(lease, answer)
+    }
+
+    /// This caller's own wait ran out before its loader could start (for the origin budget):
+    /// it answers its fail-safe value or `error`, and the load (and the fleet lock) is
+    /// handed over, so each waiter here waits until its own deadline.
+    pub(crate) fn give_up(mut self, error: Error) -> Step<V> {
+        let lease = self.lease.take();
+        let answer = match self.guard.take() {
+            Some(g) => Step::Done(unwrap(g.give_up(error))),
             None => Step::Done(Err(error)),
         };
         release_then(lease, answer)

@@ -160,7 +160,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
             Kind::Ready(answer) => Step::Done(answer),
             Kind::Began { load, began } => match began {
                 Ok(()) => Step::Load(load.started_now()),
-                Err(e) => load.fail(e),
+                Err(e) => load.give_up(e),
             },
             Kind::Published {
                 tt,
@@ -225,7 +225,7 @@ fn asked<V: Clone + Send + Sync + 'static>(
         Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => match decode(host, &e) {
             Ok(value) => {
                 let fresh = fresh_left(e.fresh_until_ms);
-                Step::Done(unwrap(guard.adopt(value, fresh, e.load_duration)))
+                Step::Done(unwrap(driver::adopt(guard, value, fresh, e.load_duration)))
             }
             Err(ce) if ce.is_interrupted() => {
                 guard.abandon();
@@ -241,7 +241,9 @@ fn asked<V: Clone + Send + Sync + 'static>(
         // Another process found this key's value unshareable: everyone loads for itself
         // until the mark runs out.
         Ok(FleetOutcome::Unshared) => Load::local(tt, guard, ttl, background).begin(),
-        Err(e @ Error::WaitTimeout { .. }) => Step::Done(unwrap(guard.fail(e))),
+        // This caller's wait for the other process ran out: its waiters here, who arrived
+        // later, go on waiting until their own deadlines.
+        Err(e @ Error::WaitTimeout { .. }) => Step::Done(unwrap(guard.give_up(e))),
         // The tier is down or failing (counted by the fleet): this process loads for itself.
         Err(_) => Load::local(tt, guard, ttl, background).begin(),
     }
@@ -285,6 +287,6 @@ fn lead<V: Clone + Send + Sync + 'static>(
     let value = stale.value.clone();
     // Stored already stale (within grace): served, and refreshed by whoever reads it next
     // once the detached load has published.
-    let _ = guard.adopt(Some(stale), Duration::ZERO, took);
+    let _ = driver::adopt(guard, Some(stale), Duration::ZERO, took);
     Step::Stale(value, refresh)
 }

@@ -46,7 +46,7 @@ pub(crate) fn prefill(w: &World, process: usize, key: &str, delta: Duration) {
         let _ = cache.set(key, v);
     } else if let Ok(Lookup::Lead(guard)) = cache.lookup(key) {
         w.setup_misses.set(w.setup_misses.get() + 1);
-        let _ = guard.adopt(Some(v), w.knobs.ttl, delta);
+        let _ = herdless::driver::adopt(guard, Some(v), w.knobs.ttl, delta);
     }
     if let Some(tier) = &w.fleet {
         tier.insert(key, v, now + w.knobs.ttl, delta);

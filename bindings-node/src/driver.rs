@@ -222,12 +222,12 @@ impl Inner {
             let inner = Rc::clone(self);
             let watch = AbortWatch::new(js, signal, move |js| {
                 inner.abort(js, id)?;
-                inner.settle(js)
+                inner.run_woken(js)
             })?;
             call.abort = Some(watch);
         }
         let r = self.step(js, id, call, first);
-        self.settle(js)?;
+        self.run_woken(js)?;
         r
     }
 
@@ -255,7 +255,7 @@ impl Inner {
         call.state = State::Op(poll);
         self.put(id, call);
         self.poll(js, id)?;
-        self.settle(js)?;
+        self.run_woken(js)?;
         Ok(promise)
     }
 
@@ -438,8 +438,8 @@ impl Inner {
         };
         let step = load.loaded(result, &self.host(js));
         let driven = self.drive(js, id, call, step);
-        let settled = self.settle(js);
-        driven.and(settled)
+        let woken = self.run_woken(js);
+        driven.and(woken)
     }
 
     /// A loading call's deadline timer fired (or the timers are to be armed).
@@ -526,7 +526,7 @@ impl Inner {
 
     /// Polls every woken call, clears released values, and keeps the process alive only
     /// while some call sleeps. Called after every operation that may wake or release.
-    pub(crate) fn settle(self: &Rc<Self>, js: Js) -> Result<()> {
+    pub(crate) fn run_woken(self: &Rc<Self>, js: Js) -> Result<()> {
         let mut first_error = Ok(());
         loop {
             let ready = self.wake.take_ready();

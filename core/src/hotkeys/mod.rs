@@ -1,0 +1,17 @@
+//! The hot-key tracker: a bounded top-K of accessed keys (Space-Saving, Metwally,
+//! Agrawal, El Abbadi 2005), so a restarting instance can warm the keys that matter.
+//!
+//! Fed cheaply: every miss and slow-path access is recorded; fresh hits only when the hit
+//! counter's stripe passes a multiple of the sample rate (the counter is incremented anyway,
+//! so choosing costs nothing), and then with `try_lock`, weighted by the rate. The summary is
+//! split in stripes by key hash, so stripes hold disjoint keys and merge exactly.
+//!
+//! Export and import are a small JSON array (see `json.rs`).
+
+mod json;
+mod top_k;
+
+pub use self::json::HotKeysJsonError;
+pub(crate) use self::json::{from_json, to_json};
+pub use self::top_k::HotKey;
+pub(crate) use self::top_k::HotKeys;

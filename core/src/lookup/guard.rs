@@ -1,0 +1,327 @@
+//! The leader's handle: the right and the duty to load one key.
+
+use alloc::string::String;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use super::fallback::Fallback;
+use crate::alarm::{self, Alarm};
+use crate::budget::{Acquire, Budget, Permit};
+use crate::error::{Error, LoadError};
+use crate::flight::{Flight, Outcome};
+use crate::sync::Arc;
+use crate::sync::unchecked::Arc as StdArc;
+use crate::table::Table;
+
+/// The right and the duty to load one key.
+///
+/// Finish it with [`complete`](Self::complete) (or [`fail`](Self::fail)). Dropped unfinished,
+/// it wakes the waiters: while the thread panics, with [`Error::LoaderPanicked`]; otherwise
+/// (cancellation) it hands the load over: waiters get [`Waited::Retry`](crate::Waited::Retry)
+/// and one of them leads.
+pub struct LoadGuard<V: Clone + Send + Sync + 'static> {
+    table: Arc<Table<V>>,
+    flight: Arc<Flight<V>>,
+    fallback: Fallback<V>,
+    permit: Option<Permit>,
+    began: Option<Duration>,
+    ttl: Option<Duration>,
+    /// When the caller first arrived (before any hand-over), on the cache's clock.
+    arrived: Duration,
+    done: bool,
+}
+
+impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
+    pub(crate) fn new(
+        table: Arc<Table<V>>,
+        flight: Arc<Flight<V>>,
+        fallback: Option<(V, Duration)>,
+        arrived: Duration,
+    ) -> Self {
+        Self {
+            table,
+            flight,
+            fallback: Fallback::new(fallback),
+            permit: None,
+            began: None,
+            ttl: None,
+            arrived,
+            done: false,
+        }
+    }
+
+    /// Stores the loaded value with this TTL instead of the cache's (jitter still applies;
+    /// a zero TTL is ignored). Absences keep `negative_ttl`.
+    pub fn set_ttl(&mut self, ttl: Duration) {
+        self.ttl = Some(ttl).filter(|t| !t.is_zero());
+    }
+
+    /// The end of this caller's wait, on the cache's clock: `wait_timeout` after it first
+    /// arrived (before any hand-over). A driver that waits on the leader's behalf (for the
+    /// origin budget, for another process's load) gives up then.
+    pub fn wait_deadline(&self) -> Duration {
+        self.arrived.saturating_add(self.table.cfg.wait_timeout)
+    }
+
+    /// The key being loaded.
+    pub fn key(&self) -> &str {
+        &self.flight.key
+    }
+
+    /// The fail-safe value answered if the load fails (an entry past grace, within
+    /// `max_stale`); `None` once it is past `max_stale`, however long the load took.
+    pub fn fallback(&self) -> Option<&V> {
+        self.fallback.get(self.table.now())
+    }
+
+    /// When the soft timeout falls, on the cache's clock.
+    pub fn soft_deadline(&self) -> Option<Duration> {
+        self.flight.soft_deadline
+    }
+
+    /// When the hard timeout falls, on the cache's clock.
+    pub fn hard_deadline(&self) -> Option<Duration> {
+        self.flight.hard_deadline
+    }
+
+    fn mark_began(&mut self) {
+        if self.began.is_none() {
+            let now = self.table.now();
+            self.mark_began_at(now);
+        }
+    }
+
+    /// For the crate's own drivers, which lead in the call that looked up: without an origin
+    /// budget the load begins at once, and the lookup's clock reading is its start (one clock
+    /// read fewer per miss). `false`: there is a budget to wait for ([`begin`](Self::begin)).
+    pub(crate) fn begin_at_lookup(&mut self) -> bool {
+        if self.table.budget.is_some() {
+            return self.began.is_some();
+        }
+        self.mark_began_at(self.flight.created);
+        true
+    }
+
+    fn mark_began_at(&mut self, now: Duration) {
+        if self.began.is_none() {
+            self.began = Some(now);
+            self.flight.ns.counters().loads.inc();
+        }
+    }
+
+    /// Takes a share of the origin budget if one is free now. Background refreshes use this:
+    /// when the origin is busy they are skipped rather than queued.
+    pub fn try_begin(&mut self) -> bool {
+        if self.began.is_some() {
+            return true;
+        }
+        if let Some(b) = &self.table.budget {
+            match Budget::try_acquire(b) {
+                Some(p) => self.permit = Some(p),
+                None => return false,
+            }
+        }
+        self.mark_began();
+        true
+    }
+
+    /// Waits for a share of the origin budget (at most until the
+    /// [`wait_deadline`](Self::wait_deadline)), then marks the load as started. Without a
+    /// budget it is ready at once.
+    pub fn begin(&mut self) -> Begin<'_, V> {
+        let acquire = match (&self.began, &self.table.budget) {
+            (None, Some(b)) => Some(Budget::acquire(b)),
+            _ => None,
+        };
+        // Saturating: a `wait_timeout` of `Duration::MAX` means "as long as it takes". Only
+        // a wait for the budget has a deadline: no clock read otherwise (a miss's path reads
+        // the clock often enough already).
+        let deadline = match acquire {
+            Some(_) => self.wait_deadline(),
+            None => Duration::MAX,
+        };
+        Begin {
+            guard: self,
+            acquire,
+            sleep: None,
+            deadline,
+        }
+    }
+
+    /// [`begin`](Self::begin), blocking the thread.
+    #[cfg(feature = "std")]
+    pub fn begin_blocking(&mut self) -> Result<(), Error> {
+        crate::sync::block_on(self.begin())
+    }
+
+    /// The clock now, and how long the load took until now.
+    fn took(&self) -> (Duration, Duration) {
+        let began = self.began.unwrap_or(self.flight.created);
+        let now = self.table.now();
+        (now, now.saturating_sub(began))
+    }
+
+    /// Finishes the load with the loader's answer (`Ok(None)`: absent) and wakes the waiters.
+    /// Returns what this caller answers: the value, or on error the fail-safe value if any.
+    /// The value is stored unless the key was written, invalidated or bumped meanwhile.
+    pub fn complete(mut self, result: Result<Option<V>, LoadError>) -> Result<Option<V>, Error> {
+        self.mark_began();
+        let (now, took) = self.took();
+        self.flight.ns.metrics.load_duration.observe(took);
+        match result {
+            Ok(v) => {
+                self.end(Outcome::Loaded(v.clone()), took, now);
+                Ok(v)
+            }
+            Err(e) => {
+                self.flight.ns.counters().load_errors.inc();
+                self.fail(Error::Load(e))
+            }
+        }
+    }
+
+    /// Finishes the load with a value read from a shared tier (see
+    /// [`driver::adopt`](crate::driver::adopt)).
+    pub(crate) fn adopt(
+        mut self,
+        value: Option<V>,
+        fresh: Duration,
+        load_duration: Duration,
+    ) -> Result<Option<V>, Error> {
+        // Zero would mean "the cache's TTL": the smallest TTL makes the entry stale at once.
+        self.ttl = Some(fresh.max(Duration::from_nanos(1)));
+        let now = self.table.now();
+        self.end(Outcome::Loaded(value.clone()), load_duration, now);
+        Ok(value)
+    }
+
+    /// Finishes the load with an error (e.g. a timeout the driver enforced). Returns the
+    /// fail-safe value if any, else the error; waiters get the same.
+    pub fn fail(mut self, error: Error) -> Result<Option<V>, Error> {
+        let (now, took) = self.took();
+        self.end(Outcome::Failed(error.clone()), took, now);
+        match self.fallback.serve(&self.flight, now) {
+            Some(v) => Ok(Some(v)),
+            None => Err(error),
+        }
+    }
+
+    /// Ends this caller's part when its own wait ran out before the loader could start (for
+    /// the origin budget, or for another process's load: `error` is then
+    /// [`Error::WaitTimeout`]): this caller answers its fail-safe value if any, else
+    /// `error`; the load is handed over, so each waiter looks up again and waits until its
+    /// own deadline, not this caller's. [`fail`](Self::fail) instead gives every waiter the
+    /// error.
+    pub fn give_up(mut self, error: Error) -> Result<Option<V>, Error> {
+        if matches!(error, Error::WaitTimeout { .. }) {
+            self.flight.ns.counters().wait_timeouts.inc();
+        }
+        let (now, took) = self.took();
+        self.end(Outcome::Abandoned, took, now);
+        match self.fallback.serve(&self.flight, now) {
+            Some(v) => Ok(Some(v)),
+            None => Err(error),
+        }
+    }
+
+    /// Gives the load up without an answer: waiters look up again and one of them leads.
+    pub fn abandon(mut self) {
+        let (now, took) = self.took();
+        self.end(Outcome::Abandoned, took, now);
+    }
+
+    /// Finishes the load because its loader panicked (see
+    /// [`driver::panicked`](crate::driver::panicked)).
+    pub(crate) fn panicked(mut self, message: Option<String>) {
+        self.end_panicked(message);
+    }
+
+    fn end_panicked(&mut self, message: Option<String>) {
+        self.flight.ns.counters().load_errors.inc();
+        let (now, took) = self.took();
+        self.end(
+            Outcome::Failed(Error::LoaderPanicked { message }),
+            took,
+            now,
+        );
+    }
+
+    /// Counts that this caller was answered with its fail-safe value by its driver (see
+    /// [`driver::count_failsafe`](crate::driver::count_failsafe)).
+    pub(crate) fn count_failsafe(&self) {
+        self.flight.ns.counters().failsafe_served.inc();
+    }
+
+    fn end(&mut self, outcome: Outcome<V>, took: Duration, now: Duration) {
+        self.done = true;
+        if matches!(outcome, Outcome::Abandoned) {
+            self.flight.ns.counters().abandoned_loads.inc();
+        }
+        self.table
+            .finish(&self.flight, outcome, took, self.ttl, now);
+        self.permit = None;
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Drop for LoadGuard<V> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        #[cfg(feature = "std")]
+        if std::thread::panicking() {
+            self.end_panicked(None);
+            return;
+        }
+        let (now, took) = self.took();
+        self.end(Outcome::Abandoned, took, now);
+    }
+}
+
+/// The future of [`LoadGuard::begin`].
+pub struct Begin<'g, V: Clone + Send + Sync + 'static> {
+    guard: &'g mut LoadGuard<V>,
+    acquire: Option<Acquire>,
+    /// The clock timer of the wait for the budget (see [`Alarm`]).
+    sleep: Option<StdArc<Alarm>>,
+    deadline: Duration,
+}
+
+impl<V: Clone + Send + Sync + 'static> Drop for Begin<'_, V> {
+    fn drop(&mut self) {
+        alarm::disarm(&mut self.sleep);
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Future for Begin<'_, V> {
+    type Output = Result<(), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Some(acquire) = &mut this.acquire {
+            match Pin::new(acquire).poll(cx) {
+                Poll::Ready(permit) => {
+                    this.acquire = None;
+                    this.guard.permit = Some(permit);
+                    alarm::disarm(&mut this.sleep);
+                }
+                Poll::Pending => {
+                    let now = this.guard.table.now();
+                    if now >= this.deadline {
+                        this.acquire = None;
+                        alarm::disarm(&mut this.sleep);
+                        let waited = now.saturating_sub(this.guard.arrived);
+                        return Poll::Ready(Err(Error::WaitTimeout { waited }));
+                    }
+                    let clock = &*this.guard.table.clock;
+                    alarm::arm(&mut this.sleep, this.deadline, cx.waker(), clock);
+                    return Poll::Pending;
+                }
+            }
+        }
+        this.guard.mark_began();
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,173 @@
+//! A caller waiting for another caller's load, and what its wait ends with.
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use super::fallback::Fallback;
+use crate::alarm::{self, Alarm};
+use crate::error::Error;
+use crate::flight::{Flight, Outcome};
+use crate::sync::Arc;
+use crate::sync::unchecked::Arc as StdArc;
+use crate::table::Table;
+
+/// What a waiter ends with, besides an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Waited<V> {
+    /// The leader's result (`None`: absent).
+    Loaded(Option<V>),
+    /// The load failed or took too long; this is the fail-safe stale value.
+    Stale(V),
+    /// The leader went away without an answer: look up again with
+    /// [`Cache::lookup_again`](crate::Cache::lookup_again) (one caller will lead), which
+    /// keeps the caller's deadline.
+    Retry(Retry),
+}
+
+/// A caller's place in line after a hand-over: when it first arrived. Looking up again with
+/// it ([`Cache::lookup_again`](crate::Cache::lookup_again)) keeps `wait_timeout` counted from
+/// that first arrival, so leaders that go away one after another cannot stretch a caller's
+/// wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    pub(crate) arrived: Duration,
+}
+
+/// A caller waiting for another caller's load of the same key.
+///
+/// A `Future` (runtime-agnostic: timers come from the cache's clock), or
+/// [`wait`](Self::wait) to block the thread. It ends at the load's outcome, or at
+/// `wait_timeout` after the caller first arrived with the fail-safe value or
+/// [`Error::WaitTimeout`]. Dropping it only removes this waiter; the load goes on for the
+/// others.
+pub struct Waiter<V: Clone + Send + Sync + 'static> {
+    table: Arc<Table<V>>,
+    flight: Arc<Flight<V>>,
+    fallback: Fallback<V>,
+    arrived: Duration,
+    deadline: Duration,
+    slot: Option<usize>,
+    /// The clock timer of this wait (see [`Alarm`]).
+    timer: Option<StdArc<Alarm>>,
+    done: bool,
+}
+
+impl<V: Clone + Send + Sync + 'static> Waiter<V> {
+    /// A waiter for `flight`, for a caller that first arrived at `arrived`.
+    pub(crate) fn new(
+        table: Arc<Table<V>>,
+        flight: Arc<Flight<V>>,
+        fallback: Option<(V, Duration)>,
+        arrived: Duration,
+    ) -> Self {
+        let deadline = arrived.saturating_add(table.cfg.wait_timeout);
+        Self {
+            table,
+            flight,
+            fallback: Fallback::new(fallback),
+            arrived,
+            deadline,
+            slot: None,
+            timer: None,
+            done: false,
+        }
+    }
+
+    /// The key being waited for.
+    pub fn key(&self) -> &str {
+        &self.flight.key
+    }
+
+    /// Blocks the thread until the wait ends.
+    #[cfg(feature = "std")]
+    pub fn wait(self) -> Result<Waited<V>, Error> {
+        crate::sync::block_on(self)
+    }
+
+    /// Stops waiting before the end (timed out, or fail-safe at the soft timeout).
+    fn leave(&mut self) {
+        self.done = true;
+        alarm::disarm(&mut self.timer);
+        if let Some(slot) = self.slot.take() {
+            self.flight.deregister(slot);
+        }
+    }
+
+    /// This waiter's answer to the load's `outcome`.
+    fn answer(&mut self, outcome: Outcome<V>, now: Duration) -> Result<Waited<V>, Error> {
+        self.done = true;
+        alarm::disarm(&mut self.timer);
+        self.slot = None;
+        self.flight
+            .ns
+            .metrics
+            .lock_wait
+            .observe(now.saturating_sub(self.arrived));
+        match outcome {
+            Outcome::Loaded(v) => Ok(Waited::Loaded(v)),
+            Outcome::Abandoned => Ok(Waited::Retry(Retry {
+                arrived: self.arrived,
+            })),
+            Outcome::Failed(e) => match self.fallback.serve(&self.flight, now) {
+                Some(v) => Ok(Waited::Stale(v)),
+                None => Err(e),
+            },
+        }
+    }
+}
+
+// Nothing in a waiter is pinned structurally; `V` is only moved out by value.
+impl<V: Clone + Send + Sync + 'static> Unpin for Waiter<V> {}
+
+impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
+    type Output = Result<Waited<V>, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        let now = this.table.now();
+        // Past its retention the fallback is gone: a late wait ends in the error instead.
+        this.fallback.expire(now);
+        // A hung leader cannot hold its waiters past the hard timeout: a waiter ends it.
+        if this.flight.hard_deadline.is_some_and(|d| now >= d) {
+            this.table.time_out(&this.flight);
+        }
+        if let Poll::Ready(outcome) = this.flight.poll_outcome(&mut this.slot, cx) {
+            return Poll::Ready(this.answer(outcome, now));
+        }
+        let flight = this.flight.clone();
+        if this.fallback.is_some() && flight.soft_deadline.is_some_and(|d| now >= d) {
+            this.leave();
+            let stale = this.fallback.take_served(&flight).expect("checked");
+            return Poll::Ready(Ok(Waited::Stale(stale)));
+        }
+        if now >= this.deadline {
+            this.leave();
+            flight.ns.counters().wait_timeouts.inc();
+            return Poll::Ready(match this.fallback.take_served(&flight) {
+                Some(v) => Ok(Waited::Stale(v)),
+                None => Err(Error::WaitTimeout {
+                    waited: now - this.arrived,
+                }),
+            });
+        }
+        let mut wake = this.deadline;
+        if let Some(h) = flight.hard_deadline {
+            wake = wake.min(h);
+        }
+        if let (Some(s), true) = (flight.soft_deadline, this.fallback.is_some()) {
+            wake = wake.min(s);
+        }
+        alarm::arm(&mut this.timer, wake, cx.waker(), &*this.table.clock);
+        Poll::Pending
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Drop for Waiter<V> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.leave();
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! One shard of the table: the entries of its keys and their flight records, under one lock.
+
+use hashbrown::HashTable;
+
+use crate::flight::Flight;
+use crate::store::Store;
+use crate::sync::Arc;
+
+pub(crate) struct Shard<V> {
+    pub(crate) store: Store<V>,
+    /// At most one flight record per key: the load in progress.
+    pub(crate) flights: HashTable<Arc<Flight<V>>>,
+}
+
+impl<V> Shard<V> {
+    pub(crate) fn new(capacity: u64, hasher: hashbrown::DefaultHashBuilder) -> Self {
+        Self {
+            store: Store::new(capacity, hasher),
+            flights: HashTable::new(),
+        }
+    }
+
+    /// The load of `key` in progress, if any.
+    pub(crate) fn flight(&self, hash: u64, key: &str) -> Option<&Arc<Flight<V>>> {
+        self.flights.find(hash, |f| &*f.key == key)
+    }
+
+    /// Removes `flight`'s record if it is still the key's current one.
+    pub(crate) fn remove_flight(&mut self, flight: &Flight<V>) -> bool {
+        match self.flights.find_entry(flight.hash, |f| f.id == flight.id) {
+            Ok(e) => {
+                e.remove();
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}

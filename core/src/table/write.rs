@@ -1,0 +1,180 @@
+//! Entries made and stored: their lifetimes (jitter, XFetch's quiet time), their weight, and
+//! the writes that bypass the loader (`set`, `invalidate`, `clear`).
+
+use alloc::vec::Vec;
+use core::time::Duration;
+
+use super::Table;
+use super::shard::Shard;
+use crate::entry::Entry;
+use crate::epoch::Namespace;
+use crate::error::Error;
+use crate::expiry::{Timing, nanos};
+use crate::key::namespace_of;
+use crate::sync::Arc;
+use crate::{jitter, xfetch};
+
+impl<V: Clone> Table<V> {
+    /// The weight of `key`'s `entry` against the capacity; an entry heavier than a shard's
+    /// whole capacity cannot be stored.
+    pub(crate) fn weigh(&self, key: &str, entry: &Entry<V>) -> Result<u64, Error> {
+        let cfg = &self.cfg;
+        let weight = match (cfg.entry_overhead, &cfg.weigher, &entry.value) {
+            // A byte bound: the key, the value and herdless's own bytes per entry.
+            (Some(overhead), w, v) => {
+                let value = match (w, v) {
+                    (Some(w), Some(v)) => w(key, v),
+                    _ => 0,
+                };
+                overhead
+                    .saturating_add(key.len() as u64)
+                    .saturating_add(value)
+            }
+            (None, Some(w), Some(v)) => w(key, v).max(1),
+            _ => 1,
+        };
+        let max = self.shard_capacity;
+        if weight > max {
+            return Err(Error::ValueTooLarge { weight, max });
+        }
+        Ok(weight)
+    }
+
+    /// An entry written at `now`: a value lives its (jittered) TTL, then grace, then
+    /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only.
+    pub(crate) fn make_entry(
+        &self,
+        value: Option<V>,
+        ns: Arc<Namespace>,
+        epoch: u64,
+        load_nanos: u64,
+        now: u64,
+        ttl: Option<Duration>,
+    ) -> Entry<V> {
+        let cfg = &self.cfg;
+        let timing = if value.is_some() {
+            let ttl = jitter::jittered(ttl.unwrap_or(cfg.ttl), cfg.jitter, self.unit());
+            Timing::new(now, ttl, cfg.grace, cfg.max_stale)
+        } else {
+            // Absences are neither served stale nor kept for fail-safe: they are cheap to
+            // re-check and a real write must be able to replace them quickly.
+            let ttl = jitter::jittered(cfg.negative_ttl, cfg.jitter, self.unit());
+            Timing::new(now, ttl, Duration::ZERO, None)
+        };
+        let quiet_until = match value {
+            Some(_) => timing
+                .fresh_until
+                .saturating_sub(xfetch::reach_nanos(load_nanos, cfg.beta)),
+            None => timing.fresh_until,
+        };
+        Entry {
+            value,
+            ns,
+            epoch,
+            timing,
+            quiet_until,
+            load_nanos,
+            backoff_until: 0,
+        }
+    }
+
+    /// Stores `entry` in `shard` in place of `key`'s old one, evicting to stay within the
+    /// shard's capacity; what it replaced or evicted goes to `dropped`, to be dropped
+    /// outside the lock.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn store(
+        &self,
+        shard: &mut Shard<V>,
+        hash: u64,
+        key: &str,
+        entry: Entry<V>,
+        weight: u64,
+        now: u64,
+        dropped: &mut Vec<Entry<V>>,
+    ) {
+        dropped.extend(shard.store.remove(hash, key));
+        let before = dropped.len();
+        shard.store.insert(hash, key, entry, weight, now, dropped);
+        for e in &dropped[before..] {
+            e.ns.counters().evictions.inc();
+        }
+    }
+
+    /// `set`, `set_with_ttl` and `set_absent`: stores now, and keeps a load of `key` already
+    /// running from overwriting it.
+    pub(crate) fn write(
+        &self,
+        key: &str,
+        value: Option<V>,
+        ttl: Option<Duration>,
+    ) -> Result<(), Error> {
+        self.check_key(key)?;
+        if ttl == Some(Duration::ZERO) {
+            return Err(Error::ZeroTtl);
+        }
+        let hash = self.hash(key);
+        let ns = self.namespaces.get(namespace_of(key));
+        let n = nanos(self.now());
+        let mut dropped = Vec::new();
+        {
+            let mut shard = self.shard(hash).write();
+            if let Some(f) = shard.flight(hash, key) {
+                f.supersede();
+            }
+            // Keep the measured load time so XFetch still knows how expensive the key is.
+            let load_nanos = shard.store.get(hash, key).map_or(0, |o| o.entry.load_nanos);
+            let epoch = ns.epoch();
+            let entry = self.make_entry(value, ns, epoch, load_nanos, n, ttl);
+            let weight = self.weigh(key, &entry)?;
+            self.store(&mut shard, hash, key, entry, weight, n, &mut dropped);
+        }
+        drop(dropped);
+        self.detect(n);
+        Ok(())
+    }
+
+    /// Removes `key`'s entry, and keeps a load of it already running from writing back its
+    /// (possibly older) result. Whether an entry was removed.
+    pub(crate) fn invalidate(&self, key: &str) -> Result<bool, Error> {
+        self.check_key(key)?;
+        let hash = self.hash(key);
+        let removed = {
+            let mut shard = self.shard(hash).write();
+            if let Some(f) = shard.flight(hash, key) {
+                f.supersede();
+            }
+            shard.store.remove(hash, key)
+        };
+        Ok(removed.is_some())
+    }
+
+    /// Drops every entry whose value (`None`: a cached absence) `keep` refuses, and marks
+    /// every load in progress as superseded (its result is not stored). A scan of the whole
+    /// table, shard by shard.
+    pub(crate) fn retain(&self, keep: impl Fn(Option<&V>) -> bool) {
+        for shard in self.shards.iter() {
+            let dropped = {
+                let mut shard = shard.write();
+                for f in shard.flights.iter() {
+                    f.supersede();
+                }
+                shard.store.retain(&keep)
+            };
+            drop(dropped);
+        }
+    }
+
+    /// Drops every entry and supersedes every load in progress.
+    pub(crate) fn clear(&self) {
+        for shard in self.shards.iter() {
+            let old = {
+                let mut shard = shard.write();
+                for f in shard.flights.iter() {
+                    f.supersede();
+                }
+                shard.store.take()
+            };
+            drop(old);
+        }
+    }
+}
