@@ -390,7 +390,9 @@ impl Sim {
                 asked.lock().unwrap().push(misses.clone());
                 let value = |k: &str| base + 1 + KEYS.iter().position(|x| *x == k).unwrap() as u32;
                 let found: Vec<(String, Option<u32>)> = match how {
-                    BatchHow::Values => misses.iter().map(|k| (k.clone(), Some(value(k)))).collect(),
+                    BatchHow::Values => {
+                        misses.iter().map(|k| (k.clone(), Some(value(k)))).collect()
+                    }
                     BatchHow::Omit => misses
                         .iter()
                         .step_by(2)
@@ -405,13 +407,19 @@ impl Sim {
             }
         };
         let names: Vec<&str> = keys.iter().map(|&k| KEYS[k]).collect();
-        let mut call = std::pin::pin!(self.cache.get_or_load_many_async(names, loader));
-        let answers = match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(a) => a,
-            Poll::Pending => panic!("a batch of keys nobody loads waited"),
+        let answers = {
+            let cache = self.cache.clone();
+            let mut call = std::pin::pin!(cache.get_or_load_many_async(names, loader));
+            match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(a) => a,
+                Poll::Pending => panic!("a batch of keys nobody loads waited"),
+            }
         };
         let asked = asked.lock().unwrap().clone();
-        assert!(asked.len() <= 1, "one loader call for the misses: {asked:?}");
+        assert!(
+            asked.len() <= 1,
+            "one loader call for the misses: {asked:?}"
+        );
         let asked: Vec<String> = asked.into_iter().flatten().collect();
         let mut distinct: Vec<usize> = Vec::new();
         for &k in &keys {
@@ -424,7 +432,11 @@ impl Sim {
             .copied()
             .filter(|&k| asked.iter().any(|a| a == KEYS[k]))
             .collect();
-        assert_eq!(asked.len(), missed.len(), "asked for a key twice or one not requested");
+        assert_eq!(
+            asked.len(),
+            missed.len(),
+            "asked for a key twice or one not requested"
+        );
         for &k in &distinct {
             let loaded = missed.contains(&k);
             if hit[k] && roomy {
@@ -621,7 +633,10 @@ impl Sim {
         }
         self.poll_waiters();
         let held = self.loads.iter().filter(|l| l.guard.is_some()).count();
-        assert!(herdless::driver::flights_in_progress(&self.cache) <= held, "a flight leaked");
+        assert!(
+            herdless::driver::flights_in_progress(&self.cache) <= held,
+            "a flight leaked"
+        );
         assert!(
             self.cache.metrics().entries <= self.capacity,
             "over capacity"
