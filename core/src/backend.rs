@@ -31,6 +31,7 @@
 //! turns them into `V`. Times are wall-clock Unix milliseconds, shared by the fleet.
 
 use alloc::boxed::Box;
+use alloc::string::String;
 use alloc::vec::Vec;
 use core::future::Future;
 use core::pin::Pin;
@@ -208,6 +209,23 @@ pub trait Backend: Send + Sync + 'static {
     /// Reads `key` and, unless a fresh entry (newer than `req.have_version`) is there, takes
     /// its lock if free, in one atomic step.
     fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired>;
+
+    /// [`acquire`](Backend::acquire) for many keys at once (a batch load): one answer per
+    /// request, in order. The default asks one key after the other; a tier that can do
+    /// better overrides it (Redis: one pipeline per Cluster slot, so one round trip on a
+    /// single server). An error of the whole exchange is the outer error.
+    fn acquire_many<'a>(
+        &'a self,
+        requests: &'a [(String, AcquireRequest)],
+    ) -> BackendFuture<'a, Vec<Result<Acquired, LoadError>>> {
+        Box::pin(async move {
+            let mut out = Vec::with_capacity(requests.len());
+            for (key, req) in requests {
+                out.push(self.acquire(key, req.clone()).await);
+            }
+            Ok(out)
+        })
+    }
 
     /// Extends a held lock to `lease` from now; false when `token` no longer owns it.
     fn extend<'a>(

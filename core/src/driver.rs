@@ -8,6 +8,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::alarm::{self, Alarm};
+pub use crate::batch::{Batch, BatchWave};
 use crate::budget::Budget;
 pub use crate::budget::OriginPermit;
 use crate::cache::Cache;
@@ -26,6 +27,68 @@ pub fn try_origin_permit<V: Clone + Send + Sync + 'static>(
     match &cache.table().budget {
         Some(b) => Budget::try_acquire(b).map(|p| OriginPermit::new(Some(p))),
         None => Some(OriginPermit::new(None)),
+    }
+}
+
+/// A batch request over `cache` (its L1, for a shared tier), for a driver that loads
+/// many keys with one loader call: the same waves of lookups as
+/// [`Cache::get_or_load_many`], driven by the caller (see [`Batch`]).
+pub fn batch<V, I>(cache: &Cache<V>, keys: I) -> Batch<V>
+where
+    V: Clone + Send + Sync + 'static,
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+{
+    Batch::new(cache.table(), keys)
+}
+
+/// Begins the flights of one loader call of a batch under one unit of `cache`'s origin
+/// budget, if it has room now (the first guard takes the unit, the others begin under it;
+/// complete the first last). `false` (nothing begun) when the budget is spent.
+pub fn try_begin_batch<V: Clone + Send + Sync + 'static>(guards: &mut [LoadGuard<V>]) -> bool {
+    let Some((first, rest)) = guards.split_first_mut() else {
+        return true;
+    };
+    if !first.try_begin() {
+        return false;
+    }
+    for g in rest {
+        g.begin_covered();
+    }
+    true
+}
+
+/// Begins `guard`'s flight without a unit of the origin budget: it is one key of a batch's
+/// loader call, whose one unit the driver holds ([`origin_permit`]).
+pub fn begin_in_batch<V: Clone + Send + Sync + 'static>(guard: &mut LoadGuard<V>) {
+    guard.begin_covered();
+}
+
+/// A share of `cache`'s origin budget, waiting for one to be free (a batch's loader call
+/// takes one for all its keys); without a budget, granted at once. Race it against the
+/// callers' deadline (e.g. with a [`Timer`]): it does not time out by itself.
+pub async fn origin_permit<V: Clone + Send + Sync + 'static>(cache: &Cache<V>) -> OriginPermit {
+    match &cache.table().budget {
+        Some(b) => OriginPermit::new(Some(Budget::acquire(b).await)),
+        None => OriginPermit::new(None),
+    }
+}
+
+/// Counts one batch loader call of `keys` in `cache`'s `batch_loads`, once per namespace
+/// of its keys (a driver that makes the call itself, e.g. a shared tier's).
+pub fn count_batch_call<V: Clone + Send + Sync + 'static>(cache: &Cache<V>, keys: &[String]) {
+    let mut seen = hashbrown::HashSet::<&str>::new();
+    for k in keys {
+        let ns = crate::key::namespace_of(k);
+        if seen.insert(ns) {
+            cache
+                .table()
+                .namespaces
+                .get(ns)
+                .counters()
+                .batch_loads
+                .inc();
+        }
     }
 }
 

@@ -371,6 +371,43 @@ impl RedisBackend {
             None => inc(&m.l2_misses),
         }
     }
+
+    /// An acquire script's reply, counted and typed.
+    fn acquired(&self, req: &AcquireRequest, reply: AcquireReply) -> Result<Acquired, Error> {
+        let (status, raw, epoch, pttl, corrupt) = reply;
+        let m = &self.inner.metrics;
+        if corrupt == 1 {
+            inc(&m.corrupt_entries);
+        }
+        let entry = if raw.is_empty() {
+            None
+        } else {
+            self.classify(&raw)
+        };
+        self.count_read(entry.as_ref(), req.now_ms);
+        Ok(match status {
+            0 => Acquired::Fresh(entry.ok_or(Error::Protocol("acquire: no entry"))?),
+            1 => {
+                inc(&m.fleet_locks_acquired);
+                Acquired::Locked {
+                    token: LockToken {
+                        epoch,
+                        secret: req.secret,
+                    },
+                    stale: entry,
+                }
+            }
+            2 => {
+                inc(&m.fleet_locks_contended);
+                Acquired::Contended {
+                    stale: entry,
+                    remaining: Duration::from_millis(pttl.max(0) as u64),
+                }
+            }
+            3 => Acquired::Unshared,
+            _ => return Err(Error::Protocol("acquire: unknown status")),
+        })
+    }
 }
 
 /// A namespace epoch as the scripts accept it: 1 to 16 decimal digits below 2^53 (exact in
@@ -383,6 +420,9 @@ pub fn parse_epoch(raw: &[u8]) -> Option<u64> {
     let n: u64 = std::str::from_utf8(raw).ok()?.parse().ok()?;
     (n < 1 << 53).then_some(n)
 }
+
+/// What the acquire script answers: status, entry bytes, epoch, the lock's PTTL, corrupt.
+type AcquireReply = (i64, Vec<u8>, u64, i64, i64);
 
 impl Backend for RedisBackend {
     fn read<'a>(&'a self, key: &'a str, now: u64) -> BackendFuture<'a, Option<StoredEntry>> {
@@ -417,7 +457,7 @@ impl Backend for RedisBackend {
             let n = self.names(key);
             let mut live = self.inner.cmd.live().await?;
             let lease_ms = ms_arg(req.lease);
-            let (status, raw, epoch, pttl, corrupt): (i64, Vec<u8>, u64, i64, i64) = SCRIPTS
+            let reply: AcquireReply = SCRIPTS
                 .acquire
                 .key(&n.value)
                 .key(&n.epoch)
@@ -428,38 +468,62 @@ impl Backend for RedisBackend {
                 .arg(req.have_version)
                 .invoke_async(&mut live)
                 .await?;
-            let m = &self.inner.metrics;
-            if corrupt == 1 {
-                inc(&m.corrupt_entries);
+            self.acquired(&req, reply)
+        })
+    }
+
+    fn acquire_many<'a>(
+        &'a self,
+        requests: &'a [(String, AcquireRequest)],
+    ) -> BackendFuture<'a, Vec<Result<Acquired, herdless::LoadError>>> {
+        self.op("acquire_many", async move {
+            // One pipeline per Cluster slot: a namespace is one slot (its hash tag), and
+            // one server takes everything in one pipeline.
+            let sharded = self.inner.sharded;
+            let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+            for (i, (key, _)) in requests.iter().enumerate() {
+                let slot = if sharded { namespace_of(key) } else { "" };
+                match groups.iter_mut().find(|(s, _)| *s == slot) {
+                    Some((_, members)) => members.push(i),
+                    None => groups.push((slot, vec![i])),
+                }
             }
-            let entry = if raw.is_empty() {
-                None
-            } else {
-                self.classify(&raw)
-            };
-            self.count_read(entry.as_ref(), req.now_ms);
-            Ok(match status {
-                0 => Acquired::Fresh(entry.ok_or(Error::Protocol("acquire: no entry"))?),
-                1 => {
-                    inc(&m.fleet_locks_acquired);
-                    Acquired::Locked {
-                        token: LockToken {
-                            epoch,
-                            secret: req.secret,
-                        },
-                        stale: entry,
-                    }
+            let mut out: Vec<Option<Result<Acquired, herdless::LoadError>>> =
+                requests.iter().map(|_| None).collect();
+            for (_, members) in &groups {
+                let mut live = self.inner.cmd.live().await?;
+                // The script is loaded in the same round trip: a pipeline does not reload
+                // a script Redis lost (a restart, SCRIPT FLUSH) the way one invocation does.
+                let mut pipe = redis::pipe();
+                pipe.load_script(&SCRIPTS.acquire).ignore();
+                let invocations: Vec<_> = members
+                    .iter()
+                    .map(|&i| {
+                        let (key, req) = &requests[i];
+                        let n = self.names(key);
+                        let mut inv = SCRIPTS.acquire.key(n.value);
+                        inv.key(n.epoch)
+                            .key(n.lock)
+                            .arg(req.now_ms)
+                            .arg(ms_arg(req.lease))
+                            .arg(hex(&req.secret))
+                            .arg(req.have_version);
+                        inv
+                    })
+                    .collect();
+                for inv in &invocations {
+                    pipe.invoke_script(inv);
                 }
-                2 => {
-                    inc(&m.fleet_locks_contended);
-                    Acquired::Contended {
-                        stale: entry,
-                        remaining: Duration::from_millis(pttl.max(0) as u64),
-                    }
+                inc(&self.inner.metrics.batch_round_trips);
+                let replies: Vec<AcquireReply> = pipe.query_async(&mut live).await?;
+                for (&i, reply) in members.iter().zip(replies) {
+                    out[i] = Some(self.acquired(&requests[i].1, reply).map_err(Into::into));
                 }
-                3 => Acquired::Unshared,
-                _ => return Err(Error::Protocol("acquire: unknown status")),
-            })
+            }
+            Ok(out
+                .into_iter()
+                .map(|a| a.unwrap_or(Err(Error::Protocol("acquire_many: no reply").into())))
+                .collect())
         })
     }
 

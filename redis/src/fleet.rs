@@ -275,6 +275,102 @@ impl Fleet {
         }
     }
 
+    /// [`lead_until`](Self::lead_until) for many keys at once (a batch load), each with its
+    /// `have_version`: their locks are asked for together, in one round trip per Cluster
+    /// slot group ([`Backend::acquire_many`]; one in all on a single server), which also
+    /// reads their entries. A key another process is loading is then waited for as
+    /// `lead_until` waits (woken by its notification as that key lands, re-asked alone).
+    /// One answer per key, in order.
+    pub async fn lead_many_until(
+        &self,
+        keys: Vec<(String, u64)>,
+        until: Instant,
+    ) -> Vec<Result<FleetOutcome, herdless::Error>> {
+        let this = self.clone();
+        let n = keys.len();
+        let mut task = AbortOnDrop(
+            self.rt
+                .spawn(async move { this.lead_many_inner(keys, until).await }),
+        );
+        match (&mut task.0).await {
+            Ok(r) => r,
+            Err(e) => (0..n)
+                .map(|_| {
+                    Err(herdless::Error::Backend(herdless::LoadError::new(
+                        std::io::Error::other(e.to_string()),
+                    )))
+                })
+                .collect(),
+        }
+    }
+
+    async fn lead_many_inner(
+        &self,
+        keys: Vec<(String, u64)>,
+        until: Instant,
+    ) -> Vec<Result<FleetOutcome, herdless::Error>> {
+        let mut requests = Vec::with_capacity(keys.len());
+        for (key, have_version) in &keys {
+            let secret = match random_secret() {
+                Ok(s) => s,
+                Err(e) => {
+                    let e = herdless::Error::from(e);
+                    return keys.iter().map(|_| Err(e.clone())).collect();
+                }
+            };
+            let req = AcquireRequest {
+                now_ms: now_ms(),
+                lease: self.opts.lease,
+                secret,
+                have_version: *have_version,
+            };
+            requests.push((key.clone(), req));
+        }
+        let answers = match self.backend.acquire_many(&requests).await {
+            Ok(a) => a,
+            Err(e) => requests.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let mut out = Vec::with_capacity(keys.len());
+        let mut waits = Vec::new();
+        for (i, ((key, req), acquired)) in requests.iter().zip(answers).enumerate() {
+            out.push(match acquired {
+                Err(e) => {
+                    self.forget_later(key, req.secret);
+                    Err(self.failed(key, e))
+                }
+                Ok(Acquired::Fresh(e)) => Ok(FleetOutcome::Fresh(e)),
+                Ok(Acquired::Locked { token, stale }) => Ok(FleetOutcome::Lead(FleetLease::start(
+                    self.clone(),
+                    key,
+                    token,
+                    stale,
+                ))),
+                Ok(Acquired::Contended { stale: Some(e), .. }) if e.version > req.have_version => {
+                    Ok(FleetOutcome::Stale(e))
+                }
+                Ok(Acquired::Unshared) => Ok(FleetOutcome::Unshared),
+                Ok(Acquired::Contended { .. }) => {
+                    // Waited for like a single key, all of them at once.
+                    let (this, key, have) = (self.clone(), key.clone(), req.have_version);
+                    let task = self
+                        .rt
+                        .spawn(async move { this.lead_inner(&key, have, until).await });
+                    waits.push((i, AbortOnDrop(task)));
+                    Err(herdless::Error::WaitTimeout {
+                        waited: Duration::ZERO,
+                    })
+                }
+            });
+        }
+        for (i, mut task) in waits {
+            out[i] = match (&mut task.0).await {
+                Ok(r) => r,
+                Err(e) => Err(self.failed(&keys[i].0, herdless::LoadError::new(e))),
+            };
+        }
+        out
+    }
+
     /// An acquire whose answer never came (it timed out) may still run when the tier
     /// answers again and lock the key for a leader that gave up: forget any lock taken with
     /// `secret` as soon as the tier answers, retrying for at most one lease (the lock runs

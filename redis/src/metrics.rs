@@ -43,6 +43,7 @@ counters! {
     backend_errors: "Redis operations that failed or timed out.",
     fleet_locks_acquired: "Fleet locks won: this process loads for the fleet.",
     fleet_locks_contended: "Lock attempts that found another process loading.",
+    batch_round_trips: "Round trips of batch loads' lock requests (one pipeline per Cluster slot group).",
     lease_extensions: "Lease extensions while a loader ran.",
     leases_lost: "Leases found lost (expired, broken by a write or invalidation, or Redis restarted).",
     commits: "Entries written to Redis.",

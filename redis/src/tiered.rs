@@ -22,6 +22,8 @@ use crate::metrics::RedisMetrics;
 use crate::runtime::block_on;
 use crate::two_tier::{Deadline, Get, Load, SharedTier, Step, TwoTier, Versioned};
 
+mod batch;
+
 type L1Tweak<V> = Box<dyn FnOnce(Builder<Versioned<V>>) -> Builder<Versioned<V>> + Send>;
 
 /// Options of a [`TieredCache`].

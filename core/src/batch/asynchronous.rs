@@ -13,7 +13,7 @@ use alloc::vec::Vec;
 use core::future::Future;
 
 use super::chunk::{Answer, Chunk};
-use super::plan::{Plan, chunks};
+use super::plan::{Batch, chunks};
 use crate::asynchronous::{Driven, until_hard_deadline};
 use crate::error::{Error, load_error};
 use crate::lookup::{LoadGuard, Waited};
@@ -42,38 +42,36 @@ where
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     let loader = StdArc::new(loader);
-    let mut plan = Plan::new(keys);
-    let mut next = plan.first_wave();
-    while !next.is_empty() {
-        let wave = plan.look_up(table, next);
+    let mut plan = Batch::new(table, keys);
+    while let Some(wave) = plan.wave() {
         refresh_in_background(table, wave.refreshes, &loader);
         let mut calls = chunks(wave.leads, table.cfg.max_batch).into_iter();
         while let Some(mut chunk) = calls.next() {
             if !chunk.begin_at_lookup() {
                 if let Err(e) = chunk.begin().await {
-                    plan.answer(chunk.give_up(e));
+                    plan.answer_all(chunk.give_up(e));
                     continue;
                 }
             }
             match run(table, chunk, &*loader).await {
-                Ok(answers) => plan.answer(answers),
+                Ok(answers) => plan.answer_all(answers),
                 Err(payload) => {
                     calls.for_each(Chunk::abandon);
                     reraise(payload);
                 }
             }
         }
-        next = Vec::new();
         for (i, waiter) in wave.waits {
-            plan.answers[i] = Some(match waiter.await {
+            let answer = match waiter.await {
                 Ok(Waited::Loaded(v)) => Ok(v),
                 Ok(Waited::Stale(v)) => Ok(Some(v)),
                 Ok(Waited::Retry(r)) => {
-                    next.push((i, Some(r)));
+                    plan.retry(i, r);
                     continue;
                 }
                 Err(e) => Err(e),
-            });
+            };
+            plan.answer(i, answer);
         }
     }
     plan.finish()

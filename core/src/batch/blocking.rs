@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use super::chunk::{Answer, Chunk};
-use super::plan::{Plan, chunks};
+use super::plan::{Batch, chunks};
 use crate::error::{load_error, panic_message};
 use crate::lookup::{LoadGuard, Waited};
 use crate::sync::Arc;
@@ -30,23 +30,21 @@ where
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     let loader = StdArc::new(loader);
-    let mut plan = Plan::new(keys);
-    let mut next = plan.first_wave();
-    while !next.is_empty() {
-        let wave = plan.look_up(table, next);
+    let mut plan = Batch::new(table, keys);
+    while let Some(wave) = plan.wave() {
         refresh_in_background(table, wave.refreshes, &loader);
         load(table, wave.leads, &*loader, &mut plan);
-        next = Vec::new();
         for (i, waiter) in wave.waits {
-            plan.answers[i] = Some(match waiter.wait() {
+            let answer = match waiter.wait() {
                 Ok(Waited::Loaded(v)) => Ok(v),
                 Ok(Waited::Stale(v)) => Ok(Some(v)),
                 Ok(Waited::Retry(r)) => {
-                    next.push((i, Some(r)));
+                    plan.retry(i, r);
                     continue;
                 }
                 Err(e) => Err(e),
-            });
+            };
+            plan.answer(i, answer);
         }
     }
     plan.finish()
@@ -59,7 +57,7 @@ fn load<V, F, R, E>(
     table: &Table<V>,
     leads: Vec<(usize, LoadGuard<V>)>,
     loader: &F,
-    plan: &mut Plan<V>,
+    plan: &mut Batch<V>,
 ) where
     V: Clone + Send + Sync + 'static,
     F: Fn(&[String]) -> Result<R, E>,
@@ -70,12 +68,12 @@ fn load<V, F, R, E>(
     while let Some(mut chunk) = calls.next() {
         if !chunk.begin_at_lookup() {
             if let Err(e) = crate::sync::block_on(chunk.begin()) {
-                plan.answer(chunk.give_up(e));
+                plan.answer_all(chunk.give_up(e));
                 continue;
             }
         }
         match run(chunk, loader) {
-            Ok(answers) => plan.answer(answers),
+            Ok(answers) => plan.answer_all(answers),
             Err(payload) => {
                 calls.for_each(Chunk::abandon);
                 resume_unwind(payload);

@@ -128,6 +128,20 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         }))
     }
 
+    /// For a batch: the load begins at once, under the one unit of the origin budget its
+    /// driver holds for the batch's loader call.
+    pub(crate) fn cover(mut self) -> Step<V> {
+        if let Some(g) = &mut self.guard {
+            herdless::driver::begin_in_batch(g);
+        }
+        Step::Load(self.started_now())
+    }
+
+    /// [`begin`](Self::begin), or [`cover`](Self::cover) for a key of a batch.
+    pub(crate) fn start(self, batch: bool) -> Step<V> {
+        if batch { self.cover() } else { self.begin() }
+    }
+
     pub(crate) fn started_now(mut self) -> Self {
         self.started = Instant::now();
         self

@@ -31,6 +31,7 @@
 
 mod host;
 mod load;
+mod many;
 mod ops;
 mod step;
 

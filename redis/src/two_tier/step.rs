@@ -87,7 +87,15 @@ enum Kind<V: Clone + Send + Sync + 'static> {
         guard: LoadGuard<Versioned<V>>,
         ttl: Option<Duration>,
         background: bool,
+        /// A key of a batch: its load begins under the batch's unit of the budget.
+        batch: bool,
         outcome: Result<FleetOutcome, Error>,
+    },
+    /// A key of a batch with no shared tier: loaded in this process.
+    Local {
+        tt: TwoTier<V>,
+        guard: LoadGuard<Versioned<V>>,
+        background: bool,
     },
     /// The wait for the origin budget ended.
     Began {
@@ -119,7 +127,34 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
             guard,
             ttl,
             background,
+            batch: false,
             outcome,
+        })
+    }
+
+    /// The fleet's answer for one key of a batch.
+    pub(crate) fn asked_in_batch(
+        tt: TwoTier<V>,
+        guard: LoadGuard<Versioned<V>>,
+        background: bool,
+        outcome: Result<FleetOutcome, Error>,
+    ) -> Self {
+        Self(Kind::Asked {
+            tt,
+            guard,
+            ttl: None,
+            background,
+            batch: true,
+            outcome,
+        })
+    }
+
+    /// One key of a batch with no shared tier.
+    pub(crate) fn local(tt: TwoTier<V>, guard: LoadGuard<Versioned<V>>, background: bool) -> Self {
+        Self(Kind::Local {
+            tt,
+            guard,
+            background,
         })
     }
 
@@ -155,8 +190,14 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                 guard,
                 ttl,
                 background,
+                batch,
                 outcome,
-            } => asked(tt, guard, ttl, background, outcome, host),
+            } => asked(tt, guard, ttl, (background, batch), outcome, host),
+            Kind::Local {
+                tt,
+                guard,
+                background,
+            } => Load::local(tt, guard, None, background).cover(),
             Kind::Ready(answer) => Step::Done(answer),
             Kind::Began { load, began } => match began {
                 Ok(()) => Step::Load(load.started_now()),
@@ -217,7 +258,8 @@ fn asked<V: Clone + Send + Sync + 'static>(
     tt: TwoTier<V>,
     guard: LoadGuard<Versioned<V>>,
     ttl: Option<Duration>,
-    background: bool,
+    // Whether this runs in the background, and whether it is a key of a batch.
+    (background, batch): (bool, bool),
     outcome: Result<FleetOutcome, Error>,
     host: &dyn Host<V>,
 ) -> Step<V> {
@@ -234,18 +276,18 @@ fn asked<V: Clone + Send + Sync + 'static>(
             // Bytes this codec cannot read (another codec's): load here, leave them alone.
             Err(_) => {
                 tt.count_unreadable();
-                Load::local(tt, guard, ttl, background).begin()
+                Load::local(tt, guard, ttl, background).start(batch)
             }
         },
-        Ok(FleetOutcome::Lead(lease)) => lead(tt, guard, lease, ttl, background, host),
+        Ok(FleetOutcome::Lead(lease)) => lead(tt, guard, lease, ttl, (background, batch), host),
         // Another process found this key's value unshareable: everyone loads for itself
         // until the mark runs out.
-        Ok(FleetOutcome::Unshared) => Load::local(tt, guard, ttl, background).begin(),
+        Ok(FleetOutcome::Unshared) => Load::local(tt, guard, ttl, background).start(batch),
         // This caller's wait for the other process ran out: its waiters here, who arrived
         // later, go on waiting until their own deadlines.
         Err(e @ Error::WaitTimeout { .. }) => Step::Done(unwrap(guard.give_up(e))),
         // The tier is down or failing (counted by the fleet): this process loads for itself.
-        Err(_) => Load::local(tt, guard, ttl, background).begin(),
+        Err(_) => Load::local(tt, guard, ttl, background).start(batch),
     }
 }
 
@@ -255,7 +297,7 @@ fn lead<V: Clone + Send + Sync + 'static>(
     guard: LoadGuard<Versioned<V>>,
     lease: FleetLease,
     ttl: Option<Duration>,
-    background: bool,
+    (background, batch): (bool, bool),
     host: &dyn Host<V>,
 ) -> Step<V> {
     // A foreground caller that finds an entry within its grace serves it at once (here and
@@ -277,7 +319,7 @@ fn lead<V: Clone + Send + Sync + 'static>(
         },
     };
     let Some((stale, took)) = stale else {
-        return Load::fleet(tt, guard, lease, ttl, background).begin();
+        return Load::fleet(tt, guard, lease, ttl, background).start(batch);
     };
     // The detached refresh calls the origin, so it takes a share of the budget; with none
     // free it is skipped (dropping the lease hands the key over) and a later read of the

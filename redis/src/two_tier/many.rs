@@ -1,0 +1,67 @@
+//! The fleet part of a batch load, written once: the keys a batch leads in this process
+//! are asked of the fleet together ([`Fleet::lead_many_until`](crate::Fleet::lead_many_until):
+//! their entries read and their locks taken in one round trip per Cluster slot group), and
+//! each key's answer becomes its own [`Step`] through [`Reply::next`], exactly as a single
+//! load's: an entry another process wrote is adopted, a won lock is a [`Load`] (begun
+//! under the batch's one unit of the origin budget), a key another process loads is waited
+//! for and woken as it lands.
+//!
+//! The driver then makes one loader call for every [`Step::Load`] of the batch, hands each
+//! load its key's answer ([`Load::loaded`]), and drives the publishing steps together (a
+//! multiplexed connection pipelines them).
+
+use std::time::{Duration, Instant};
+
+use herdless::LoadGuard;
+
+use super::{Pending, Reply, TwoTier, Versioned};
+
+impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
+    /// The first step of the keys a batch leads in this process (each a
+    /// [`Lookup::Lead`](herdless::Lookup::Lead) of the L1, with the version of the value
+    /// it serves when this is a refresh, else 0): one exchange with the fleet for all of
+    /// them, then a [`Reply`] per key, in order, for [`Reply::next`].
+    ///
+    /// `background`: a batch of refreshes (stale-while-revalidate, XFetch), whose guards
+    /// the driver began with
+    /// [`try_begin_batch`](herdless::driver::try_begin_batch); nobody awaits it.
+    /// Otherwise the driver holds one unit of the origin budget for its loader call
+    /// ([`origin_permit`](herdless::driver::origin_permit)), taken when the fleet's answer
+    /// has loads in it.
+    pub fn lead_many(
+        &self,
+        guards: Vec<(LoadGuard<Versioned<V>>, u64)>,
+        background: bool,
+    ) -> Pending<Vec<Reply<V>>> {
+        let Some(live) = self.live() else {
+            let replies = guards
+                .into_iter()
+                .map(|(g, _)| Reply::local(self.clone(), g, background))
+                .collect();
+            return Pending::ready(replies);
+        };
+        // The fleet wait ends where the earliest caller's wait ends (they arrived together,
+        // or a hand-over kept an earlier arrival).
+        let clock = self.l1().clock();
+        let now = clock.now();
+        let left = guards
+            .iter()
+            .map(|(g, _)| g.wait_deadline().saturating_sub(now))
+            .min()
+            .unwrap_or_default();
+        let until = Instant::now() + left.min(Duration::from_secs(86_400 * 365));
+        let keys = guards
+            .iter()
+            .map(|(g, have)| (g.key().to_owned(), *have))
+            .collect();
+        let (fleet, this) = (live.fleet.clone(), self.clone());
+        Pending::new(async move {
+            let outcomes = fleet.lead_many_until(keys, until).await;
+            guards
+                .into_iter()
+                .zip(outcomes)
+                .map(|((g, _), o)| Reply::asked_in_batch(this.clone(), g, background, o))
+                .collect()
+        })
+    }
+}

@@ -1,0 +1,203 @@
+//! Batch loads on the fleet tier (`TieredCache::get_or_load_many`): the locks and entries of
+//! the keys a process leads are asked for in one round trip, one loader call loads what the
+//! fleet hands the process, and every key is loaded once in the whole fleet. Several
+//! `TieredCache`s, each with its own backend (connections, origin id), stand for several
+//! processes, as in tests/tiered.rs.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Duration;
+
+use herdless::Error;
+use herdless_redis::memory::MemoryStore;
+use herdless_redis::{Json, RedisBackend, SharedTier, TieredCache, block_on};
+
+type Found = HashMap<String, Option<u64>>;
+
+fn cache(tier: impl Into<SharedTier>) -> TieredCache<u64, Json> {
+    TieredCache::builder(tier, Json)
+        .ttl(Duration::from_secs(600))
+        .build()
+        .expect("cache")
+}
+
+fn redis(url: &str, prefix: &str) -> TieredCache<u64, Json> {
+    cache(
+        RedisBackend::builder(url)
+            .prefix(prefix)
+            .build()
+            .expect("backend"),
+    )
+}
+
+fn value_of(key: &str) -> u64 {
+    key.rsplit(':').next().unwrap().parse::<u64>().unwrap() * 10
+}
+
+fn key(n: usize) -> String {
+    format!("p:{n}")
+}
+
+/// A loader answering every key with its value, recording the keys of each call.
+fn recording(
+    calls: &Arc<Mutex<Vec<Vec<String>>>>,
+    pause: Duration,
+) -> impl Fn(&[String]) -> Result<Found, std::io::Error> + Send + Sync + 'static {
+    let calls = calls.clone();
+    move |keys: &[String]| {
+        calls.lock().unwrap().push(keys.to_vec());
+        std::thread::sleep(pause);
+        Ok(keys
+            .iter()
+            .map(|k| (k.clone(), Some(value_of(k))))
+            .collect())
+    }
+}
+
+#[test]
+fn a_batch_asks_redis_for_its_locks_in_one_round_trip_and_the_next_process_reads_them() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let p = common::unique("batch");
+    let (a, b) = (redis(&srv.url(), &p), redis(&srv.url(), &p));
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let keys: Vec<_> = (0..10).map(key).collect();
+    let got = a.get_or_load_many(&keys, recording(&calls, Duration::ZERO));
+    let want: Vec<_> = keys.iter().map(|k| Some(value_of(k))).collect();
+    assert_eq!(
+        got.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        want
+    );
+    assert_eq!(calls.lock().unwrap().clone(), vec![keys.clone()]);
+    let (l1, l2) = a.metrics();
+    assert_eq!(l2.batch_round_trips, 1, "one round trip for ten locks");
+    assert_eq!(l2.fleet_locks_acquired, 10);
+    assert_eq!(l2.commits, 10);
+    assert_eq!(l1.total().batch_loads, 1);
+
+    // Another process: ten keys in Redis, five new ones loaded in one call.
+    let more: Vec<_> = (0..15).map(key).collect();
+    let got = b.get_or_load_many(&more, recording(&calls, Duration::ZERO));
+    for (k, v) in more.iter().zip(got) {
+        assert_eq!(v.unwrap(), Some(value_of(k)), "{k}");
+    }
+    assert_eq!(
+        calls.lock().unwrap()[1],
+        (10..15).map(key).collect::<Vec<_>>()
+    );
+    let (l1, l2) = b.metrics();
+    assert_eq!(l2.batch_round_trips, 1);
+    assert_eq!(
+        l2.l2_hits, 10,
+        "the first process's entries were read, not loaded"
+    );
+    assert_eq!(l1.total().loads, 5);
+}
+
+#[test]
+fn four_processes_of_concurrent_batches_load_every_key_once_fleet_wide() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let p = common::unique("batch4");
+    let fleet: Vec<_> = (0..4).map(|_| redis(&srv.url(), &p)).collect();
+    let calls = Arc::new(Mutex::new(Vec::<Vec<String>>::new()));
+    let start = Arc::new(Barrier::new(20));
+    let mut threads = Vec::new();
+    for c in 0..20 {
+        let (cache, calls, start) = (fleet[c % 4].clone(), calls.clone(), start.clone());
+        threads.push(std::thread::spawn(move || {
+            // 50 keys of 100; neighbours share 45.
+            let keys: Vec<_> = (0..50).map(|j| key((c * 5 + j) % 100)).collect();
+            start.wait();
+            let got = cache.get_or_load_many(&keys, recording(&calls, Duration::from_millis(50)));
+            for (k, v) in keys.iter().zip(got) {
+                assert_eq!(v.unwrap(), Some(value_of(k)), "{k}");
+            }
+        }));
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut per_key = HashMap::<String, usize>::new();
+    for call in calls.lock().unwrap().iter() {
+        for k in call {
+            *per_key.entry(k.clone()).or_default() += 1;
+        }
+    }
+    assert_eq!(per_key.len(), 100);
+    let twice: Vec<_> = per_key.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "loaded more than once in the fleet: {twice:?}"
+    );
+    assert!(
+        calls.lock().unwrap().len() <= 20,
+        "at most one call per batch"
+    );
+}
+
+#[test]
+fn on_the_memory_tier_a_failing_loader_fails_every_key_and_releases_the_locks() {
+    let store = MemoryStore::new();
+    let (a, b) = (
+        cache(store.backend().build().unwrap()),
+        cache(store.backend().build().unwrap()),
+    );
+    let keys = vec![key(1), key(2)];
+    let got = a.get_or_load_many(&keys, |_: &[String]| {
+        Err::<Found, _>(std::io::Error::other("database down"))
+    });
+    for v in got {
+        match v {
+            Err(Error::Load(e)) => assert_eq!(e.to_string(), "database down"),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(a.metrics().1.batch_round_trips, 1);
+    // The locks went back: another process loads at once (no wait for a lease).
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let got = b.get_or_load_many(&keys, recording(&calls, Duration::ZERO));
+    assert_eq!(
+        got.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+        vec![Some(10), Some(20)]
+    );
+    assert_eq!(b.metrics().1.fleet_wait_timeouts, 0);
+    assert_eq!(calls.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn the_async_batch_omits_absent_keys_and_shares_the_absences() {
+    block_on(async_batch_omits_absent_keys_and_shares_the_absences()).unwrap();
+}
+
+async fn async_batch_omits_absent_keys_and_shares_the_absences() {
+    let store = MemoryStore::new();
+    let (a, b) = (
+        cache(store.backend().build().unwrap()),
+        cache(store.backend().build().unwrap()),
+    );
+    let got = a
+        .get_or_load_many_async(vec![key(1), key(2)], |keys: Vec<String>| async move {
+            Ok::<_, std::io::Error>(vec![(keys[0].clone(), Some(1u64))])
+        })
+        .await;
+    assert_eq!(got[0].as_ref().unwrap(), &Some(1));
+    assert_eq!(got[1].as_ref().unwrap(), &None, "omitted: absent");
+    let got = b
+        .get_or_load_many_async(vec![key(2)], |_: Vec<String>| async move {
+            Ok::<Found, std::io::Error>(Found::new())
+        })
+        .await;
+    assert_eq!(got[0].as_ref().unwrap(), &None);
+    assert_eq!(
+        b.metrics().0.total().loads,
+        0,
+        "the absence came from the shared tier"
+    );
+}
