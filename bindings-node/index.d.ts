@@ -519,6 +519,8 @@ export interface RedisCounters {
   fleetLocksAcquired: number
   /** Lock attempts that found another process loading. */
   fleetLocksContended: number
+  /** Round trips of batch loads' lock requests (one pipeline per Cluster slot group). */
+  batchRoundTrips: number
   /** Lease extensions while a loader ran. */
   leaseExtensions: number
   /** Leases found lost. */

@@ -101,6 +101,8 @@ pub struct RedisCounters {
     pub fleet_locks_acquired: f64,
     /// Lock attempts that found another process loading.
     pub fleet_locks_contended: f64,
+    /// Round trips of batch loads' lock requests (one pipeline per Cluster slot group).
+    pub batch_round_trips: f64,
     /// Lease extensions while a loader ran.
     pub lease_extensions: f64,
     /// Leases found lost.
@@ -132,6 +134,7 @@ pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
         backend_errors: m.backend_errors as f64,
         fleet_locks_acquired: m.fleet_locks_acquired as f64,
         fleet_locks_contended: m.fleet_locks_contended as f64,
+        batch_round_trips: m.batch_round_trips as f64,
         lease_extensions: m.lease_extensions as f64,
         leases_lost: m.leases_lost as f64,
         commits: m.commits as f64,

@@ -11,7 +11,9 @@
 //!   the tier is down), and its reads and writes carry the one failure policy
 //!   (PROTOCOL.md, "Failure policy"). Rust's [`TieredCache`], the Python binding and the
 //!   Node binding are its drivers: each only runs loaders, waits and encodes in its own
-//!   language.
+//!   language. A batch load's keys go to the fleet together ([`TwoTier::lead_many`]: their
+//!   locks and entries in one round trip, one per namespace on a Cluster), then each key
+//!   steps on as a single load's ([`TieredCache::get_or_load_many`]).
 //! - [`RedisBackend`]: the core's [`Backend`](herdless::backend::Backend) on Redis: a one-round-trip
 //!   read (value and namespace epoch in one `MGET`, one slot), an atomic read-or-lock script
 //!   (SET NX PX semantics with a 128-bit random token), token-checked extend / release /
@@ -19,7 +21,8 @@
 //!   repairs of corrupt shared state. [`memory::MemoryBackend`] is the same tier in memory,
 //!   with faults on demand, for tests (`memory://` in every language).
 //! - [`Fleet`]: the lock protocol itself ([`Fleet::lead`] answers who loads a key for the
-//!   fleet, with a [`FleetLease`] that extends itself), which the engine drives.
+//!   fleet, with a [`FleetLease`] that extends itself; [`Fleet::lead_many_until`] for the
+//!   keys of a batch), which the engine drives.
 //!
 //! ```no_run
 //! use std::time::Duration;

@@ -201,3 +201,108 @@ async fn async_batch_omits_absent_keys_and_shares_the_absences() {
         "the absence came from the shared tier"
     );
 }
+
+#[test]
+fn on_a_cluster_a_batch_takes_one_round_trip_per_slot_group() {
+    if !common::redis_available() {
+        return;
+    }
+    let cluster = common::Cluster::start();
+    let p = common::unique("bcl");
+    let mk = || {
+        cache(
+            RedisBackend::cluster(cluster.urls())
+                .prefix(p.clone())
+                .build()
+                .expect("backend"),
+        )
+    };
+    let (a, b) = (mk(), mk());
+    // Three namespaces: three slots (a namespace is one hash tag), four keys each.
+    let keys: Vec<String> = ["users", "orders", "cart"]
+        .iter()
+        .flat_map(|ns| (1..=4).map(move |n| format!("{ns}:{n}")))
+        .collect();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let got = a.get_or_load_many(&keys, recording(&calls, Duration::ZERO));
+    for (k, v) in keys.iter().zip(got) {
+        assert_eq!(v.unwrap(), Some(value_of(k)), "{k}");
+    }
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        1,
+        "one loader call for three slots"
+    );
+    assert_eq!(
+        a.metrics().1.batch_round_trips,
+        3,
+        "one round trip per slot group"
+    );
+    let got = b.get_or_load_many(&keys, recording(&calls, Duration::ZERO));
+    assert!(got.iter().all(Result::is_ok));
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        1,
+        "the other process reads them all"
+    );
+    assert_eq!(b.metrics().1.l2_hits, 12);
+}
+
+/// A `RESULT` line's `name=` field.
+fn field(line: &str, name: &str) -> u64 {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {line}"))
+}
+
+#[test]
+fn four_os_processes_of_five_concurrent_batches_load_every_key_once() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let prefix = common::unique("bproc");
+    let counter = format!("{prefix}:loads");
+    let start_at = herdless_redis::now_ms() + 1500;
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_fleet_worker"))
+                .env("HL_URL", srv.url())
+                .env("HL_PREFIX", &prefix)
+                .env("HL_KEY", "page")
+                .env("HL_MODE", "batch")
+                .env("HL_INDEX", i.to_string())
+                .env("HL_CALLERS", "5")
+                .env("HL_LOADER_MS", "100")
+                .env("HL_START_AT_MS", start_at.to_string())
+                .env("HL_COUNTER", &counter)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn worker")
+        })
+        .collect();
+    let mut calls = 0;
+    for c in children {
+        let out = c.wait_with_output().expect("worker output");
+        assert!(out.status.success(), "worker failed: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("RESULT"))
+            .expect("RESULT");
+        assert_eq!(field(line, "ok"), 5 * 50, "{line}");
+        calls += field(line, "calls");
+    }
+    let loads: HashMap<String, i64> = redis::cmd("HGETALL")
+        .arg(&counter)
+        .query(&mut srv.client())
+        .unwrap();
+    assert_eq!(loads.len(), 100, "every key loaded");
+    let twice: Vec<_> = loads.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(
+        twice.is_empty(),
+        "loaded more than once in the fleet: {twice:?}"
+    );
+    assert!(calls <= 20, "at most one loader call per batch: {calls}");
+}

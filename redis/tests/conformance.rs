@@ -179,6 +179,40 @@ fn call(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
     })
 }
 
+/// A batch call (`get_or_load_many`): its loader answers each key it is asked for with the
+/// key's entry in `values` (`null`: absent), omits the keys `values` lacks, or fails. The
+/// answer is the array of values in the keys' order (`null` for an absence), or the first
+/// key's error.
+fn call_many(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
+    let keys: Vec<String> = step["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .map(|k| k.as_str().expect("a key").to_owned())
+        .collect();
+    let (values, took, fail) = (step["values"].clone(), ms(step, "ms"), step["fail"].clone());
+    let loads = loads.clone();
+    let answers = cache.get_or_load_many(&keys, move |asked: &[String]| {
+        loads.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(took);
+        match fail.as_str() {
+            Some(m) => Err(std::io::Error::other(m.to_owned())),
+            None => Ok(asked
+                .iter()
+                .filter_map(|k| {
+                    let v = values.get(k)?;
+                    Some((k.clone(), (!v.is_null()).then(|| v.clone())))
+                })
+                .collect::<Vec<_>>()),
+        }
+    });
+    let mut out = Vec::with_capacity(answers.len());
+    for a in answers {
+        out.push(a?.unwrap_or(Value::Null));
+    }
+    Ok(Some(Value::Array(out)))
+}
+
 /// Checks `got` against the step's `expect` / `expect_error` / `within_ms` / `after_ms`.
 fn check(name: &str, step: &Value, got: &Answer, took: Duration) {
     let at = format!("{name}: {step}");
@@ -232,12 +266,22 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
         let plain = |r: Result<(), Error>| r.map(|()| None);
         match step["op"].as_str().expect("op") {
             "get_or_load" => check(name, step, &call(p, step, &loads), started.elapsed()),
-            "load" => {
+            "get_or_load_many" => {
+                check(name, step, &call_many(p, step, &loads), started.elapsed());
+            }
+            "load" | "load_many" => {
+                let many = step["op"] == "load_many";
                 let callers = step["callers"].as_u64().unwrap_or(1);
                 let handles = (0..callers)
                     .map(|_| {
                         let (p, step, loads) = (p.clone(), step.clone(), loads.clone());
-                        std::thread::spawn(move || (call(&p, &step, &loads), Instant::now()))
+                        std::thread::spawn(move || {
+                            let got = match many {
+                                true => call_many(&p, &step, &loads),
+                                false => call(&p, &step, &loads),
+                            };
+                            (got, Instant::now())
+                        })
                     })
                     .collect();
                 running.insert(text("id"), (started, handles));
@@ -346,6 +390,13 @@ fn scenarios() -> Vec<(String, Value)> {
     out
 }
 
+/// Whether this runner plays `s`: a scenario naming its `runners` is played by those only.
+fn for_rust(s: &Value) -> bool {
+    s["runners"]
+        .as_array()
+        .is_none_or(|r| r.iter().any(|v| v == "rust"))
+}
+
 fn tiers_of(s: &Value) -> Vec<String> {
     s["tiers"]
         .as_array()
@@ -361,7 +412,7 @@ fn tiers_of(s: &Value) -> Vec<String> {
 fn every_scenario_on_the_memory_tier() {
     let only = std::env::var("CONFORMANCE").ok();
     for (name, s) in scenarios() {
-        if only.as_deref().is_some_and(|o| o != name) {
+        if only.as_deref().is_some_and(|o| o != name) || !for_rust(&s) {
             continue;
         }
         eprintln!("conformance (memory): {name}");
@@ -376,7 +427,9 @@ fn every_scenario_on_redis() {
     }
     let only = std::env::var("CONFORMANCE").ok();
     for (name, s) in scenarios() {
-        if !tiers_of(&s).iter().any(|t| t == "redis") || only.as_deref().is_some_and(|o| o != name)
+        if !tiers_of(&s).iter().any(|t| t == "redis")
+            || only.as_deref().is_some_and(|o| o != name)
+            || !for_rust(&s)
         {
             continue;
         }

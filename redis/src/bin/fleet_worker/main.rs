@@ -15,8 +15,11 @@
 //!   misses=.. late_p99_us=..` and `LATENCY_US ..` (see `traffic.rs`): the real side of the
 //!   simulator's fleet comparison.
 //!
+//! - `HL_MODE=batch`: concurrent batch loads of overlapping keys (see `batch.rs`).
+//!
 //! `HL_LEASE_MS`, `HL_WAIT_MS` set the lease and wait timeout.
 
+mod batch;
 mod traffic;
 
 use std::io::Write;
@@ -54,6 +57,7 @@ fn main() {
     match env("HL_MODE").as_deref().unwrap_or("stampede") {
         "hold" => hold(&backend, &key, lease, wait),
         "traffic" => traffic::run(backend, key, lease, wait),
+        "batch" => batch::run(backend, key, lease, wait),
         _ => stampede(backend, key, lease, wait),
     }
 }
