@@ -275,30 +275,29 @@ impl Fleet {
         }
     }
 
-    /// [`lead_until`](Self::lead_until) for many keys at once (a batch load), each with its
+    /// [`lead`](Self::lead) for many keys at once (a batch load), each with its
     /// `have_version`: their locks are asked for together, in one round trip per Cluster
     /// slot group ([`Backend::acquire_many`]; one in all on a single server), which also
-    /// reads their entries. A key another process is loading is then waited for as
-    /// `lead_until` waits (woken by its notification as that key lands, re-asked alone).
-    /// One answer per key, in order.
-    pub async fn lead_many_until(
+    /// reads their entries. One answer per key, in order; `None` for a key another process
+    /// is loading with nothing to serve meanwhile: the caller waits for it with
+    /// [`lead_until`](Self::lead_until) once its own loads of the batch are done, so that
+    /// two batches holding each other's keys never wait on each other.
+    pub async fn lead_many(
         &self,
         keys: Vec<(String, u64)>,
-        until: Instant,
-    ) -> Vec<Result<FleetOutcome, herdless::Error>> {
+    ) -> Vec<Option<Result<FleetOutcome, herdless::Error>>> {
         let this = self.clone();
         let n = keys.len();
         let mut task = AbortOnDrop(
             self.rt
-                .spawn(async move { this.lead_many_inner(keys, until).await }),
+                .spawn(async move { this.lead_many_inner(keys).await }),
         );
         match (&mut task.0).await {
             Ok(r) => r,
             Err(e) => (0..n)
                 .map(|_| {
-                    Err(herdless::Error::Backend(herdless::LoadError::new(
-                        std::io::Error::other(e.to_string()),
-                    )))
+                    let e = herdless::LoadError::new(std::io::Error::other(e.to_string()));
+                    Some(Err(herdless::Error::Backend(e)))
                 })
                 .collect(),
         }
@@ -307,15 +306,14 @@ impl Fleet {
     async fn lead_many_inner(
         &self,
         keys: Vec<(String, u64)>,
-        until: Instant,
-    ) -> Vec<Result<FleetOutcome, herdless::Error>> {
+    ) -> Vec<Option<Result<FleetOutcome, herdless::Error>>> {
         let mut requests = Vec::with_capacity(keys.len());
         for (key, have_version) in &keys {
             let secret = match random_secret() {
                 Ok(s) => s,
                 Err(e) => {
                     let e = herdless::Error::from(e);
-                    return keys.iter().map(|_| Err(e.clone())).collect();
+                    return keys.iter().map(|_| Some(Err(e.clone()))).collect();
                 }
             };
             let req = AcquireRequest {
@@ -331,42 +329,23 @@ impl Fleet {
             Err(e) => requests.iter().map(|_| Err(e.clone())).collect(),
         };
         let mut out = Vec::with_capacity(keys.len());
-        let mut waits = Vec::new();
-        for (i, ((key, req), acquired)) in requests.iter().zip(answers).enumerate() {
+        for ((key, req), acquired) in requests.iter().zip(answers) {
             out.push(match acquired {
                 Err(e) => {
                     self.forget_later(key, req.secret);
-                    Err(self.failed(key, e))
+                    Some(Err(self.failed(key, e)))
                 }
-                Ok(Acquired::Fresh(e)) => Ok(FleetOutcome::Fresh(e)),
-                Ok(Acquired::Locked { token, stale }) => Ok(FleetOutcome::Lead(FleetLease::start(
-                    self.clone(),
-                    key,
-                    token,
-                    stale,
+                Ok(Acquired::Fresh(e)) => Some(Ok(FleetOutcome::Fresh(e))),
+                Ok(Acquired::Locked { token, stale }) => Some(Ok(FleetOutcome::Lead(
+                    FleetLease::start(self.clone(), key, token, stale),
                 ))),
                 Ok(Acquired::Contended { stale: Some(e), .. }) if e.version > req.have_version => {
-                    Ok(FleetOutcome::Stale(e))
+                    Some(Ok(FleetOutcome::Stale(e)))
                 }
-                Ok(Acquired::Unshared) => Ok(FleetOutcome::Unshared),
-                Ok(Acquired::Contended { .. }) => {
-                    // Waited for like a single key, all of them at once.
-                    let (this, key, have) = (self.clone(), key.clone(), req.have_version);
-                    let task = self
-                        .rt
-                        .spawn(async move { this.lead_inner(&key, have, until).await });
-                    waits.push((i, AbortOnDrop(task)));
-                    Err(herdless::Error::WaitTimeout {
-                        waited: Duration::ZERO,
-                    })
-                }
+                Ok(Acquired::Unshared) => Some(Ok(FleetOutcome::Unshared)),
+                // Waited for (and counted) by `lead_until`, later.
+                Ok(Acquired::Contended { .. }) => None,
             });
-        }
-        for (i, mut task) in waits {
-            out[i] = match (&mut task.0).await {
-                Ok(r) => r,
-                Err(e) => Err(self.failed(&keys[i].0, herdless::LoadError::new(e))),
-            };
         }
         out
     }

@@ -306,3 +306,71 @@ fn four_os_processes_of_five_concurrent_batches_load_every_key_once() {
     );
     assert!(calls <= 20, "at most one loader call per batch: {calls}");
 }
+
+#[test]
+fn a_batch_loader_hung_past_the_hard_timeout_times_its_keys_out_and_hands_the_locks_back() {
+    let store = MemoryStore::new();
+    let mk = || {
+        TieredCache::<u64, Json>::builder(store.backend().build().unwrap(), Json)
+            .ttl(Duration::from_secs(600))
+            .hard_timeout(Duration::from_millis(200))
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (mk(), mk());
+    let keys = vec![key(1), key(2)];
+    let started = std::time::Instant::now();
+    let got = block_on(
+        a.get_or_load_many_async(keys.clone(), |_: Vec<String>| async {
+            std::future::pending::<()>().await;
+            Ok::<Found, std::io::Error>(Found::new())
+        }),
+    )
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    for v in got {
+        assert!(matches!(v, Err(Error::LoadTimeout { .. })), "{v:?}");
+    }
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let got = b.get_or_load_many(&keys, recording(&calls, Duration::ZERO));
+    assert!(got.iter().all(|v| v.is_ok()));
+    assert_eq!(
+        b.metrics().1.fleet_wait_timeouts,
+        0,
+        "the locks were handed back"
+    );
+}
+
+#[test]
+fn stale_keys_of_a_batch_are_served_and_refreshed_in_one_background_call() {
+    let store = MemoryStore::new();
+    let a = TieredCache::<u64, Json>::builder(store.backend().build().unwrap(), Json)
+        .ttl(Duration::from_millis(100))
+        .grace(Duration::from_secs(60))
+        .beta(0.0)
+        .build()
+        .unwrap();
+    let keys: Vec<_> = (0..5).map(key).collect();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    a.get_or_load_many(&keys, recording(&calls, Duration::ZERO));
+    std::thread::sleep(Duration::from_millis(150));
+    let slow = Duration::from_millis(300);
+    let started = std::time::Instant::now();
+    let got = a.get_or_load_many(&keys, recording(&calls, slow));
+    assert!(started.elapsed() < slow, "stale values are served at once");
+    assert!(got.iter().all(|v| v.is_ok()));
+    assert!(
+        common::eventually(Duration::from_secs(5), || calls.lock().unwrap().len() == 2),
+        "one refresh call: {:?}",
+        calls.lock().unwrap()
+    );
+    assert_eq!(
+        calls.lock().unwrap()[1],
+        keys,
+        "the five stale keys in one call"
+    );
+}

@@ -1,16 +1,15 @@
 //! The fleet part of a batch load, written once: the keys a batch leads in this process
-//! are asked of the fleet together ([`Fleet::lead_many_until`](crate::Fleet::lead_many_until):
+//! are asked of the fleet together ([`Fleet::lead_many_until`](crate::Fleet::lead_many):
 //! their entries read and their locks taken in one round trip per Cluster slot group), and
 //! each key's answer becomes its own [`Step`] through [`Reply::next`], exactly as a single
 //! load's: an entry another process wrote is adopted, a won lock is a [`Load`] (begun
 //! under the batch's one unit of the origin budget), a key another process loads is waited
-//! for and woken as it lands.
+//! for and woken as it lands — after the batch's own loads are done ([`Reply::is_later`]),
+//! so that batches in two processes holding each other's keys never wait on each other.
 //!
 //! The driver then makes one loader call for every [`Step::Load`] of the batch, hands each
 //! load its key's answer ([`Load::loaded`]), and drives the publishing steps together (a
 //! multiplexed connection pipelines them).
-
-use std::time::{Duration, Instant};
 
 use herdless::LoadGuard;
 
@@ -40,27 +39,20 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 .collect();
             return Pending::ready(replies);
         };
-        // The fleet wait ends where the earliest caller's wait ends (they arrived together,
-        // or a hand-over kept an earlier arrival).
-        let clock = self.l1().clock();
-        let now = clock.now();
-        let left = guards
-            .iter()
-            .map(|(g, _)| g.wait_deadline().saturating_sub(now))
-            .min()
-            .unwrap_or_default();
-        let until = Instant::now() + left.min(Duration::from_secs(86_400 * 365));
         let keys = guards
             .iter()
             .map(|(g, have)| (g.key().to_owned(), *have))
             .collect();
         let (fleet, this) = (live.fleet.clone(), self.clone());
         Pending::new(async move {
-            let outcomes = fleet.lead_many_until(keys, until).await;
+            let outcomes = fleet.lead_many(keys).await;
             guards
                 .into_iter()
                 .zip(outcomes)
-                .map(|((g, _), o)| Reply::asked_in_batch(this.clone(), g, background, o))
+                .map(|((g, have), o)| match o {
+                    Some(o) => Reply::asked_in_batch(this.clone(), g, background, o),
+                    None => Reply::later(this.clone(), g, have, background),
+                })
                 .collect()
         })
     }

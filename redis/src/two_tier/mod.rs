@@ -29,6 +29,7 @@
 //! that cannot reach the tier is a miss; every failed tier operation is counted in the
 //! L1's per-namespace `backend_errors`.
 
+mod batch;
 mod host;
 mod load;
 mod many;
@@ -49,6 +50,7 @@ use crate::fleet::{Fleet, FleetOptions};
 use crate::lifetimes::Lifetimes;
 use crate::memory::MemoryBackend;
 use crate::metrics::RedisMetrics;
+pub use batch::{Many, ManyAnswer, ManyStep, Resume};
 pub use host::{Host, Warning};
 pub use load::{Deadline, Load};
 pub use ops::{Get, Read};
@@ -535,7 +537,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         if let Err(e) = self.check_ttl(ttl) {
             return Step::Done(step::unwrap(guard.fail(e)));
         }
-        self.ask(guard, ttl, 0, false)
+        self.ask(guard, ttl, 0, (false, false))
     }
 
     /// A per-call TTL the shared tier can honour.
@@ -564,7 +566,17 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
             guard.abandon();
             return None;
         }
-        Some(self.ask(guard, ttl, have, true))
+        Some(self.ask(guard, ttl, have, (true, false)))
+    }
+
+    /// A key of a batch asked of the fleet alone (another process was loading it).
+    pub(crate) fn ask_in_batch(
+        &self,
+        guard: LoadGuard<Versioned<V>>,
+        have: u64,
+        background: bool,
+    ) -> Step<V> {
+        self.ask(guard, None, have, (background, true))
     }
 
     fn ask(
@@ -572,10 +584,11 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         guard: LoadGuard<Versioned<V>>,
         ttl: Option<Duration>,
         have: u64,
-        background: bool,
+        // Whether this runs in the background, and whether it is a key of a batch.
+        (background, batch): (bool, bool),
     ) -> Step<V> {
         let Some(live) = self.live() else {
-            return Load::local(self.clone(), guard, ttl, background).begin();
+            return Load::local(self.clone(), guard, ttl, background).start(batch);
         };
         // The fleet wait ends where this caller's wait ends: `wait_timeout` after its first
         // arrival, on the L1's clock, carried over to the fleet's wall clock.
@@ -587,7 +600,10 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let this = self.clone();
         Step::Tier(Pending::new(async move {
             let outcome = fleet.lead_until(&key, have, until).await;
-            Reply::asked(this, guard, ttl, background, outcome)
+            match batch {
+                true => Reply::asked_in_batch(this, guard, background, outcome),
+                false => Reply::asked(this, guard, ttl, background, outcome),
+            }
         }))
     }
 

@@ -91,6 +91,14 @@ enum Kind<V: Clone + Send + Sync + 'static> {
         batch: bool,
         outcome: Result<FleetOutcome, Error>,
     },
+    /// A key of a batch that another process is loading: asked again alone (and waited
+    /// for) once the batch's own loads are done.
+    Later {
+        tt: TwoTier<V>,
+        guard: LoadGuard<Versioned<V>>,
+        have: u64,
+        background: bool,
+    },
     /// A key of a batch with no shared tier: loaded in this process.
     Local {
         tt: TwoTier<V>,
@@ -149,6 +157,28 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
         })
     }
 
+    /// One key of a batch that another process is loading (see [`Reply::is_later`]).
+    pub(crate) fn later(
+        tt: TwoTier<V>,
+        guard: LoadGuard<Versioned<V>>,
+        have: u64,
+        background: bool,
+    ) -> Self {
+        Self(Kind::Later {
+            tt,
+            guard,
+            have,
+            background,
+        })
+    }
+
+    /// Whether this key of a batch is loaded by another process: the batch's driver takes
+    /// its [`next`](Self::next) step (a fleet wait) only after the batch's own loads are
+    /// done, so two batches holding each other's keys never wait on each other.
+    pub fn is_later(&self) -> bool {
+        matches!(self.0, Kind::Later { .. })
+    }
+
     /// One key of a batch with no shared tier.
     pub(crate) fn local(tt: TwoTier<V>, guard: LoadGuard<Versioned<V>>, background: bool) -> Self {
         Self(Kind::Local {
@@ -198,6 +228,12 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                 guard,
                 background,
             } => Load::local(tt, guard, None, background).cover(),
+            Kind::Later {
+                tt,
+                guard,
+                have,
+                background,
+            } => tt.ask_in_batch(guard, have, background),
             Kind::Ready(answer) => Step::Done(answer),
             Kind::Began { load, began } => match began {
                 Ok(()) => Step::Load(load.started_now()),

@@ -75,16 +75,18 @@ pub fn run(backend: RedisBackend, key: String, lease: Duration, wait: Duration) 
         }
         out
     });
-    let (mut ok, mut wrong, mut err) = (0, 0, 0);
+    let (mut ok, mut wrong, mut errors) = (0, 0, Vec::new());
     for (k, a) in &answers {
         match a {
             Ok(Some(v)) if *v == format!("v-{k}") => ok += 1,
             Ok(_) => wrong += 1,
-            Err(_) => err += 1,
+            Err(e) => errors.push(format!("{k}: {e}")),
         }
     }
     println!(
-        "RESULT calls={} ok={ok} wrong={wrong} err={err}",
-        calls.load(Ordering::SeqCst)
+        "RESULT calls={} ok={ok} wrong={wrong} err={} first_error={:?}",
+        calls.load(Ordering::SeqCst),
+        errors.len(),
+        errors.first()
     );
 }
