@@ -21,7 +21,7 @@
 //!   repairs of corrupt shared state. [`memory::MemoryBackend`] is the same tier in memory,
 //!   with faults on demand, for tests (`memory://` in every language).
 //! - [`Fleet`]: the lock protocol itself ([`Fleet::lead`] answers who loads a key for the
-//!   fleet, with a [`FleetLease`] that extends itself; [`Fleet::lead_many_until`] for the
+//!   fleet, with a [`FleetLease`] that extends itself; [`Fleet::lead_many`] for the
 //!   keys of a batch), which the engine drives.
 //!
 //! ```no_run

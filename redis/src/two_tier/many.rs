@@ -1,5 +1,5 @@
 //! The fleet part of a batch load, written once: the keys a batch leads in this process
-//! are asked of the fleet together ([`Fleet::lead_many_until`](crate::Fleet::lead_many):
+//! are asked of the fleet together ([`Fleet::lead_many`](crate::Fleet::lead_many):
 //! their entries read and their locks taken in one round trip per Cluster slot group), and
 //! each key's answer becomes its own [`Step`] through [`Reply::next`], exactly as a single
 //! load's: an entry another process wrote is adopted, a won lock is a [`Load`] (begun
