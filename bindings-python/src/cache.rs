@@ -47,7 +47,8 @@ impl Cache {
     #[pyo3(signature = (
         *, ttl=None, grace=None, jitter=None, beta=None, negative_ttl=None, wait_timeout=None,
         max_stale=None, failsafe_backoff=None, soft_timeout=None, hard_timeout=None,
-        capacity=None, origin_budget=None, max_flights=None, max_key_len=None, max_namespaces=None,
+        capacity=None, origin_budget=None, max_flights=None, max_batch=None, max_key_len=None,
+        max_namespaces=None,
         namespace=None,
         redis=None, redis_prefix=None, codec=None, lease=None, detector_tick=None,
         detector=None,
@@ -68,6 +69,7 @@ impl Cache {
         capacity: Option<Bound<'py, PyAny>>,
         origin_budget: Option<Bound<'py, PyAny>>,
         max_flights: Option<Bound<'py, PyAny>>,
+        max_batch: Option<Bound<'py, PyAny>>,
         max_key_len: Option<Bound<'py, PyAny>>,
         max_namespaces: Option<Bound<'py, PyAny>>,
         namespace: Option<Bound<'py, PyAny>>,
@@ -92,6 +94,7 @@ impl Cache {
             capacity,
             origin_budget,
             max_flights,
+            max_batch,
             max_key_len,
             max_namespaces,
             namespace,
@@ -215,6 +218,23 @@ impl Cache {
     ) -> PyResult<Py<PyAny>> {
         let ttl = call_ttl(py, ttl.as_ref())?;
         get_or_load(&self.handle, py, key, || Loader::Call0(loader), ttl)
+    }
+
+    /// The values of `keys`, in their order, loading the misses with one call of
+    /// `loader(keys)` (see `herdless.Cache.get_or_load_many`).
+    fn get_or_load_many(
+        &self,
+        py: Python<'_>,
+        keys: Bound<'_, PyAny>,
+        loader: Py<PyAny>,
+    ) -> PyResult<Py<pyo3::types::PyList>> {
+        if keys.is_instance_of::<pyo3::types::PyString>() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "`keys` is a list of keys, not one key: use get_or_load for one",
+            ));
+        }
+        let keys: Vec<String> = keys.extract()?;
+        crate::batch::get_or_load_many(&self.handle, py, keys, loader)
     }
 
     /// One step of the engine, for the asyncio driver: `_Done` (a hit), `_Stale` (a hit

@@ -4,13 +4,14 @@
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
 //! (`Cache(...)` keywords), [`cache`] (the cache), [`observe`] (loader calls seen by an
 //! observer: spans), [`cached`] (the decorated function),
-//! [`blocking`] (the blocking driver of the fleet engine), [`asyncio`] (its steps for the
+//! [`blocking`] (the blocking driver of the fleet engine), [`batch`] (its batch loads), [`asyncio`] (its steps for the
 //! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
 //! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
 //! herdless is busy), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
 //! keys), [`metrics`], [`errors`].
 
 mod asyncio;
+mod batch;
 mod block;
 mod blocking;
 mod cache;
@@ -50,6 +51,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<asyncio::Wait>()?;
     m.add_class::<asyncio::RetryToken>()?;
     m.add_class::<blocking::Refresh>()?;
+    m.add_class::<batch::BatchRefresh>()?;
     m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;

@@ -150,6 +150,7 @@ pub(crate) struct Options<'py> {
     pub(crate) capacity: Option<Bound<'py, PyAny>>,
     pub(crate) origin_budget: Option<Bound<'py, PyAny>>,
     pub(crate) max_flights: Option<Bound<'py, PyAny>>,
+    pub(crate) max_batch: Option<Bound<'py, PyAny>>,
     pub(crate) max_key_len: Option<Bound<'py, PyAny>>,
     pub(crate) max_namespaces: Option<Bound<'py, PyAny>>,
     pub(crate) namespace: Option<Bound<'py, PyAny>>,
@@ -292,6 +293,9 @@ impl Options<'_> {
         }
         if let Some(v) = &self.max_flights {
             b = b.max_flights(count(py, "max_flights", v, 1)? as usize);
+        }
+        if let Some(v) = &self.max_batch {
+            b = b.max_batch(count(py, "max_batch", v, 1)? as usize);
         }
         if let Some(v) = &self.max_key_len {
             b = b.max_key_len(count(py, "max_key_len", v, 1)? as usize);

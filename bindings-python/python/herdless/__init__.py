@@ -22,6 +22,7 @@ from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
 from ._native import ABSENT, Absent, BoundCachedFunction, CachedFunction, KeyBuilder
 from .errors import (
     BackendError,
+    BatchError,
     ConfigError,
     ConfigTypeError,
     EmptyKey,
@@ -46,6 +47,7 @@ __all__ = [
     "Alert",
     "AsyncCachedFunction",
     "BackendError",
+    "BatchError",
     "BoundCachedFunction",
     "Cache",
     "CachedFunction",

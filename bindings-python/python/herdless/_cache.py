@@ -7,7 +7,7 @@ import asyncio
 import functools
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
@@ -143,6 +143,8 @@ class Cache(_native.Cache):
     - ``capacity`` (10,000): entries held (values and absences), SIEVE eviction.
     - ``origin_budget`` (unlimited): at most this many loader calls at once, all keys together.
     - ``max_flights`` (100,000): at most this many keys loading at once.
+    - ``max_batch`` (1,000): at most this many keys per loader call of
+      ``get_or_load_many``; a batch with more misses makes several calls.
     - ``max_key_len`` (1,024): longest accepted key, in bytes.
     - ``max_namespaces`` (4,096): namespaces tracked for epochs and metrics; past it, the
       least recently used one is retired (its entries become misses, counted in
@@ -196,6 +198,53 @@ class Cache(_native.Cache):
         if type(step) is _native._Done:
             return step.value  # type: ignore[no-any-return]  # the hit path: no extra coroutine
         return await _aio.aget_or_load(self, key, loader, ttl, step)
+
+    def get_or_load_many(
+        self, keys: Iterable[str], loader: Callable[[list[str]], Mapping[str, T]]
+    ) -> list[T]:
+        """The values of ``keys``, in their order (duplicates allowed), loading the keys
+        nobody has with ONE call of ``loader(missing_keys)``; each key stays single-flight
+        with every other caller (``get_or_load`` callers, other batches, other processes
+        over Redis): a key someone else is loading is waited for, not loaded twice.
+
+        ``loader`` gets the list of keys it must load and answers a mapping (a ``dict``) of
+        key to value; ``ABSENT`` or a key left out of the mapping is an absence (cached for
+        ``negative_ttl``, answered as ``ABSENT``). Over ``max_batch`` misses, it is called
+        once per ``max_batch`` keys. If it raises, every key it was asked for fails with
+        that exception (nothing is cached). Stale keys are served and refreshed together in
+        the background; one loader call takes one unit of ``origin_budget``.
+
+        When every key is answered, returns the list of values. When some keys failed,
+        raises ``BatchError`` with ``errors`` (key -> exception) and ``values`` (every
+        answer, the exception in place of a failed key's value).
+        """
+        if isinstance(keys, str):
+            raise TypeError("`keys` is a list of keys, not one key: use get_or_load for one")
+        return super().get_or_load_many(list(keys), loader)
+
+    async def aget_or_load_many(
+        self,
+        keys: Iterable[str],
+        loader: Callable[[list[str]], Awaitable[Mapping[str, T]] | Mapping[str, T]],
+    ) -> list[T]:
+        """``get_or_load_many`` for asyncio: ``loader`` may be async (its coroutine runs on
+        this event loop). The batch itself runs on a worker thread of the loop's default
+        executor, so waiting for other callers never blocks the loop; cancelling the task
+        does not stop a loader call already running (its keys are still loaded and stored).
+        """
+        keys = list(keys)
+        loop = asyncio.get_running_loop()
+
+        async def call(missing: list[str]) -> Mapping[str, T]:
+            found = loader(missing)
+            if inspect.isawaitable(found):
+                return await found
+            return found
+
+        def load(missing: list[str]) -> Mapping[str, T]:
+            return asyncio.run_coroutine_threadsafe(call(missing), loop).result()
+
+        return await loop.run_in_executor(None, self.get_or_load_many, keys, load)
 
     @overload
     def cached(

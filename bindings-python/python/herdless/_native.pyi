@@ -1,6 +1,6 @@
 """Stubs of the native module (hand-written; checked by ``python -m mypy.stubtest herdless``)."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, Generic, ParamSpec, Protocol, TypeVar, final, overload
 
 from typing_extensions import Self, disjoint_base
@@ -76,6 +76,7 @@ class Cache:
         capacity: int | None = None,
         origin_budget: int | None = None,
         max_flights: int | None = None,
+        max_batch: int | None = None,
         max_key_len: int | None = None,
         max_namespaces: int | None = None,
         namespace: str | None = None,
@@ -102,6 +103,9 @@ class Cache:
     def get_or_load(
         self, key: str, loader: Callable[[], _T], *, ttl: float | None = None
     ) -> _T: ...
+    def get_or_load_many(
+        self, keys: Iterable[str], loader: Callable[[list[str]], Mapping[str, _T]]
+    ) -> list[_T]: ...
     def prometheus(self) -> str: ...
     @property
     def _load_observer(self) -> Callable[[str, bool, Callable[[], Any]], Any] | None: ...

@@ -11,8 +11,11 @@ herdless.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BackendError",
+    "BatchError",
     "ConfigError",
     "ConfigTypeError",
     "EmptyKey",
@@ -114,3 +117,24 @@ class TooManyFlights(HerdlessError):
 
 class BackendError(HerdlessError):
     """The shared tier (Redis) failed and nothing could be served from memory."""
+
+
+class BatchError(HerdlessError):
+    """Some keys of a batch (``get_or_load_many``) failed; the others were answered.
+
+    ``errors`` maps each failed key to its own exception (the loader's exception itself
+    when the loader failed, ``WaitTimeout``, ``LoadTimeout``, ...); ``values`` is the whole
+    answer in the order of the keys, with the exception in place of each failed key's value.
+    """
+
+    errors: dict[str, BaseException]
+    """Each failed key's exception."""
+    values: list[Any]
+    """Every key's answer, in order: its value, ``ABSENT``, or its exception."""
+
+    def __init__(
+        self, message: str, *, errors: dict[str, BaseException], values: list[Any]
+    ) -> None:
+        super().__init__(message)
+        self.errors = errors
+        self.values = values
