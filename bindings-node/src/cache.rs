@@ -191,6 +191,35 @@ fn answer<T>(
 }
 
 impl Cache {
+    fn get_or_load_many_impl(
+        &self,
+        js: Js,
+        keys: Value,
+        loader: Value,
+        opts: Option<Value>,
+    ) -> Result<Value> {
+        if !js.is_array(keys)? {
+            return Err(type_error(js, "`keys` must be an array of keys"));
+        }
+        let n = js.array_len(keys)?;
+        let mut list = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let k = js.get_element(keys, i)?;
+            if js.type_of(k)? != Type::String {
+                return Err(type_error(js, "every key must be a string"));
+            }
+            list.push(js.get_string(k)?);
+        }
+        if js.type_of(loader)? != Type::Function {
+            return Err(type_error(js, "the loader must be a function"));
+        }
+        let options = call_options(js, options_arg(js, opts, "getOrLoadMany", &["signal"])?)?;
+        let (deferred, promise) = js.promise()?;
+        self.inner
+            .start_many(js, list, loader, options, Answer::Promise(deferred))?;
+        Ok(promise)
+    }
+
     fn set_impl(&self, js: Js, key: Value, value: Value, options: Option<Value>) -> Result<Value> {
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
@@ -470,6 +499,39 @@ impl Cache {
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
     }
 
+    /// The values of `keys`, in their order (duplicates allowed), loading the keys nobody
+    /// has with ONE call of `loader(missingKeys)`; each key stays single-flight with every
+    /// other caller (`getOrLoad`, other batches, other processes over the shared tier): a
+    /// key someone else is loading is waited for, not loaded twice.
+    ///
+    /// The loader answers (or resolves to) a `Map` or a plain object of key to value;
+    /// `ABSENT`, or a key left out, is an absence (cached for `negativeTtl`, answered as
+    /// `undefined`). More than `maxBatch` misses make several calls. A rejection fails
+    /// every key of that call (nothing is cached). Stale keys are answered at once and
+    /// refreshed together in the background. Resolves to the array of values; when some
+    /// keys failed, rejects with a `BatchError` (code `HERDLESS_BATCH`) whose `errors`
+    /// maps each failed key to its error and whose `values` holds every answer (the error
+    /// in place of a failed key's value). `options.signal` stops this caller waiting; the
+    /// batch's loads go on for the other callers.
+    #[napi(
+        ts_generic_types = "T",
+        ts_args_type = "keys: readonly string[], loader: (keys: string[]) => Map<string, T | typeof ABSENT> | Record<string, T | typeof ABSENT> | PromiseLike<Map<string, T | typeof ABSENT> | Record<string, T | typeof ABSENT>>, options?: BatchOptions",
+        ts_return_type = "Promise<Array<T | undefined>>"
+    )]
+    pub fn get_or_load_many<'env>(
+        &self,
+        env: &'env Env,
+        keys: Unknown<'env>,
+        loader: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let r = self.get_or_load_many_impl(js, keys.raw(), loader.raw(), options.map(|o| o.raw()));
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
+    }
+
     /// Memoises the async function `fn`: each call becomes a `getOrLoad` under a canonical
     /// key built from `options.namespace` (default: the cache's), `options.entity` (default:
     /// `fn.name`), `options.version` and the arguments: no argument -> no id; one plain
@@ -648,6 +710,15 @@ pub struct LoadOptions {
     pub signal: Option<()>,
     /// TTL in milliseconds for the value this call loads (default: the cache's).
     pub ttl: Option<f64>,
+}
+
+/// Per-call options of `getOrLoadMany`.
+#[napi(object, object_from_js = false, object_to_js = false)]
+pub struct BatchOptions {
+    /// Stops this caller waiting (the promise rejects with the signal's reason); the
+    /// batch's loads go on for the other callers of its keys.
+    #[napi(ts_type = "AbortSignal")]
+    pub signal: Option<()>,
 }
 
 /// `buildKey({ namespace, entity, version?, id?, params? })`: the canonical key (the

@@ -22,6 +22,8 @@
 //! engine forgets it), while a load or an engine step goes on for the other callers, its
 //! result stored as usual.
 
+mod batch;
+
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
@@ -60,13 +62,18 @@ enum State {
     /// Boxed: a load is several times the size of the other states.
     Loading(Box<Load<Val>>),
     Op(OpPoll),
+    /// A `getOrLoadMany` call (see `batch`).
+    Batch(Box<batch::Batch>),
 }
 
 impl State {
     /// Whether the call sleeps until a waker fires (then the process must stay alive). A
     /// running loader keeps the process alive by itself.
     fn parked(&self) -> bool {
-        matches!(self, State::Waiting(_) | State::Tier(_) | State::Op(_))
+        match self {
+            State::Batch(b) => b.parked(),
+            s => matches!(s, State::Waiting(_) | State::Tier(_) | State::Op(_)),
+        }
     }
 }
 
@@ -270,7 +277,10 @@ impl Inner {
         self.reply(js, &mut call, Err(reason))?;
         // A load (or an engine step of one) goes on for the other callers; its result is
         // stored. A waiter is dropped.
-        if matches!(call.state, State::Loading(_) | State::Tier(_)) {
+        if matches!(
+            call.state,
+            State::Loading(_) | State::Tier(_) | State::Batch(_)
+        ) {
             self.put(id, call);
         }
         Ok(())
@@ -520,6 +530,7 @@ impl Inner {
                 }
                 Ok(())
             }
+            State::Batch(b) => self.drive_many(js, id, call, b, &mut cx),
             State::Start => self.advance(js, id, call),
         }
     }

@@ -23,6 +23,7 @@ pub(crate) mod code {
     pub(crate) const LOADER_PANICKED: &str = "HERDLESS_LOADER_PANICKED";
     pub(crate) const TOO_MANY_FLIGHTS: &str = "HERDLESS_TOO_MANY_FLIGHTS";
     pub(crate) const BACKEND: &str = "HERDLESS_BACKEND";
+    pub(crate) const BATCH: &str = "HERDLESS_BATCH";
     pub(crate) const ERROR: &str = "HERDLESS_ERROR";
 }
 

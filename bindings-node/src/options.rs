@@ -49,6 +49,8 @@ pub struct CacheOptions {
     pub origin_budget: Option<f64>,
     /// At most this many keys loading at once (default 100000).
     pub max_flights: Option<f64>,
+    /// At most this many keys per loader call of `getOrLoadMany` (default 1000).
+    pub max_batch: Option<f64>,
     /// Longest accepted key, in bytes (default 1024).
     pub max_key_len: Option<f64>,
     /// Distinct namespaces tracked for epochs and metrics (default 1024).
@@ -236,10 +238,11 @@ const DURATIONS: [&str; 9] = [
     "hardTimeout",
     "detectorTick",
 ];
-const COUNTS: [&str; 5] = [
+const COUNTS: [&str; 6] = [
     "capacity",
     "originBudget",
     "maxFlights",
+    "maxBatch",
     "maxKeyLen",
     "maxNamespaces",
 ];
@@ -550,6 +553,9 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     }
     if let Some(n) = count(js, obj, "maxFlights")? {
         b = b.max_flights(usize_of(n));
+    }
+    if let Some(n) = count(js, obj, "maxBatch")? {
+        b = b.max_batch(usize_of(n));
     }
     if let Some(n) = count(js, obj, "maxKeyLen")? {
         b = b.max_key_len(usize_of(n));
