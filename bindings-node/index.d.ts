@@ -88,6 +88,23 @@ export declare class Cache {
    */
   getOrLoad<T>(key: string, loader: () => T | PromiseLike<T>, options?: LoadOptions): Promise<typeof ABSENT extends T ? Exclude<T, typeof ABSENT> | undefined : T>
   /**
+   * The values of `keys`, in their order (duplicates allowed), loading the keys nobody
+   * has with ONE call of `loader(missingKeys)`; each key stays single-flight with every
+   * other caller (`getOrLoad`, other batches, other processes over the shared tier): a
+   * key someone else is loading is waited for, not loaded twice.
+   *
+   * The loader answers (or resolves to) a `Map` or a plain object of key to value;
+   * `ABSENT`, or a key left out, is an absence (cached for `negativeTtl`, answered as
+   * `undefined`). More than `maxBatch` misses make several calls. A rejection fails
+   * every key of that call (nothing is cached). Stale keys are answered at once and
+   * refreshed together in the background. Resolves to the array of values; when some
+   * keys failed, rejects with a `BatchError` (code `HERDLESS_BATCH`) whose `errors`
+   * maps each failed key to its error and whose `values` holds every answer (the error
+   * in place of a failed key's value). `options.signal` stops this caller waiting; the
+   * batch's loads go on for the other callers.
+   */
+  getOrLoadMany<T>(keys: readonly string[], loader: (keys: string[]) => Map<string, T | typeof ABSENT> | Record<string, T | typeof ABSENT> | PromiseLike<Map<string, T | typeof ABSENT> | Record<string, T | typeof ABSENT>>, options?: BatchOptions): Promise<Array<T | undefined>>
+  /**
    * Memoises the async function `fn`: each call becomes a `getOrLoad` under a canonical
    * key built from `options.namespace` (default: the cache's), `options.entity` (default:
    * `fn.name`), `options.version` and the arguments: no argument -> no id; one plain
@@ -196,6 +213,15 @@ export interface AlertEvidence {
   ttlMs?: number
 }
 
+/** Per-call options of `getOrLoadMany`. */
+export interface BatchOptions {
+  /**
+   * Stops this caller waiting (the promise rejects with the signal's reason); the
+   * batch's loads go on for the other callers of its keys.
+   */
+  signal?: AbortSignal
+}
+
 /**
  * `buildKey({ namespace, entity, version?, id?, params? })`: the canonical key (the
  * format shared with Rust and Python). Throws a `TypeError` with code
@@ -252,6 +278,8 @@ export interface CacheOptions {
   originBudget?: number
   /** At most this many keys loading at once (default 100000). */
   maxFlights?: number
+  /** At most this many keys per loader call of `getOrLoadMany` (default 1000). */
+  maxBatch?: number
   /** Longest accepted key, in bytes (default 1024). */
   maxKeyLen?: number
   /** Distinct namespaces tracked for epochs and metrics (default 1024). */
@@ -339,7 +367,10 @@ export interface Counters {
   coalescedWaiters: number
   /** Loads led: the caller won the key's flight. */
   lockAcquired: number
-  /** Batch loader calls (`getOrLoadMany`) that loaded keys of this namespace; each of their keys is also one of `loads`. */
+  /**
+   * Batch loader calls (`getOrLoadMany`) that loaded keys of this namespace; each of
+   * their keys is also one of `loads`.
+   */
   batchLoads: number
   /** Lookups that found the key's flight already taken. */
   lockContended: number

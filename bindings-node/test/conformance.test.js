@@ -15,7 +15,7 @@ const { mkdtempSync, readdirSync, readFileSync, rmSync } = require('node:fs')
 const net = require('node:net')
 const { tmpdir } = require('node:os')
 const { join } = require('node:path')
-const { Cache, testing } = require('herdless')
+const { ABSENT, Cache, testing } = require('herdless')
 const { freePort, sleep } = require('./helpers.js')
 
 const dir = join(__dirname, '..', '..', 'conformance')
@@ -293,13 +293,30 @@ async function play(name, scenario, tier) {
   const procs = Array.from({ length: scenario.processes ?? 1 }, () => tier.process(scenario.cache))
   let loads = 0
   const call = (p, step) =>
+    step.keys === undefined
+      ? outcome(
+        p.getOrLoad(step.key, async () => {
+          loads++
+          await sleep(step.ms ?? 0)
+          if (step.fail !== undefined) throw new LoaderError(step.fail)
+          return valueOf(step.value)
+        })
+      )
+      : callMany(p, step)
+  // A batch: the loader answers the keys it is asked for that `values` has (null: absent);
+  // a failed batch's answer is its first failed key's error; absences read as null.
+  const callMany = (p, step) =>
     outcome(
-      p.getOrLoad(step.key, async () => {
+      p.getOrLoadMany(step.keys, async (asked) => {
         loads++
         await sleep(step.ms ?? 0)
         if (step.fail !== undefined) throw new LoaderError(step.fail)
-        return valueOf(step.value)
-      })
+        const values = step.values ?? {}
+        return new Map(asked.filter((k) => k in values).map((k) => [k, values[k] === null ? ABSENT : valueOf(values[k])]))
+      }).then(
+        (got) => got.map((v) => (v === undefined ? null : v)),
+        (e) => { throw e.code === 'HERDLESS_BATCH' ? e.values.find((v) => v instanceof Error) : e }
+      )
     )
   const running = new Map()
   try {
@@ -309,9 +326,11 @@ async function play(name, scenario, tier) {
       const started = performance.now()
       switch (step.op) {
         case 'get_or_load':
+        case 'get_or_load_many':
           check(at, step, await call(p, step), started)
           break
         case 'load':
+        case 'load_many':
           running.set(step.id, { started, calls: Array.from({ length: step.callers ?? 1 }, () => call(p, step)) })
           // Let the calls reach the cache before the next step.
           await sleep(20)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from herdless import ABSENT, BackendError, Cache, LoadTimeout, WaitTimeout
+from herdless import ABSENT, BackendError, BatchError, Cache, LoadTimeout, WaitTimeout
 from herdless.testing import MemoryStore
 
 from redis_support import RedisServer, command, epoch_key, lock_key, value_key
@@ -156,7 +156,25 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
                 raise _LoaderFailed(step["fail"])
             return _unshareable(step.get("value"))
 
-        return cache.get_or_load(step["key"], loader)
+        if "keys" not in step:
+            return cache.get_or_load(step["key"], loader)
+
+        def batch_loader(asked: list[str]) -> dict[str, Any]:
+            nonlocal loads
+            with lock:
+                loads += 1
+            time.sleep(step.get("ms", 0) / 1000)
+            if "fail" in step:
+                raise _LoaderFailed(step["fail"])
+            values = step.get("values", {})
+            return {k: ABSENT if values[k] is None else values[k] for k in asked if k in values}
+
+        try:
+            got = cache.get_or_load_many(step["keys"], batch_loader)
+        except BatchError as e:
+            # The scenario's answer to a failed batch: the first failed key's error.
+            raise next(v for v in e.values if isinstance(v, BaseException)) from None
+        return [None if v is ABSENT else v for v in got]
 
     def timed(f: Any) -> tuple[Any, BaseException | None, float]:
         t0 = time.monotonic()
@@ -176,9 +194,9 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
         for step in scenario["steps"]:
             p = procs[step.get("p", 0)]
             op = step["op"]
-            if op == "get_or_load":
+            if op in ("get_or_load", "get_or_load_many"):
                 _check(name, step, *timed(lambda: call(p, step)))
-            elif op == "load":
+            elif op in ("load", "load_many"):
                 since = time.monotonic()
                 futures = [pool.submit(answered, p, step) for _ in range(step.get("callers", 1))]
                 running[step["id"]] = (since, futures)

@@ -42,22 +42,6 @@ where
     Batch::new(cache.table(), keys)
 }
 
-/// Begins the flights of one loader call of a batch under one unit of `cache`'s origin
-/// budget, if it has room now (the first guard takes the unit, the others begin under it;
-/// complete the first last). `false` (nothing begun) when the budget is spent.
-pub fn try_begin_batch<V: Clone + Send + Sync + 'static>(guards: &mut [LoadGuard<V>]) -> bool {
-    let Some((first, rest)) = guards.split_first_mut() else {
-        return true;
-    };
-    if !first.try_begin() {
-        return false;
-    }
-    for g in rest {
-        g.begin_covered();
-    }
-    true
-}
-
 /// Begins `guard`'s flight without a unit of the origin budget: it is one key of a batch's
 /// loader call, whose one unit the driver holds ([`origin_permit`]).
 pub fn begin_in_batch<V: Clone + Send + Sync + 'static>(guard: &mut LoadGuard<V>) {

@@ -28,6 +28,7 @@ __all__ = [
     "KeyBuilder",
     "Keyer",
     "MemoryStore",
+    "_BatchRefresh",
     "_Bridge",
     "_Done",
     "_Load",
@@ -244,4 +245,8 @@ class MemoryStore:
 
 @final
 class _Refresh:
+    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
+
+@final
+class _BatchRefresh:
     def __call__(self, *args: Any, **kwargs: Any) -> None: ...

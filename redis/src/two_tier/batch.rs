@@ -456,8 +456,8 @@ impl<V: Clone + Send + Sync + 'static> Many<V> {
     }
 }
 
-/// Begins refresh guards under one unit of the budget (see
-/// [`driver::try_begin_batch`]).
+/// Begins refresh guards under one unit of the budget if it has room now: the first takes
+/// it, the others begin under it (see [`driver::begin_in_batch`]).
 fn begin_together<V: Clone + Send + Sync + 'static>(
     guards: &mut [&mut LoadGuard<Versioned<V>>],
 ) -> bool {

@@ -22,8 +22,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// them, then a [`Reply`] per key, in order, for [`Reply::next`].
     ///
     /// `background`: a batch of refreshes (stale-while-revalidate, XFetch), whose guards
-    /// the driver began with
-    /// [`try_begin_batch`](herdless::driver::try_begin_batch); nobody awaits it.
+    /// began under one unit of the origin budget; nobody awaits it.
     /// Otherwise the driver holds one unit of the origin budget for its loader call
     /// ([`origin_permit`](herdless::driver::origin_permit)), taken when the fleet's answer
     /// has loads in it.
