@@ -58,7 +58,8 @@ def test_absent_and_omitted_keys_are_cached_absences() -> None:
     got: list[object] = cache.get_or_load_many(["a:1", "a:2", "a:3"], lambda keys: answers)
     assert got == [1, ABSENT, ABSENT]
     loader = BatchLoader()
-    assert cache.get_or_load_many(["a:2", "a:3"], loader) == [ABSENT, ABSENT]
+    again: list[object] = cache.get_or_load_many(["a:2", "a:3"], loader)
+    assert again == [ABSENT, ABSENT]
     assert loader.calls == [], "absences are hits until negative_ttl"
 
 

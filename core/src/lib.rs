@@ -84,7 +84,9 @@
 //! [`Cache::new`]. Its methods:
 //! - read and load: [`get_or_load`](Cache::get_or_load),
 //!   [`get_or_load_scoped`](Cache::get_or_load_scoped) (a loader that borrows),
-//!   [`get_or_load_async`](Cache::get_or_load_async), [`get`](Cache::get),
+//!   [`get_or_load_async`](Cache::get_or_load_async), batches of keys with one loader call
+//!   ([`get_or_load_many`](Cache::get_or_load_many),
+//!   [`get_or_load_many_async`](Cache::get_or_load_many_async)), [`get`](Cache::get),
 //!   [`get_with`](Cache::get_with), [`peek`](Cache::peek) (no side effect; a [`Peek`]);
 //! - write: [`set`](Cache::set), [`set_with_ttl`](Cache::set_with_ttl),
 //!   [`set_absent`](Cache::set_absent), [`invalidate`](Cache::invalidate),
@@ -115,7 +117,8 @@
 //! [`BoxFuture`].
 //!
 //! **Modules.** [`key`] (the key format), [`testing`] (your code on virtual time),
-//! [`driver`] (hooks for drivers beyond this crate: a shared tier, a language binding),
+//! [`driver`] (hooks for drivers beyond this crate: a shared tier, a language binding; a
+//! batch's waves, [`driver::Batch`]),
 //! [`backend`] (what a shared tier such as Redis implements), [`jitter`] and [`xfetch`]
 //! (the two policies' maths, for a tier that computes lifetimes itself).
 //!

@@ -239,7 +239,7 @@ class Cache(_native.Cache):
             found = loader(missing)
             if inspect.isawaitable(found):
                 return await found
-            return cast("Mapping[str, T]", found)
+            return found
 
         def load(missing: list[str]) -> Mapping[str, T]:
             return asyncio.run_coroutine_threadsafe(call(missing), loop).result()
