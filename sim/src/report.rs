@@ -132,6 +132,9 @@ fn add(a: &CounterSnapshot, b: &CounterSnapshot) -> CounterSnapshot {
     t.backend_errors += b.backend_errors;
     t.evictions += b.evictions;
     t.retired_namespaces += b.retired_namespaces;
+    t.ahead_refreshes += b.ahead_refreshes;
+    t.not_modified += b.not_modified;
+    t.events_dropped += b.events_dropped;
     t
 }
 

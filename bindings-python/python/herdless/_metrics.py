@@ -57,6 +57,12 @@ class Counters:
     retired_namespaces: int = 0
     """Namespace records retired to stay within ``max_namespaces`` (their entries became
     misses; their counters are kept under ``__retired__``)."""
+    ahead_refreshes: int = 0
+    """Refresh-ahead refreshes started at the configured share of the ttl."""
+    not_modified: int = 0
+    """Loads answered "not modified": the previous value kept, its lifetime restarted."""
+    events_dropped: int = 0
+    """Events the listener's queue could not take (full or busy)."""
 
     def __add__(self, other: Counters) -> Counters:
         return Counters(

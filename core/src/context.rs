@@ -1,0 +1,253 @@
+//! What a context-aware loader is told ([`LoadContext`]): the key, why it loads
+//! ([`LoadReason`]), the entry it may replace ([`Previous`]), and a cancellation signal
+//! ([`Cancelled`]) that fires once nobody wants the load's result.
+
+use alloc::boxed::Box;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+use core::time::Duration;
+
+use crate::alarm::{self, Alarm};
+use crate::clock::Clock;
+use crate::flight::Flight;
+use crate::loaded::Extras;
+use crate::sync::Arc;
+use crate::sync::unchecked::Arc as StdArc;
+
+/// Why a load runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LoadReason {
+    /// Nothing servable was cached (a miss, or an entry past grace kept for fail-safe).
+    First,
+    /// A stale entry (within grace) is served while this refreshes it
+    /// (stale-while-revalidate).
+    Refresh,
+    /// XFetch chose this read to refresh a fresh entry early.
+    EarlyRefresh,
+    /// The entry lived the [`refresh_ahead`](crate::Builder::refresh_ahead) share of its
+    /// ttl.
+    RefreshAhead,
+    /// Pre-warming ([`Cache::warm`](crate::Cache::warm)).
+    Warm,
+}
+
+impl LoadReason {
+    /// The reason's name, as the bindings spell it: `"first"`, `"refresh"`,
+    /// `"early_refresh"`, `"refresh_ahead"`, `"warm"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadReason::First => "first",
+            LoadReason::Refresh => "refresh",
+            LoadReason::EarlyRefresh => "early_refresh",
+            LoadReason::RefreshAhead => "refresh_ahead",
+            LoadReason::Warm => "warm",
+        }
+    }
+}
+
+/// The value a load may replace: the key's entry when the load began (fresh for an early
+/// refresh, stale, or kept for fail-safe), with the metadata its own load chose.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Previous<V> {
+    /// The value.
+    pub value: V,
+    /// How long ago it was stored.
+    pub age: Duration,
+    /// What its loader set with [`Loaded::meta`](crate::Loaded::meta) (e.g. an ETag).
+    pub meta: Option<Box<str>>,
+    /// Its lifetimes, kept by a not-modified answer.
+    pub(crate) extras: Option<Box<Extras>>,
+}
+
+impl<V> Previous<V> {
+    pub(crate) fn new(value: V, age: Duration, extras: Option<&Extras>) -> Self {
+        Self {
+            value,
+            age,
+            meta: extras.and_then(|e| e.meta.clone()),
+            extras: extras.map(|e| Box::new(e.clone())),
+        }
+    }
+
+    /// A previous value read from elsewhere (a shared tier's stale entry), for a driver that
+    /// hands its loader a context itself.
+    pub fn from_parts(value: V, age: Duration, meta: Option<&str>) -> Self {
+        let extras = meta.map(|m| Extras {
+            meta: Some(m.into()),
+            ..Extras::default()
+        });
+        Self::new(value, age, extras.as_ref())
+    }
+}
+
+/// What a context-aware loader is told about its load (see
+/// [`Cache::get_or_load_with`](crate::Cache::get_or_load_with)).
+///
+/// **Cancellation.** The load is no longer wanted, and its result will not be stored, once
+/// - every caller waiting for it left (each [`Waiter`](crate::Waiter) dropped or timed out,
+///   and the leader's caller too: a driver says so with
+///   [`LoadGuard::release`](crate::LoadGuard::release)),
+/// - its hard timeout passed,
+/// - or the key was written, invalidated, cleared or its namespace bumped meanwhile (a
+///   `bump` is O(1) and touches no load: [`is_cancelled`](Self::is_cancelled) sees it at
+///   once, the [`cancelled`](Self::cancelled) future at its next poll).
+///
+/// A loader watches it with [`is_cancelled`](Self::is_cancelled) (between steps),
+/// [`cancelled`](Self::cancelled) (a future, e.g. in a `select!` against its request), or,
+/// blocking, [`wait_cancelled`](Self::wait_cancelled). A loader that gives up because of it
+/// returns an error of its own: the waiters left look up again (one of them loads anew), and
+/// so does its caller.
+pub struct LoadContext<V> {
+    flight: Arc<Flight<V>>,
+    clock: StdArc<dyn Clock>,
+    reason: LoadReason,
+    previous: Option<Previous<V>>,
+}
+
+impl<V> core::fmt::Debug for LoadContext<V> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LoadContext")
+            .field("key", &self.key())
+            .field("reason", &self.reason)
+            .field("previous", &self.previous.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V> LoadContext<V> {
+    pub(crate) fn new(
+        flight: Arc<Flight<V>>,
+        clock: StdArc<dyn Clock>,
+        reason: LoadReason,
+        previous: Option<Previous<V>>,
+    ) -> Self {
+        Self {
+            flight,
+            clock,
+            reason,
+            previous,
+        }
+    }
+
+    /// The key being loaded.
+    pub fn key(&self) -> &str {
+        &self.flight.key
+    }
+
+    /// Why it loads.
+    pub fn reason(&self) -> LoadReason {
+        self.reason
+    }
+
+    /// The entry the load may replace, if any (see [`Previous`]).
+    pub fn previous(&self) -> Option<&Previous<V>> {
+        self.previous.as_ref()
+    }
+
+    /// Takes the previous value out of the context (e.g. to move it into an async block).
+    pub fn take_previous(&mut self) -> Option<Previous<V>> {
+        self.previous.take()
+    }
+
+    /// Whether the load is no longer wanted (see the type's documentation).
+    pub fn is_cancelled(&self) -> bool {
+        self.flight.is_cancelled(self.clock.now())
+    }
+
+    /// Ready once the load is no longer wanted. Owns what it needs: it may outlive the
+    /// context (moved into another task, say).
+    pub fn cancelled(&self) -> Cancelled<V> {
+        Cancelled {
+            flight: self.flight.clone(),
+            clock: self.clock.clone(),
+            until: None,
+            slot: None,
+            alarm: None,
+        }
+    }
+
+    /// Blocks the thread until the load is no longer wanted (`true`) or `timeout` passed on
+    /// the cache's clock (`false`): a blocking loader's way to wait between polls of its
+    /// own work.
+    #[cfg(feature = "std")]
+    pub fn wait_cancelled(&self, timeout: Duration) -> bool {
+        let mut watch = self.cancelled();
+        watch.until = Some(self.clock.now().saturating_add(timeout));
+        crate::sync::block_on(Watch(watch))
+    }
+}
+
+/// The future of [`LoadContext::cancelled`].
+pub struct Cancelled<V> {
+    flight: Arc<Flight<V>>,
+    clock: StdArc<dyn Clock>,
+    /// A wait that also ends at this time (the blocking wait's timeout).
+    until: Option<Duration>,
+    slot: Option<usize>,
+    alarm: Option<StdArc<Alarm>>,
+}
+
+impl<V> core::fmt::Debug for Cancelled<V> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Cancelled")
+            .field("key", &self.flight.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<V> Cancelled<V> {
+    /// `Ready(true)`: cancelled; `Ready(false)`: `until` passed first.
+    fn poll_watch(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        let now = self.clock.now();
+        if self.flight.is_cancelled(now) || self.flight.cancel.poll(&mut self.slot, cx).is_ready() {
+            return Poll::Ready(true);
+        }
+        if self.until.is_some_and(|u| now >= u) {
+            return Poll::Ready(false);
+        }
+        // The hard timeout fires nothing by itself: a clock timer wakes this then.
+        let next = [self.until, self.flight.hard_deadline]
+            .into_iter()
+            .flatten()
+            .min();
+        if let Some(at) = next {
+            alarm::arm(&mut self.alarm, at, cx.waker(), &*self.clock);
+        }
+        Poll::Pending
+    }
+}
+
+impl<V> Unpin for Cancelled<V> {}
+
+impl<V> Future for Cancelled<V> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.poll_watch(cx).map(|_| ())
+    }
+}
+
+impl<V> Drop for Cancelled<V> {
+    fn drop(&mut self) {
+        alarm::disarm(&mut self.alarm);
+        if let Some(slot) = self.slot.take() {
+            self.flight.cancel.forget(slot);
+        }
+    }
+}
+
+/// [`Cancelled`] with a deadline, for [`LoadContext::wait_cancelled`].
+#[cfg(feature = "std")]
+struct Watch<V>(Cancelled<V>);
+
+#[cfg(feature = "std")]
+impl<V> Future for Watch<V> {
+    type Output = bool;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        self.0.poll_watch(cx)
+    }
+}
