@@ -66,6 +66,11 @@
 //! - One loader call per key at a time in a process, whatever the interleaving; a leader
 //!   that panics wakes its waiters with [`Error::LoaderPanicked`]; one that is cancelled
 //!   hands the load to a waiter; one that hangs is abandoned at the hard timeout.
+//! - A load nobody wants any more (every caller left, the key written, invalidated or
+//!   bumped meanwhile, or past its hard timeout) is never stored, and its loader's
+//!   [`LoadContext`] says so (a flag, a future, a blocking wait).
+//! - Refresh-ahead ([`Builder::refresh_ahead`]): beside XFetch's random early refresh, a
+//!   fixed one, once an entry has lived a share of its ttl; one refresh per entry.
 //! - Nothing older than `ttl * (1 + jitter / 2) + grace` is served (the jitter spreads a
 //!   TTL up to half its width above it), except fail-safe values (opt-in, up to
 //!   `max_stale`) when a load fails or times out.
@@ -84,7 +89,12 @@
 //! [`Cache::new`]. Its methods:
 //! - read and load: [`get_or_load`](Cache::get_or_load),
 //!   [`get_or_load_scoped`](Cache::get_or_load_scoped) (a loader that borrows),
-//!   [`get_or_load_async`](Cache::get_or_load_async), [`get`](Cache::get),
+//!   [`get_or_load_async`](Cache::get_or_load_async), and with a context-aware loader
+//!   [`get_or_load_with`](Cache::get_or_load_with) and
+//!   [`get_or_load_with_async`](Cache::get_or_load_with_async) (it is told a
+//!   [`LoadContext`]: the key, a [`LoadReason`], the [`Previous`] value with its age and
+//!   metadata, a [`Cancelled`] signal; it answers a [`Loaded`]: per-entry ttl, grace,
+//!   negative ttl, metadata up to [`MAX_META_BYTES`], not-modified, no-cache); [`get`](Cache::get),
 //!   [`get_with`](Cache::get_with), [`peek`](Cache::peek) (no side effect; a [`Peek`]);
 //! - write: [`set`](Cache::set), [`set_with_ttl`](Cache::set_with_ttl),
 //!   [`set_absent`](Cache::set_absent), [`invalidate`](Cache::invalidate),
@@ -94,6 +104,8 @@
 //!   [`warm_async_with_progress`](Cache::warm_async_with_progress) (a [`WarmReport`]), from
 //!   [`hot_keys`](Cache::hot_keys), [`export_hot_keys`](Cache::export_hot_keys) and
 //!   [`import_hot_keys`](Cache::import_hot_keys) ([`HotKey`], [`HotKeysJsonError`]);
+//! - listen: [`Builder::listener`] ([`Event`], [`EventKind`]): evictions, expiries,
+//!   failed loads, fail-safe activations, through a bounded queue the engine never waits on;
 //! - observe: [`metrics`](Cache::metrics) ([`MetricsSnapshot`], [`NamespaceMetrics`],
 //!   [`CounterSnapshot`], [`HistogramSnapshot`]), [`prometheus`](Cache::prometheus),
 //!   [`alerts`](Cache::alerts) ([`Alert`], [`AlertKind`], [`Cause`], [`Cure`], [`Evidence`];

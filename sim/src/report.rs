@@ -289,6 +289,6 @@ mod tests {
         }
         // And the field list is the one `add` knows: a counter added to the engine later
         // must be added there too.
-        assert_eq!(one.fields().len(), 20);
+        assert_eq!(one.fields().len(), 23);
     }
 }

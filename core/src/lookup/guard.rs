@@ -240,6 +240,11 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         self.mark_began();
         let (now, took) = self.took();
         self.flight.ns.metrics.load_duration.observe(took);
+        // Past the hard timeout the load was given up (a blocking loader cannot be stopped
+        // there): its late result answers its callers but is not kept.
+        if self.flight.hard_deadline.is_some_and(|d| now >= d) {
+            self.keep.no_cache = true;
+        }
         match result {
             Ok(v) => {
                 self.end(Outcome::Loaded(v.clone()), took, now);
