@@ -34,6 +34,9 @@ pub struct Counters {
     pub coalesced_waiters: f64,
     /// Loads led: the caller won the key's flight.
     pub lock_acquired: f64,
+    /// Batch loader calls (`getOrLoadMany`) that loaded keys of this namespace; each of
+    /// their keys is also one of `loads`.
+    pub batch_loads: f64,
     /// Lookups that found the key's flight already taken.
     pub lock_contended: f64,
     /// Waiters that gave up after `waitTimeout`.
@@ -173,6 +176,7 @@ fn counters(c: &CounterSnapshot) -> Counters {
         abandoned_loads: c.abandoned_loads as f64,
         coalesced_waiters: c.coalesced_waiters as f64,
         lock_acquired: c.lock_acquired as f64,
+        batch_loads: c.batch_loads as f64,
         lock_contended: c.lock_contended as f64,
         wait_timeouts: c.wait_timeouts as f64,
         early_refreshes: c.early_refreshes as f64,

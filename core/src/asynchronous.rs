@@ -17,7 +17,7 @@ use crate::sync::Arc;
 use crate::table::Table;
 
 /// How a load driven under deadlines ended.
-enum Driven<T> {
+pub(crate) enum Driven<T> {
     Done(T),
     /// The loader panicked (std): the message, if a string, and the payload to re-raise.
     #[cfg(feature = "std")]
@@ -30,7 +30,7 @@ enum Driven<T> {
 }
 
 /// Polls a loader future until it finishes or a deadline passes.
-struct Drive<'a, F> {
+pub(crate) struct Drive<'a, F> {
     fut: Pin<&'a mut F>,
     clock: &'a dyn Clock,
     soft: Option<Duration>,
@@ -77,6 +77,22 @@ impl<F: Future> Future for Drive<'_, F> {
             }
         }
         Poll::Pending
+    }
+}
+
+/// Polls `fut` until it ends, panics, or the clock reaches `hard` (a batch's loader call,
+/// which has no soft timeout of its own).
+pub(crate) fn until_hard_deadline<'a, F: Future>(
+    clock: &'a dyn Clock,
+    fut: Pin<&'a mut F>,
+    hard: Option<Duration>,
+) -> Drive<'a, F> {
+    Drive {
+        fut,
+        clock,
+        soft: None,
+        hard,
+        timer: None,
     }
 }
 

@@ -12,6 +12,7 @@ use core::future::Future;
 use core::time::Duration;
 
 use crate::asynchronous;
+use crate::batch;
 use crate::clock::Clock;
 use crate::config::{Builder, Options};
 use crate::context::LoadContext;
@@ -95,7 +96,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     }
 }
 
-// Reading and loading. Batch loads are meant to join these.
+// Reading and loading.
 impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// Decides what a caller of `key` does now: take a value ([`Lookup::Hit`], possibly with
     /// a background refresh to run), load it ([`Lookup::Lead`]) or wait for the caller who
@@ -279,6 +280,84 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         E: Into<Box<dyn core::error::Error + Send + Sync>>,
     {
         asynchronous::get_or_load(&self.table, key, loader).await
+    }
+}
+
+// Batch loads: many keys, one loader call for their misses.
+impl<V: Clone + Send + Sync + 'static> Cache<V> {
+    /// The values of `keys`, in their order (duplicates allowed), loading the true misses
+    /// with one call of `loader`; each key stays single-flight with every other caller.
+    ///
+    /// Each distinct key is looked up as by [`get_or_load`](Self::get_or_load): a hit is
+    /// served; a key another caller is loading (a single `get_or_load` or another batch) is
+    /// waited for; the rest, the keys this call leads, go to `loader` in one call (several
+    /// when there are more than [`max_batch`](crate::Builder::max_batch)), and callers of
+    /// any of them elsewhere wait for that call. The loader answers `(key, Some(v))` for a
+    /// value and `(key, None)` for an absence, as a map or any list of pairs; a key it
+    /// omits is absent too (both cached for `negative_ttl`); a key it was not asked for is
+    /// ignored. An error of the loader is the error of every key of that call (never
+    /// cached; their waiters get it too).
+    ///
+    /// Every answer is typed per key: `Ok(Some(v))`, `Ok(None)` (absent), or that key's
+    /// [`Error`] (its load failed or timed out with no fail-safe value, its wait timed out,
+    /// the key is invalid, ...). The other policies apply per key: stale and XFetch hits
+    /// are served and their refreshes batched into one background loader call (hence
+    /// `Send + Sync + 'static`), fail-safe values answer failed keys, a key written or
+    /// invalidated while the loader runs keeps its new state. A loader call takes one unit
+    /// of the origin budget, however many keys it loads; `batch_loads` counts the calls and
+    /// `loads` their keys.
+    ///
+    /// # Panics
+    /// A panic of the loader is re-raised here after the waiters of its keys received
+    /// [`Error::LoaderPanicked`]; the keys of calls not yet made are handed over.
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// let cache = herdless::Cache::<String>::new();
+    /// cache.set("user:1", "Ada".to_string())?;
+    /// let answers = cache.get_or_load_many(["user:1", "user:2", "user:3"], |misses: &[String]| {
+    ///     assert_eq!(misses, ["user:2", "user:3"]); // the hit is not asked for
+    ///     Ok::<_, std::io::Error>(HashMap::from([("user:2".to_string(), Some("Bo".to_string()))]))
+    /// });
+    /// assert_eq!(answers[0].as_ref().unwrap().as_deref(), Some("Ada"));
+    /// assert_eq!(answers[1].as_ref().unwrap().as_deref(), Some("Bo"));
+    /// assert_eq!(answers[2].as_ref().unwrap(), &None, "omitted: absent");
+    /// # Ok::<(), herdless::Error>(())
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn get_or_load_many<I, F, R, E>(&self, keys: I, loader: F) -> Vec<Result<Option<V>, Error>>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+        F: Fn(&[String]) -> Result<R, E> + Send + Sync + 'static,
+        R: IntoIterator<Item = (String, Option<V>)>,
+        E: Into<Box<dyn core::error::Error + Send + Sync>>,
+    {
+        batch::get_or_load_many(&self.table, keys, loader)
+    }
+
+    /// [`get_or_load_many`](Self::get_or_load_many) with an async loader, on any executor:
+    /// the loader gets the keys it loads and its future answers as the blocking loader
+    /// does. A loader call past the hard timeout is dropped and its keys answer
+    /// [`Error::LoadTimeout`] (or their fail-safe values). Dropping this future hands the
+    /// keys it leads over to their waiters.
+    ///
+    /// # Panics
+    /// With `std`, as [`get_or_load_many`](Self::get_or_load_many).
+    pub async fn get_or_load_many_async<I, F, Fut, R, E>(
+        &self,
+        keys: I,
+        loader: F,
+    ) -> Vec<Result<Option<V>, Error>>
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+        F: Fn(Vec<String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+        R: IntoIterator<Item = (String, Option<V>)>,
+        E: Into<Box<dyn core::error::Error + Send + Sync>>,
+    {
+        batch::get_or_load_many_async(&self.table, keys, loader).await
     }
 }
 

@@ -42,6 +42,7 @@ pub(crate) struct Config<V> {
     pub(crate) hard_timeout: Option<Duration>,
     pub(crate) origin_budget: Option<usize>,
     pub(crate) max_flights: usize,
+    pub(crate) max_batch: usize,
     pub(crate) max_key_len: usize,
     pub(crate) max_namespaces: usize,
     pub(crate) shards: usize,
@@ -84,6 +85,8 @@ pub struct Options {
     pub origin_budget: Option<usize>,
     /// Most keys loading at once.
     pub max_flights: usize,
+    /// Most keys per batch loader call.
+    pub max_batch: usize,
     /// Longest key, in bytes.
     pub max_key_len: usize,
     /// Namespaces tracked for epochs and metrics.
@@ -108,6 +111,7 @@ impl<V> Config<V> {
             hard_timeout: self.hard_timeout,
             origin_budget: self.origin_budget,
             max_flights: self.max_flights,
+            max_batch: self.max_batch,
             max_key_len: self.max_key_len,
             max_namespaces: self.max_namespaces,
             refresh_ahead: self.refresh_ahead,
@@ -174,6 +178,7 @@ impl<V> Default for Builder<V> {
                 hard_timeout: None,
                 origin_budget: None,
                 max_flights: 100_000,
+                max_batch: 1_000,
                 max_key_len: 1024,
                 max_namespaces: 4096,
                 shards: 0,
@@ -251,6 +256,10 @@ impl<V> Builder<V> {
         /// At most this many keys loading at once; more is refused with
         /// [`Error::TooManyFlights`](crate::Error::TooManyFlights) (default 100,000).
         max_flights: usize => max_flights;
+        /// At most this many keys per loader call of a batch
+        /// ([`get_or_load_many`](crate::Cache::get_or_load_many)); a batch with more misses
+        /// makes several calls (default 1,000).
+        max_batch: usize => max_batch;
         /// Longest accepted key, in bytes (default 1,024).
         max_key_len: usize => max_key_len;
         /// Distinct namespaces tracked for epochs and metrics (default 4,096, about 2 KB of
@@ -452,6 +461,7 @@ impl<V> Builder<V> {
         for (option, n) in [
             ("capacity", c.capacity as usize),
             ("max_flights", c.max_flights),
+            ("max_batch", c.max_batch),
             ("max_key_len", c.max_key_len),
             ("max_namespaces", c.max_namespaces),
             ("event_queue", c.event_queue),

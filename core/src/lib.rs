@@ -151,6 +151,7 @@ extern crate alloc;
 mod alarm;
 mod asynchronous;
 pub mod backend;
+mod batch;
 #[cfg(feature = "std")]
 mod blocking;
 mod budget;

@@ -14,7 +14,11 @@
 //!   hand-over) or the engine's hard timeout (ended by a lookup or a waiter), or
 //!   with `WaitTimeout` only once `wait_timeout` has passed;
 //! - `flights_in_progress()` never exceeds the guards held (0 when none), and
-//!   `metrics().entries <= capacity`; nothing panics.
+//!   `metrics().entries <= capacity`; nothing panics;
+//! - a batch (`get_or_load_many_async`, run when none of its keys is loading or in doubt
+//!   between fresh and stale) answers every key in the request's order: the hits as held,
+//!   the rest from its one loader call, which is asked for exactly the missing keys (once
+//!   each); what it loads is then held like a single load's result.
 #![no_main]
 
 use std::future::Future;
@@ -61,8 +65,20 @@ enum How {
     Drop,
 }
 
+/// How a batch's loader call answers.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum BatchHow {
+    Values,
+    /// Only every other key it is asked for (the rest are absent), plus a key never asked.
+    Omit,
+    Error,
+}
+
 #[derive(Arbitrary, Debug)]
 enum Op {
+    /// A batch of the keys whose bit is set in the mask (the first repeated at the end
+    /// when the flag is set).
+    Batch(u8, bool, BatchHow),
     Lookup(u8),
     Finish(u8, How),
     Set(u8, Option<u8>),
@@ -323,6 +339,138 @@ impl Sim {
         }
     }
 
+    /// The slow path of a lookup drops the key's outdated flight and ends a hung one (see
+    /// [`lookup`](Self::lookup)).
+    fn slow_path(&mut self, key: usize) {
+        let now = self.now();
+        for l in self.loads.iter_mut().filter(|l| l.key == key && l.in_table) {
+            let hung = l.deadline.is_some_and(|d| now >= d);
+            if hung && l.outcome.is_none() {
+                l.outcome = Some(Outcome::HardTimeout);
+            }
+            if hung || l.superseded {
+                l.in_table = false;
+            }
+        }
+    }
+
+    fn batch(&mut self, mask: u8, dup: bool, how: BatchHow) {
+        let mut keys: Vec<usize> = (0..KEYS.len()).filter(|k| mask & (1 << k) != 0).collect();
+        if keys.is_empty() || self.cache.options().beta > 0.0 {
+            return; // XFetch could hand out a refresh of a fresh key: not modelled here
+        }
+        let now = self.now();
+        // Per key: expected to hit (surely fresh) or to miss (nothing held, or surely dead);
+        // a key between (perhaps stale: a background refresh) or loading skips the batch.
+        let mut hit = [false; KEYS.len()];
+        for &k in &keys {
+            match self.entries[k] {
+                Some(w) if now + SLACK < w.at + w.fresh_min => hit[k] = true,
+                Some(w) if now < w.stale_max() => return,
+                _ => {}
+            }
+            let hung = |l: &Load| l.deadline.is_some_and(|d| now >= d);
+            let loading = self.loads.iter().any(|l| {
+                l.key == k && l.in_table && !l.superseded && l.outcome.is_none() && !hung(l)
+            });
+            if loading {
+                return;
+            }
+        }
+        if dup {
+            keys.push(keys[0]);
+        }
+        let roomy = self.capacity >= KEYS.len() as u64;
+        let base = self.next_value;
+        self.next_value += KEYS.len() as u32;
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<String>>::new()));
+        let loader = {
+            let asked = asked.clone();
+            move |misses: Vec<String>| {
+                asked.lock().unwrap().push(misses.clone());
+                let value = |k: &str| base + 1 + KEYS.iter().position(|x| *x == k).unwrap() as u32;
+                let found: Vec<(String, Option<u32>)> = match how {
+                    BatchHow::Values => {
+                        misses.iter().map(|k| (k.clone(), Some(value(k)))).collect()
+                    }
+                    BatchHow::Omit => misses
+                        .iter()
+                        .step_by(2)
+                        .map(|k| (k.clone(), Some(value(k))))
+                        .chain([("c:9".to_string(), Some(0))])
+                        .collect(),
+                    BatchHow::Error => {
+                        return std::future::ready(Err(std::io::Error::other("origin down")));
+                    }
+                };
+                std::future::ready(Ok(found))
+            }
+        };
+        let names: Vec<&str> = keys.iter().map(|&k| KEYS[k]).collect();
+        let answers = {
+            let cache = self.cache.clone();
+            let mut call = std::pin::pin!(cache.get_or_load_many_async(names, loader));
+            match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(a) => a,
+                Poll::Pending => panic!("a batch of keys nobody loads waited"),
+            }
+        };
+        let asked = asked.lock().unwrap().clone();
+        assert!(
+            asked.len() <= 1,
+            "one loader call for the misses: {asked:?}"
+        );
+        let asked: Vec<String> = asked.into_iter().flatten().collect();
+        let mut distinct: Vec<usize> = Vec::new();
+        for &k in &keys {
+            if !distinct.contains(&k) {
+                distinct.push(k);
+            }
+        }
+        let missed: Vec<usize> = distinct
+            .iter()
+            .copied()
+            .filter(|&k| asked.iter().any(|a| a == KEYS[k]))
+            .collect();
+        assert_eq!(
+            asked.len(),
+            missed.len(),
+            "asked for a key twice or one not requested"
+        );
+        for &k in &distinct {
+            let loaded = missed.contains(&k);
+            if hit[k] && roomy {
+                assert!(!loaded, "a batch loaded the fresh {}", KEYS[k]);
+            }
+            if !hit[k] {
+                assert!(loaded, "a batch did not load the missing {}", KEYS[k]);
+            }
+            if loaded {
+                self.slow_path(k);
+                self.entries[k] = None;
+            }
+        }
+        for (&k, answer) in keys.iter().zip(answers) {
+            if !missed.contains(&k) {
+                let v = answer.expect("a hit");
+                self.check_served(k, v, HitState::Fresh);
+                continue;
+            }
+            let nth = missed.iter().position(|&m| m == k).unwrap();
+            let want = match how {
+                BatchHow::Values => Some(base + 1 + k as u32),
+                BatchHow::Omit if nth % 2 == 0 => Some(base + 1 + k as u32),
+                BatchHow::Omit => None,
+                BatchHow::Error => {
+                    assert!(matches!(answer, Err(Error::Load(_))), "{answer:?}");
+                    continue;
+                }
+            };
+            assert_eq!(answer.expect("loaded"), want, "{}", KEYS[k]);
+            self.entries[k] = Some(self.written(want, None));
+        }
+    }
+
     fn finish(&mut self, pick: u8, how: How) {
         let running: Vec<usize> = (0..self.loads.len())
             .filter(|&i| self.loads[i].guard.is_some())
@@ -431,6 +579,7 @@ impl Sim {
         let k = |i: &u8| usize::from(*i) % KEYS.len();
         match op {
             Op::Lookup(key) => self.lookup(k(key)),
+            Op::Batch(mask, dup, how) => self.batch(*mask, *dup, *how),
             Op::Finish(pick, how) => self.finish(*pick, *how),
             Op::Set(key, ttl) => {
                 let (key, v) = (k(key), self.value());
@@ -484,7 +633,10 @@ impl Sim {
         }
         self.poll_waiters();
         let held = self.loads.iter().filter(|l| l.guard.is_some()).count();
-        assert!(herdless::driver::flights_in_progress(&self.cache) <= held, "a flight leaked");
+        assert!(
+            herdless::driver::flights_in_progress(&self.cache) <= held,
+            "a flight leaked"
+        );
         assert!(
             self.cache.metrics().entries <= self.capacity,
             "over capacity"

@@ -125,6 +125,7 @@ fn add(a: &CounterSnapshot, b: &CounterSnapshot) -> CounterSnapshot {
     t.abandoned_loads += b.abandoned_loads;
     t.coalesced_waiters += b.coalesced_waiters;
     t.lock_acquired += b.lock_acquired;
+    t.batch_loads += b.batch_loads;
     t.lock_contended += b.lock_contended;
     t.wait_timeouts += b.wait_timeouts;
     t.early_refreshes += b.early_refreshes;
@@ -289,6 +290,6 @@ mod tests {
         }
         // And the field list is the one `add` knows: a counter added to the engine later
         // must be added there too.
-        assert_eq!(one.fields().len(), 23);
+        assert_eq!(one.fields().len(), 24);
     }
 }

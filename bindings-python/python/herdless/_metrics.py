@@ -42,6 +42,9 @@ class Counters:
     """Callers that waited for another caller's load (stampedes prevented)."""
     lock_acquired: int = 0
     """Loads led: the caller won the key's flight."""
+    batch_loads: int = 0
+    """Batch loader calls (``get_or_load_many``) that loaded keys of this namespace; each of
+    their keys is also one of ``loads``."""
     lock_contended: int = 0
     """Lookups that found the key's flight already taken."""
     wait_timeouts: int = 0

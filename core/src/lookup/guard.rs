@@ -181,6 +181,17 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         }
     }
 
+    /// For a batch driver: this load is one key of a loader call whose one unit of the
+    /// origin budget another guard of the call holds, so it begins without waiting.
+    pub(crate) fn begin_covered(&mut self) {
+        self.mark_began();
+    }
+
+    /// Counts a batch loader call in this key's namespace (`batch_loads`).
+    pub(crate) fn count_batch_load(&self) {
+        self.flight.ns.counters().batch_loads.inc();
+    }
+
     /// Takes a share of the origin budget if one is free now. Background refreshes use this:
     /// when the origin is busy they are skipped rather than queued.
     pub fn try_begin(&mut self) -> bool {

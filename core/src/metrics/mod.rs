@@ -118,6 +118,7 @@ counters! {
         abandoned_loads: "Loads whose leader went away without an answer; a waiter took over.",
         coalesced_waiters: "Callers that waited for another caller's load (stampedes prevented).",
         lock_acquired: "Loads led: the caller won the key's flight.",
+        batch_loads: "Batch loader calls (get_or_load_many) that loaded keys of this namespace; each of their keys is also one of `loads`.",
         lock_contended: "Lookups that found the key's flight already taken.",
         wait_timeouts: "Waiters that gave up after wait_timeout.",
         early_refreshes: "XFetch refreshes started before expiry.",
