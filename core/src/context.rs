@@ -9,9 +9,10 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::alarm::{self, Alarm};
+use crate::cancel::Signal;
 use crate::clock::Clock;
 use crate::flight::Flight;
-use crate::loaded::Extras;
+use crate::loaded::{Answer, Extras, Loaded};
 use crate::sync::Arc;
 use crate::sync::unchecked::Arc as StdArc;
 
@@ -72,14 +73,31 @@ impl<V> Previous<V> {
         }
     }
 
-    /// A previous value read from elsewhere (a shared tier's stale entry), for a driver that
-    /// hands its loader a context itself.
-    pub fn from_parts(value: V, age: Duration, meta: Option<&str>) -> Self {
-        let extras = meta.map(|m| Extras {
-            meta: Some(m.into()),
+    /// A previous value read from elsewhere (a shared tier's stale entry), with the ttl and
+    /// metadata its loader chose, for a driver that hands its loader a context itself.
+    pub fn from_parts(value: V, age: Duration, ttl: Option<Duration>, meta: Option<&str>) -> Self {
+        let extras = Extras {
+            ttl,
+            meta: meta.map(Into::into),
             ..Extras::default()
-        });
+        };
+        let extras = (extras != Extras::default()).then_some(extras);
         Self::new(value, age, extras.as_ref())
+    }
+
+    /// The same previous entry with its value mapped by `f`.
+    pub fn map<U>(self, f: impl FnOnce(V) -> U) -> Previous<U> {
+        Previous {
+            value: f(self.value),
+            age: self.age,
+            meta: self.meta,
+            extras: self.extras,
+        }
+    }
+
+    /// The ttl its loader chose, if any.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.extras.as_ref().and_then(|e| e.ttl)
     }
 }
 
@@ -101,7 +119,7 @@ impl<V> Previous<V> {
 /// returns an error of its own: the waiters left look up again (one of them loads anew), and
 /// so does its caller.
 pub struct LoadContext<V> {
-    flight: Arc<Flight<V>>,
+    flight: StdArc<dyn Watch>,
     clock: StdArc<dyn Clock>,
     reason: LoadReason,
     previous: Option<Previous<V>>,
@@ -118,23 +136,56 @@ impl<V> core::fmt::Debug for LoadContext<V> {
 }
 
 impl<V> LoadContext<V> {
-    pub(crate) fn new(
-        flight: Arc<Flight<V>>,
+    pub(crate) fn new<W: Send + Sync + 'static>(
+        flight: Arc<Flight<W>>,
         clock: StdArc<dyn Clock>,
         reason: LoadReason,
         previous: Option<Previous<V>>,
     ) -> Self {
         Self {
-            flight,
+            flight: StdArc::new(FlightWatch(flight)),
             clock,
             reason,
             previous,
         }
     }
 
+    /// A context for a load that has no flight in this process (see
+    /// [`driver::detached_context`](crate::driver::detached_context)).
+    pub(crate) fn detached(
+        key: &str,
+        clock: StdArc<dyn Clock>,
+        reason: LoadReason,
+        previous: Option<Previous<V>>,
+        hard_deadline: Option<Duration>,
+    ) -> Self {
+        let watch = Detached {
+            key: key.into(),
+            signal: Signal::new(),
+            hard_deadline,
+        };
+        Self {
+            flight: StdArc::new(watch),
+            clock,
+            reason,
+            previous,
+        }
+    }
+
+    /// The same context with its previous value mapped by `f` (a driver that keeps values
+    /// wrapped in its cache and hands its loader the bare value).
+    pub fn map<U>(self, f: impl FnOnce(V) -> U) -> LoadContext<U> {
+        LoadContext {
+            flight: self.flight,
+            clock: self.clock,
+            reason: self.reason,
+            previous: self.previous.map(|p| p.map(f)),
+        }
+    }
+
     /// The key being loaded.
     pub fn key(&self) -> &str {
-        &self.flight.key
+        self.flight.key()
     }
 
     /// Why it loads.
@@ -162,6 +213,7 @@ impl<V> LoadContext<V> {
     pub fn cancelled(&self) -> Cancelled<V> {
         Cancelled {
             flight: self.flight.clone(),
+            _value: core::marker::PhantomData,
             clock: self.clock.clone(),
             until: None,
             slot: None,
@@ -176,13 +228,61 @@ impl<V> LoadContext<V> {
     pub fn wait_cancelled(&self, timeout: Duration) -> bool {
         let mut watch = self.cancelled();
         watch.until = Some(self.clock.now().saturating_add(timeout));
-        crate::sync::block_on(Watch(watch))
+        crate::sync::block_on(Until(watch))
+    }
+}
+
+/// What a context watches: its flight, or a detached load's own deadline.
+trait Watch: Send + Sync {
+    fn key(&self) -> &str;
+    fn is_cancelled(&self, now: Duration) -> bool;
+    fn signal(&self) -> &Signal;
+    fn hard_deadline(&self) -> Option<Duration>;
+}
+
+struct FlightWatch<W>(Arc<Flight<W>>);
+
+impl<W: Send + Sync> Watch for FlightWatch<W> {
+    fn key(&self) -> &str {
+        &self.0.key
+    }
+    fn is_cancelled(&self, now: Duration) -> bool {
+        self.0.is_cancelled(now)
+    }
+    fn signal(&self) -> &Signal {
+        &self.0.cancel
+    }
+    fn hard_deadline(&self) -> Option<Duration> {
+        self.0.hard_deadline
+    }
+}
+
+/// A detached load's: nothing but its hard deadline ends it.
+struct Detached {
+    key: Box<str>,
+    signal: Signal,
+    hard_deadline: Option<Duration>,
+}
+
+impl Watch for Detached {
+    fn key(&self) -> &str {
+        &self.key
+    }
+    fn is_cancelled(&self, now: Duration) -> bool {
+        self.hard_deadline.is_some_and(|d| now >= d)
+    }
+    fn signal(&self) -> &Signal {
+        &self.signal
+    }
+    fn hard_deadline(&self) -> Option<Duration> {
+        self.hard_deadline
     }
 }
 
 /// The future of [`LoadContext::cancelled`].
 pub struct Cancelled<V> {
-    flight: Arc<Flight<V>>,
+    flight: StdArc<dyn Watch>,
+    _value: core::marker::PhantomData<fn() -> V>,
     clock: StdArc<dyn Clock>,
     /// A wait that also ends at this time (the blocking wait's timeout).
     until: Option<Duration>,
@@ -193,7 +293,7 @@ pub struct Cancelled<V> {
 impl<V> core::fmt::Debug for Cancelled<V> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Cancelled")
-            .field("key", &self.flight.key)
+            .field("key", &self.flight.key())
             .finish_non_exhaustive()
     }
 }
@@ -202,14 +302,15 @@ impl<V> Cancelled<V> {
     /// `Ready(true)`: cancelled; `Ready(false)`: `until` passed first.
     fn poll_watch(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
         let now = self.clock.now();
-        if self.flight.is_cancelled(now) || self.flight.cancel.poll(&mut self.slot, cx).is_ready() {
+        if self.flight.is_cancelled(now) || self.flight.signal().poll(&mut self.slot, cx).is_ready()
+        {
             return Poll::Ready(true);
         }
         if self.until.is_some_and(|u| now >= u) {
             return Poll::Ready(false);
         }
         // The hard timeout fires nothing by itself: a clock timer wakes this then.
-        let next = [self.until, self.flight.hard_deadline]
+        let next = [self.until, self.flight.hard_deadline()]
             .into_iter()
             .flatten()
             .min();
@@ -234,20 +335,33 @@ impl<V> Drop for Cancelled<V> {
     fn drop(&mut self) {
         alarm::disarm(&mut self.alarm);
         if let Some(slot) = self.slot.take() {
-            self.flight.cancel.forget(slot);
+            self.flight.signal().forget(slot);
         }
     }
 }
 
 /// [`Cancelled`] with a deadline, for [`LoadContext::wait_cancelled`].
 #[cfg(feature = "std")]
-struct Watch<V>(Cancelled<V>);
+struct Until<V>(Cancelled<V>);
 
 #[cfg(feature = "std")]
-impl<V> Future for Watch<V> {
+impl<V> Future for Until<V> {
     type Output = bool;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
         self.0.poll_watch(cx)
+    }
+}
+
+impl<V> Loaded<V> {
+    /// The same lifetimes, metadata and caching with `value` as the answer (a driver that
+    /// resolved "not modified" to the previous value itself). The metadata and ttl are
+    /// `previous`'s unless this answer set its own.
+    pub fn resolved<U>(self, value: Option<U>, previous: Option<&Previous<U>>) -> Loaded<U> {
+        Loaded {
+            answer: Answer::Value(value),
+            extras: self.extras.or(previous.and_then(|p| p.extras.as_deref())),
+            store: self.store,
+        }
     }
 }

@@ -12,6 +12,7 @@ use crate::budget::Budget;
 pub use crate::budget::OriginPermit;
 use crate::cache::Cache;
 use crate::clock::Clock;
+use crate::context::{LoadContext, LoadReason, Previous};
 use crate::error::Error;
 use crate::lookup::LoadGuard;
 use crate::sync::unchecked::Arc as StdArc;
@@ -34,6 +35,34 @@ pub fn try_origin_permit<V: Clone + Send + Sync + 'static>(
 pub fn record_backend_error<V: Clone + Send + Sync + 'static>(cache: &Cache<V>, key: &str) {
     let ns = cache.table().namespaces.get(crate::key::namespace_of(key));
     ns.counters().backend_errors.inc();
+}
+
+/// Counts a loader's answer the driver refused (e.g. metadata over the cap), against
+/// `key`'s namespace, in `load_errors`.
+pub fn record_load_error<V: Clone + Send + Sync + 'static>(cache: &Cache<V>, key: &str) {
+    let ns = cache.table().namespaces.get(crate::key::namespace_of(key));
+    ns.counters().load_errors.inc();
+}
+
+/// Counts a load of `key` answered "not modified" that the driver resolved itself (a
+/// shared tier's: the previous value is republished for the fleet), in `not_modified`.
+pub fn record_not_modified<V: Clone + Send + Sync + 'static>(cache: &Cache<V>, key: &str) {
+    let ns = cache.table().namespaces.get(crate::key::namespace_of(key));
+    ns.counters().not_modified.inc();
+}
+
+/// The context of a load of `key` that has no flight in `cache` (a two-tier driver's
+/// detached refresh of a shared entry, served stale meanwhile): cancelled only by its
+/// hard timeout at `hard_deadline` on `cache`'s clock.
+pub fn detached_context<V: Clone + Send + Sync + 'static, U>(
+    cache: &Cache<V>,
+    key: &str,
+    reason: LoadReason,
+    previous: Option<Previous<U>>,
+    hard_deadline: Option<Duration>,
+) -> LoadContext<U> {
+    let clock = cache.table().clock.clone();
+    LoadContext::detached(key, clock, reason, previous, hard_deadline)
 }
 
 /// Keys currently loading in `cache` (flight records): a cheap read, for leak checks
@@ -67,7 +96,21 @@ pub fn adopt<V: Clone + Send + Sync + 'static>(
     fresh: Duration,
     load_duration: Duration,
 ) -> Result<Option<V>, Error> {
-    guard.adopt(value, fresh, load_duration)
+    guard.adopt(value, fresh, load_duration, (None, None))
+}
+
+/// [`adopt`] of a shared entry whose loader chose its own `ttl` or kept `meta` with it
+/// (PROTOCOL.md, entry format 2): the L1 keeps both, so the next load of the key is told
+/// the metadata and a not-modified answer restarts the same lifetime.
+pub fn adopt_with<V: Clone + Send + Sync + 'static>(
+    guard: LoadGuard<V>,
+    value: Option<V>,
+    fresh: Duration,
+    load_duration: Duration,
+    ttl: Option<Duration>,
+    meta: Option<&str>,
+) -> Result<Option<V>, Error> {
+    guard.adopt(value, fresh, load_duration, (ttl, meta))
 }
 
 /// Records that the caller of `guard` was answered with its fail-safe value by the driver

@@ -129,9 +129,50 @@ impl<V> Loaded<V> {
         self.extras.ttl
     }
 
+    /// The grace this answer sets, if any.
+    pub fn grace_set(&self) -> Option<Duration> {
+        self.extras.grace
+    }
+
+    /// The negative ttl this answer sets, if any.
+    pub fn negative_ttl_set(&self) -> Option<Duration> {
+        self.extras.negative_ttl
+    }
+
     /// The metadata this answer sets, if any.
     pub fn meta_set(&self) -> Option<&str> {
         self.extras.meta.as_deref()
+    }
+
+    /// Whether the answer is stored (not [`no_cache`](Self::no_cache)).
+    pub fn is_cached(&self) -> bool {
+        self.store
+    }
+
+    /// Whether the answer is [`not_modified`](Self::not_modified).
+    pub fn is_not_modified(&self) -> bool {
+        matches!(self.answer, Answer::NotModified)
+    }
+
+    /// The value found (`Some(None)`: absent), or `None` for "not modified".
+    pub fn found(&self) -> Option<Option<&V>> {
+        match &self.answer {
+            Answer::Value(v) => Some(v.as_ref()),
+            Answer::NotModified => None,
+        }
+    }
+
+    /// The same answer over another value type (a driver that keeps values wrapped).
+    pub fn map<U>(self, f: impl FnOnce(V) -> U) -> Loaded<U> {
+        let answer = match self.answer {
+            Answer::Value(v) => Answer::Value(v.map(f)),
+            Answer::NotModified => Answer::NotModified,
+        };
+        Loaded {
+            answer,
+            extras: self.extras,
+            store: self.store,
+        }
     }
 }
 

@@ -70,7 +70,7 @@ pub use backend::{
 pub use codec::{Codec, CodecError, Json, RawBytes};
 pub use error::Error;
 pub use fleet::{ErrorCounter, Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
-pub use lifetimes::{Lifetimes, MAX_TTL, fresh_for};
+pub use lifetimes::{Lifetimes, MAX_TTL, Own, fresh_for};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};
 pub use tiered::{TieredBuilder, TieredCache};

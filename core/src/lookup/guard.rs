@@ -323,9 +323,12 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         value: Option<V>,
         fresh: Duration,
         load_duration: Duration,
+        chosen: (Option<Duration>, Option<&str>),
     ) -> Result<Option<V>, Error> {
         // Zero would mean "the cache's TTL": the smallest TTL makes the entry stale at once.
         self.keep.ttl = Some(fresh.max(Duration::from_nanos(1)));
+        self.keep.extras.ttl = chosen.0;
+        self.keep.extras.meta = chosen.1.map(Into::into);
         let now = self.table.now();
         self.end(Outcome::Loaded(value.clone()), load_duration, now);
         Ok(value)
