@@ -14,6 +14,7 @@ use crate::cache::Cache;
 use crate::clock::Clock;
 use crate::context::{LoadContext, LoadReason, Previous};
 use crate::error::Error;
+use crate::loaded::Keep;
 use crate::lookup::LoadGuard;
 use crate::sync::unchecked::Arc as StdArc;
 
@@ -111,6 +112,26 @@ pub fn adopt_with<V: Clone + Send + Sync + 'static>(
     meta: Option<&str>,
 ) -> Result<Option<V>, Error> {
     guard.adopt(value, fresh, load_duration, (ttl, meta))
+}
+
+/// Stores `value` under `key` as [`Cache::set_with_ttl`] does (fresh for `fresh`), keeping
+/// the `ttl` and `meta` its loader chose: a value read from a shared tier's entry (format 2)
+/// outside a load.
+pub fn set_shared<V: Clone + Send + Sync + 'static>(
+    cache: &Cache<V>,
+    key: &str,
+    value: V,
+    fresh: Duration,
+    ttl: Option<Duration>,
+    meta: Option<&str>,
+) -> Result<(), Error> {
+    let mut keep = Keep {
+        ttl: Some(fresh),
+        ..Keep::default()
+    };
+    keep.extras.ttl = ttl;
+    keep.extras.meta = meta.map(Into::into);
+    cache.table().write_keep(key, Some(value), keep)
 }
 
 /// Records that the caller of `guard` was answered with its fail-safe value by the driver

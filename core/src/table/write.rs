@@ -124,8 +124,18 @@ impl<V: Clone> Table<V> {
         value: Option<V>,
         ttl: Option<Duration>,
     ) -> Result<(), Error> {
+        let keep = Keep {
+            ttl,
+            ..Keep::default()
+        };
+        self.write_keep(key, value, keep)
+    }
+
+    /// [`write`](Self::write) with the lifetimes and metadata a loader chose (a value read
+    /// from a shared tier keeps them).
+    pub(crate) fn write_keep(&self, key: &str, value: Option<V>, keep: Keep) -> Result<(), Error> {
         self.check_key(key)?;
-        if ttl == Some(Duration::ZERO) {
+        if keep.ttl == Some(Duration::ZERO) {
             return Err(Error::ZeroTtl);
         }
         let hash = self.hash(key);
@@ -140,10 +150,6 @@ impl<V: Clone> Table<V> {
             // Keep the measured load time so XFetch still knows how expensive the key is.
             let load_nanos = shard.store.get(hash, key).map_or(0, |o| o.entry.load_nanos);
             let epoch = ns.epoch();
-            let keep = Keep {
-                ttl,
-                ..Keep::default()
-            };
             let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep);
             let weight = self.weigh(key, &entry)?;
             self.store(&mut shard, hash, key, entry, weight, n, &mut dropped);
