@@ -264,12 +264,11 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
                 return release_then(lease, answer);
             }
         };
-        if let Some(len) = loaded.meta_set().map(str::len) {
-            if len > MAX_META_BYTES {
-                let max = MAX_META_BYTES;
-                self.count_refused();
-                return self.fail(Error::MetaTooLong { len, max });
-            }
+        let len = loaded.meta_set().map_or(0, str::len);
+        if len > MAX_META_BYTES {
+            let max = MAX_META_BYTES;
+            self.count_refused();
+            return self.fail(Error::MetaTooLong { len, max });
         }
         let loaded = if loaded.is_not_modified() {
             let Some(previous) = self.previous() else {
