@@ -363,8 +363,8 @@ pub(crate) fn to_loaded(value: Bound<'_, PyAny>) -> PyResult<CoreLoaded<PyValue>
     Ok(loaded)
 }
 
-/// Whether `loader` takes the context: one positional parameter (or `*args`). Decided once
-/// per code object (every lambda of one source line shares it), else per call.
+/// Whether `loader` takes the context: exactly one required positional parameter. Decided
+/// once per code object (every lambda of one source line shares it), else per call.
 pub(crate) fn takes_context(loader: &Bound<'_, PyAny>) -> PyResult<bool> {
     static SEEN: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
     let py = loader.py();
@@ -388,6 +388,9 @@ pub(crate) fn takes_context(loader: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(takes)
 }
 
+/// Exactly one required positional parameter. Optional ones and `*args` do not count: a
+/// `functools.partial` of a function with defaults left, or a builtin such as `list`,
+/// keeps being called with no argument.
 fn arity(loader: &Bound<'_, PyAny>) -> PyResult<bool> {
     let py = loader.py();
     let inspect = py.import("inspect")?;
@@ -396,20 +399,21 @@ fn arity(loader: &Bound<'_, PyAny>) -> PyResult<bool> {
         .getattr("parameters")?
         .call_method0("values")?;
     let kind = inspect.getattr("Parameter")?;
+    let empty = kind.getattr("empty")?;
     let positional = [
         kind.getattr("POSITIONAL_ONLY")?,
         kind.getattr("POSITIONAL_OR_KEYWORD")?,
-        kind.getattr("VAR_POSITIONAL")?,
     ];
+    let mut required = 0;
     for p in params.try_iter()? {
-        let k = p?.getattr("kind")?;
-        for want in &positional {
-            if k.eq(want)? {
-                return Ok(true);
-            }
+        let p = p?;
+        let k = p.getattr("kind")?;
+        let is_positional = positional[0].eq(&k)? || positional[1].eq(&k)?;
+        if is_positional && p.getattr("default")?.is(&empty) {
+            required += 1;
         }
     }
-    Ok(false)
+    Ok(required == 1)
 }
 
 /// Whether `loader` takes the context (see [`takes_context`]), for the asyncio driver.

@@ -245,3 +245,15 @@ def test_events_reach_the_listener() -> None:
     kind, key, error = events[1]
     assert (kind, key) == ("load_error", "b:1") and error is not None and "origin down" in error
     assert cache.metrics().total.events_dropped == 0
+
+
+def test_only_a_loader_with_one_required_parameter_gets_the_context() -> None:
+    cache = Cache(jitter=0, beta=0)
+
+    def with_default(x: int = 3) -> int:
+        return x
+
+    assert cache.get_or_load("p:1", with_default) == 3
+    assert cache.get_or_load("p:2", list) == []
+    assert cache.get_or_load("p:3", lambda *args: len(args)) == 0
+    assert cache.get_or_load("p:4", lambda ctx, extra=1: ctx.key) == "p:4"

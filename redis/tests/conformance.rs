@@ -198,9 +198,10 @@ fn call_seeing(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>, seen: &See
 /// The loader's answer of a step: its `value` (null: absent), shaped by `answer`
 /// (`ttl_ms`, `grace_ms`, `negative_ttl_ms`, `meta`, `not_modified`, `no_cache`).
 fn loaded(value: Value, answer: &Value) -> Loaded<Value> {
+    // Without `answer`, null is a JSON value like any other (as before this field).
     let mut l = match (answer["not_modified"].as_bool(), value) {
         (Some(true), _) => Loaded::not_modified(),
-        (_, Value::Null) => Loaded::absent(),
+        (_, Value::Null) if answer.is_object() => Loaded::absent(),
         (_, v) => Loaded::value(v),
     };
     let ms = |f: &str| answer[f].as_u64().map(Duration::from_millis);

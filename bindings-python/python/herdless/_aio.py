@@ -65,7 +65,7 @@ class _Answered:
 async def aget_or_load(
     cache: _native.Cache,
     key: str,
-    loader: Callable[[], Awaitable[T] | T],
+    loader: Callable[[], Awaitable[T] | T] | Callable[[Any], Awaitable[Any]],
     ttl: float | None,
     step: Any = None,
 ) -> T:
@@ -89,14 +89,14 @@ class _Observed:
 
     __slots__ = ("_call", "_key", "_observer")
 
-    def __init__(self, observer: Callable[..., Any], key: str, call: Callable[[], Any]) -> None:
+    def __init__(self, observer: Callable[..., Any], key: str, call: Callable[..., Any]) -> None:
         self._observer, self._key, self._call = observer, key, call
 
     def start(self, background: bool) -> Any:
         return self._observer(self._key, background, self._call)
 
 
-_Loader = Callable[[], Any] | _Observed
+_Loader = Callable[..., Any] | _Observed
 
 
 async def _drive(step: Any, loader: _Loader, key: str) -> Any:
@@ -120,11 +120,11 @@ async def _drive(step: Any, loader: _Loader, key: str) -> Any:
 def _with_context(load: _native._Load, loader: _Loader) -> tuple[_Loader, Any]:
     """`loader` ready to call: one that takes a context (``async def load(ctx)``) gets it
     bound, before any observer wraps it; the context is returned to read the answer."""
-    call = loader._call if isinstance(loader, _Observed) else loader
+    call: Callable[..., Any] = loader._call if isinstance(loader, _Observed) else loader
     if call is _no_loader or not _native._takes_context(call):
         return loader, None
     ctx = load.context()
-    bound = functools.partial(call, ctx)
+    bound: Callable[[], Any] = functools.partial(call, ctx)
     if isinstance(loader, _Observed):
         return _Observed(loader._observer, loader._key, bound), ctx
     return bound, ctx
