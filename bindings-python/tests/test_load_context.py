@@ -163,7 +163,8 @@ def test_no_cache_answers_and_stores_nothing() -> None:
 
     assert cache.get_or_load("k:1", once) == "once"
     assert cache.peek("k:1") is None
-    assert cache.get_or_load("k:2", lambda ctx: Loaded("twice", no_cache=True)) == "twice"
+    twice: Any = cache.get_or_load("k:2", lambda ctx: Loaded("twice", no_cache=True))
+    assert twice == "twice"
     assert cache.peek("k:2") is None
 
 
@@ -214,7 +215,7 @@ def test_an_async_loader_gets_the_context_and_is_cancelled_with_its_task() -> No
 
     async def main() -> None:
         assert await cache.aget_or_load("k:1", load) == "async"
-        task = asyncio.create_task(cache.aget_or_load("k:2", slow))
+        task: asyncio.Task[Any] = asyncio.create_task(cache.aget_or_load("k:2", slow))
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -256,4 +257,7 @@ def test_only_a_loader_with_one_required_parameter_gets_the_context() -> None:
     assert cache.get_or_load("p:1", with_default) == 3
     assert cache.get_or_load("p:2", list) == []
     assert cache.get_or_load("p:3", lambda *args: len(args)) == 0
-    assert cache.get_or_load("p:4", lambda ctx, extra=1: ctx.key) == "p:4"
+    def with_extra(ctx: LoadContext, extra: int = 1) -> str:
+        return ctx.key
+
+    assert cache.get_or_load("p:4", with_extra) == "p:4"

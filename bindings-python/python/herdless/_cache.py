@@ -190,7 +190,7 @@ class Cache(_native.Cache):
     async def aget_or_load(
         self,
         key: str,
-        loader: Callable[[], Awaitable[T]] | Callable[[LoadContext], Awaitable[Any]],
+        loader: Callable[[], Awaitable[T]] | Callable[[LoadContext], Awaitable[T]],
         *,
         ttl: float | None = None,
     ) -> T:
