@@ -113,6 +113,9 @@ impl<V> Previous<V> {
 ///   `bump` is O(1) and touches no load: [`is_cancelled`](Self::is_cancelled) sees it at
 ///   once, the [`cancelled`](Self::cancelled) future at its next poll).
 ///
+/// It also reads as cancelled once the load has ended (its outcome is set), which a loader
+/// that returned never sees.
+///
 /// A loader watches it with [`is_cancelled`](Self::is_cancelled) (between steps),
 /// [`cancelled`](Self::cancelled) (a future, e.g. in a `select!` against its request), or,
 /// blocking, [`wait_cancelled`](Self::wait_cancelled). A loader that gives up because of it

@@ -11,7 +11,9 @@
 //!   the tier is down), and its reads and writes carry the one failure policy
 //!   (PROTOCOL.md, "Failure policy"). Rust's [`TieredCache`], the Python binding and the
 //!   Node binding are its drivers: each only runs loaders, waits and encodes in its own
-//!   language.
+//!   language. A context-aware loader ([`TieredCache::get_or_load_with`],
+//!   [`Load::context`](two_tier::Load::context), [`Load::loaded_with`](two_tier::Load::loaded_with))
+//!   chooses lifetimes and metadata that hold for the whole fleet (entry format 2).
 //! - [`RedisBackend`]: the core's [`Backend`](herdless::backend::Backend) on Redis: a one-round-trip
 //!   read (value and namespace epoch in one `MGET`, one slot), an atomic read-or-lock script
 //!   (SET NX PX semantics with a 128-bit random token), token-checked extend / release /

@@ -33,7 +33,6 @@ __all__ = [
     "MemoryStore",
     "Previous",
     "_Bridge",
-    "_CancelWatch",
     "_Done",
     "_Load",
     "_Refresh",
@@ -104,10 +103,6 @@ class LoadContext:
     def wait_cancelled(self, timeout: float) -> bool: ...
     @property
     def cancelled(self) -> threading.Event: ...
-
-@final
-class _CancelWatch:
-    def __call__(self) -> None: ...
 
 def check_seconds(name: str, value: object) -> float:
     """Checks a positive duration option given in seconds."""
