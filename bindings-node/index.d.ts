@@ -339,7 +339,10 @@ export interface Counters {
   coalescedWaiters: number
   /** Loads led: the caller won the key's flight. */
   lockAcquired: number
-  /** Batch loader calls (`getOrLoadMany`) that loaded keys of this namespace; each of their keys is also one of `loads`. */
+  /**
+   * Batch loader calls (`getOrLoadMany`) that loaded keys of this namespace; each of
+   * their keys is also one of `loads`.
+   */
   batchLoads: number
   /** Lookups that found the key's flight already taken. */
   lockContended: number
