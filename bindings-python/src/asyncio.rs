@@ -22,8 +22,9 @@ use pyo3::prelude::*;
 
 use crate::blocking::Handle;
 use crate::codec::PyHost;
+use crate::context::{LoadContext, to_loaded};
 use crate::errors::{PyLoadError, map_error};
-use crate::value::{Held, PyValue, from_loader, to_caller};
+use crate::value::{Held, PyValue, to_caller};
 
 /// Turns an engine answer into the Python object the awaiting task receives.
 type Deliver = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
@@ -320,17 +321,33 @@ impl LoadStep {
         to_caller(py, v)
     }
 
-    /// Finishes with the loader's value (`ABSENT`: an absence); the next step.
-    fn loaded(&self, py: Python<'_>, value: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let value = from_loader(value)?;
-        self.finish(py, |load, host| load.loaded(Ok(value), host))
+    /// The context to hand a loader that takes one (`async def load(ctx)`).
+    fn context(&self, py: Python<'_>) -> PyResult<Py<LoadContext>> {
+        let ctx = self.with(|l| l.context())?;
+        Py::new(py, LoadContext::new(ctx))
+    }
+
+    /// Finishes with the loader's value (`ABSENT`: an absence, a `Loaded`: its answer,
+    /// with what the loader set on `ctx`); the next step.
+    #[pyo3(signature = (value, ctx=None))]
+    fn loaded(
+        &self,
+        py: Python<'_>,
+        value: Bound<'_, PyAny>,
+        ctx: Option<Py<LoadContext>>,
+    ) -> PyResult<Py<PyAny>> {
+        let loaded = match &ctx {
+            Some(ctx) => ctx.get().answer(value)?,
+            None => to_loaded(value)?,
+        };
+        self.finish(py, |load, host| load.loaded_with(Ok(loaded), host))
     }
 
     /// Finishes with the loader's exception (every waiter raises it); the next step, which
     /// raises it too unless a fail-safe value answers.
     fn failed(&self, py: Python<'_>, exc: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let err = herdless::LoadError::new(PyLoadError::from_exception(exc));
-        self.finish(py, |load, host| load.loaded(Err(err), host))
+        self.finish(py, |load, host| load.loaded_with(Err(err), host))
     }
 
     /// Finishes as past its hard timeout: the fail-safe value, or `LoadTimeout`.

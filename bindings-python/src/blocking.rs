@@ -18,10 +18,11 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::block::block_on;
 use crate::codec::{Codec, PyHost};
+use crate::context::{LoadContext, takes_context, to_loaded};
 use crate::errors::{PyLoadError, map_error};
 use crate::observe::Observer;
 use crate::shutdown::Busy;
-use crate::value::{Held, PyValue, from_loader, to_caller};
+use crate::value::{Held, PyValue, to_caller};
 
 /// What the binding holds of a cache: the fleet engine over its L1, and the codec of its
 /// shared tier (JSON when there is none: it is then never used).
@@ -89,6 +90,23 @@ impl Loader {
     }
 }
 
+/// `loader` ready to call: a `loader(ctx)` gets its context (made by `context`) bound as
+/// its argument, before any observer wraps it; the context is returned to read the answer.
+pub(crate) fn with_context(
+    py: Python<'_>,
+    loader: Loader,
+    context: impl FnOnce() -> herdless::LoadContext<PyValue>,
+) -> PyResult<(Loader, Option<Py<LoadContext>>)> {
+    match loader {
+        Loader::Call0(f) if takes_context(f.bind(py))? => {
+            let ctx = Py::new(py, LoadContext::new(context()))?;
+            let args = PyTuple::new(py, [ctx.clone_ref(py).into_any()])?.unbind();
+            Ok((Loader::Call(f, args, None), Some(ctx)))
+        }
+        loader => Ok((loader, None)),
+    }
+}
+
 /// A finished load's answer for this caller, as a Python object or exception.
 pub(crate) fn answer(py: Python<'_>, r: Result<Option<PyValue>, Error>) -> PyResult<Py<PyAny>> {
     match r {
@@ -149,15 +167,22 @@ pub(crate) fn get_or_load_from(
 
 /// A loader call's outcome.
 enum Called {
-    Value(Option<PyValue>),
+    Value(herdless::Loaded<PyValue>),
     /// An `Exception`: the load's result.
     Failed(LoadError),
     /// Any other `BaseException`: about this thread, not the load.
     Interrupted(PyErr),
 }
 
-fn call(py: Python<'_>, loader: &Loader) -> Called {
-    match loader.call(py).and_then(from_loader) {
+fn call(py: Python<'_>, loader: &Loader, ctx: Option<&Py<LoadContext>>) -> Called {
+    let answer = loader.call(py).and_then(|v| match ctx {
+        Some(ctx) => ctx.get().answer(v),
+        None => to_loaded(v),
+    });
+    if let Some(ctx) = ctx {
+        ctx.get().finish();
+    }
+    match answer {
         Ok(v) => Called::Value(v),
         Err(err) if err.is_instance_of::<PyException>(py) => {
             Called::Failed(LoadError::new(PyLoadError::new(py, err)))
@@ -199,6 +224,13 @@ pub(crate) fn drive(
             }
             Step::Load(load) => {
                 let loader = loader.take().expect("a load runs its loader once");
+                let (loader, ctx) = match with_context(py, loader, || load.context()) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        load.abandon();
+                        return Err(e);
+                    }
+                };
                 let loader = match handle.observer.wrap(py, key, load.is_background(), loader) {
                     Ok(l) => l,
                     Err(e) => {
@@ -214,12 +246,12 @@ pub(crate) fn drive(
                         return Err(e);
                     }
                 };
-                let called = call(py, &loader);
+                let called = call(py, &loader, ctx.as_ref());
                 drop(busy);
                 let host = PyHost::new(py, &handle.codec);
                 let next = match called {
-                    Called::Value(v) => load.loaded(Ok(v), &host),
-                    Called::Failed(e) => load.loaded(Err(e), &host),
+                    Called::Value(v) => load.loaded_with(Ok(v), &host),
+                    Called::Failed(e) => load.loaded_with(Err(e), &host),
                     Called::Interrupted(err) => {
                         load.abandon();
                         return Err(err);

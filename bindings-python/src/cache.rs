@@ -51,7 +51,7 @@ impl Cache {
         max_namespaces=None,
         namespace=None,
         redis=None, redis_prefix=None, codec=None, lease=None, detector_tick=None,
-        detector=None,
+        detector=None, refresh_ahead=None, on_event=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
@@ -79,6 +79,8 @@ impl Cache {
         lease: Option<Bound<'py, PyAny>>,
         detector_tick: Option<Bound<'py, PyAny>>,
         detector: Option<Bound<'py, PyAny>>,
+        refresh_ahead: Option<f64>,
+        on_event: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         let checked = Options {
             ttl,
@@ -107,7 +109,13 @@ impl Cache {
         }
         .check(py)?;
         let shared = checked.redis.is_some();
-        let (builder, tier) = (checked.builder, checked.redis);
+        let (mut builder, tier) = (checked.builder, checked.redis);
+        if let Some(share) = refresh_ahead {
+            builder = builder.refresh_ahead(share);
+        }
+        if let Some(listener) = on_event {
+            builder = builder.listener(crate::context::listener(listener)?);
+        }
         let tt = py
             .detach(|| TwoTier::build(builder, tier))
             .map_err(|e| match e {

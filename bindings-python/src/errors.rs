@@ -94,6 +94,8 @@ pub(crate) fn map_error(py: Python<'_>, e: Error) -> PyErr {
                 herdless_err(py, "TooManyFlights", message, &[("limit", int(max)?)])
             }
             Error::Backend(_) => herdless_err(py, "BackendError", message, &[]),
+            Error::NoPrevious => herdless_err(py, "NoPrevious", message, &[]),
+            Error::MetaTooLong { .. } => herdless_err(py, "MetaTooLong", message, &[]),
             Error::ZeroTtl | Error::TtlTooLong { .. } => config_error(py, message),
             _ => herdless_err(py, "HerdlessError", message, &[]),
         })

@@ -17,6 +17,7 @@ mod blocking;
 mod cache;
 mod cached;
 mod codec;
+mod context;
 mod detector;
 mod errors;
 mod keys;
@@ -43,6 +44,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<keys::KeyBuilder>()?;
     m.add_class::<keys::Keyer>()?;
     m.add_class::<value::Absent>()?;
+    m.add_class::<context::LoadContext>()?;
+    m.add_class::<context::Loaded>()?;
+    m.add_class::<context::Previous>()?;
     m.add_class::<asyncio::Bridge>()?;
     m.add_class::<asyncio::Done>()?;
     m.add_class::<asyncio::Stale>()?;
@@ -54,6 +58,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<batch::BatchRefresh>()?;
     m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
+    m.add_function(wrap_pyfunction!(context::_takes_context, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;
     m.add("ABSENT", cache::absent_object(m.py())?)?;
     m.add("BUCKETS", metrics::buckets().to_vec())?;

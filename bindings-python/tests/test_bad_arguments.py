@@ -48,7 +48,7 @@ MEMORY_CASES: dict[str, str] = {
     "loader int": "cache.get_or_load('k:2', 42)",
     "loader None": "cache.get_or_load('k:3', None)",
     "loader str": "cache.get_or_load('k:4', 'lambda: 1')",
-    "loader needs an argument": "cache.get_or_load('k:5', lambda x: x)",
+    "loader needs arguments": "cache.get_or_load('k:5', lambda x, y: x)",
     "async loader not callable": "asyncio.run(cache.aget_or_load('k:6', 42))",
     "async loader returns no awaitable": "asyncio.run(cache.aget_or_load('k:7', lambda: 1))",
     "sync loader returns a coroutine": "cache.get_or_load('k:8', coro_fn)",
@@ -170,8 +170,9 @@ def test_empty_and_huge_keys_raise_value_errors(memory_results: Any) -> None:
 def test_loaders_that_are_not_callables_raise_type_error(memory_results: Any) -> None:
     for name in ["loader int", "loader None", "loader str", "async loader not callable"]:
         expect(memory_results, name, "TypeError", "callable")
-    # A callable with the wrong signature fails as it would without a cache.
-    expect(memory_results, "loader needs an argument", "TypeError", "argument")
+    # A callable with the wrong signature fails as it would without a cache (one required
+    # parameter is not wrong: it is handed the load's context).
+    expect(memory_results, "loader needs arguments", "TypeError", "argument")
     # aget_or_load awaits what the loader returns when it is awaitable, else takes it as is.
     assert memory_results["async loader returns no awaitable"] == ("ok", "1")
     # An async function given to the sync API is refused, not cached as a coroutine object.

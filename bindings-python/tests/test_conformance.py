@@ -16,16 +16,24 @@ from typing import Any
 
 import pytest
 
-from herdless import ABSENT, BackendError, BatchError, Cache, LoadTimeout, WaitTimeout
+from herdless import (
+    ABSENT,
+    BackendError,
+    BatchError,
+    Cache,
+    Loaded,
+    LoadContext,
+    LoadTimeout,
+    MetaTooLong,
+    NoPrevious,
+    WaitTimeout,
+)
 from herdless.testing import MemoryStore
 
 from redis_support import RedisServer, command, epoch_key, lock_key, value_key
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "conformance").glob("*.json"))
-# A scenario naming its `runners` is played by those only (conformance/README.md).
-PLAYED = [
-    p for p in SCENARIOS if "python" in json.loads(p.read_text()).get("runners", ["python"])
-]
+PLAYED = SCENARIOS
 _UNIQUE = itertools.count()
 
 
@@ -52,6 +60,10 @@ def _kind(exc: BaseException) -> str:
         return "load_timeout"
     if isinstance(exc, _LoaderFailed):
         return "load"
+    if isinstance(exc, NoPrevious):
+        return "no_previous"
+    if isinstance(exc, MetaTooLong):
+        return "meta_too_long"
     return f"other: {exc!r}"
 
 
@@ -132,6 +144,18 @@ def _check(name: str, step: dict[str, Any], got: Any, exc: BaseException | None,
         assert took >= step["after_ms"] / 1000, f"{at}: answered after {took:.3f} s"
 
 
+def _answer(value: Any, answer: dict[str, Any] | None) -> Any:
+    """The loader's answer of a step: ``value`` (None: absent) shaped by ``answer``."""
+    if answer is None:
+        return value
+    if value is None:
+        value = ABSENT
+    secs = {k[: -len("_ms")]: v / 1000 for k, v in answer.items() if k.endswith("_ms")}
+    if answer.get("not_modified"):
+        return Loaded.not_modified(ttl=secs.get("ttl"), meta=answer.get("meta"))
+    return Loaded(value, meta=answer.get("meta"), no_cache=answer.get("no_cache", False), **secs)
+
+
 def _counter(name: str, what: str, want: Any, got: int) -> None:
     if isinstance(want, str):
         assert want.startswith(">="), f"{name}: bad expectation {want}"
@@ -146,15 +170,22 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
     lock = threading.Lock()
     running: dict[str, tuple[float, list[Future[tuple[Any, BaseException | None, float]]]]] = {}
 
-    def call(cache: Cache, step: dict[str, Any]) -> Any:
-        def loader() -> Any:
+    def call(cache: Cache, step: dict[str, Any], seen: list[dict[str, Any]] | None = None) -> Any:
+        def loader(ctx: LoadContext) -> Any:
             nonlocal loads
             with lock:
                 loads += 1
+            if seen is not None:
+                prev = ctx.previous
+                seen.append({
+                    "reason": ctx.reason,
+                    "previous": None if prev is None else prev.value,
+                    "meta": None if prev is None else prev.meta,
+                })
             time.sleep(step.get("ms", 0) / 1000)
             if "fail" in step:
                 raise _LoaderFailed(step["fail"])
-            return _unshareable(step.get("value"))
+            return _answer(_unshareable(step.get("value")), step.get("answer"))
 
         if "keys" not in step:
             return cache.get_or_load(step["key"], loader)
@@ -195,7 +226,11 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
             p = procs[step.get("p", 0)]
             op = step["op"]
             if op in ("get_or_load", "get_or_load_many"):
-                _check(name, step, *timed(lambda: call(p, step)))
+                seen: list[dict[str, Any]] = []
+                _check(name, step, *timed(lambda: call(p, step, seen)))
+                for field, want in step.get("expect_context", {}).items():
+                    assert seen, f"{name}: {step}: no load ran"
+                    assert seen[0][field] == want, f"{name}: {step}: context {field}: {seen[0]}"
             elif op in ("load", "load_many"):
                 since = time.monotonic()
                 futures = [pool.submit(answered, p, step) for _ in range(step.get("callers", 1))]
@@ -260,12 +295,23 @@ def _load(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())  # type: ignore[no-any-return]
 
 
+# The optional features of the format (conformance/README.md, ``requires``) this runner plays.
+SUPPORTED: frozenset[str] = frozenset({"load_context"})
+
+
+def _skip_unsupported(scenario: dict[str, Any]) -> None:
+    missing = sorted(set(scenario.get("requires", [])) - SUPPORTED)
+    if missing:
+        pytest.skip(f"this runner does not support {missing} yet")
+
+
 def test_the_scenarios_are_there() -> None:
     assert len(SCENARIOS) >= 10
 
 
 @pytest.mark.parametrize("path", PLAYED, ids=[p.stem for p in PLAYED])
 def test_scenario_on_the_memory_tier(path: Path) -> None:
+    _skip_unsupported(_load(path))
     play(path.stem, _load(path), Tier(None))
 
 
@@ -275,6 +321,7 @@ def test_scenario_on_the_memory_tier(path: Path) -> None:
     ids=[p.stem for p in PLAYED if "redis" in _load(p).get("tiers", [])],
 )
 def test_scenario_on_redis(path: Path) -> None:
+    _skip_unsupported(_load(path))
     server = RedisServer()
     try:
         play(path.stem, _load(path), Tier(server))

@@ -9,8 +9,10 @@ use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
 use crate::clock::Clock;
+use crate::context::LoadContext;
 use crate::error::{Error, load_error};
-use crate::lookup::{self, LoadGuard, Lookup, Refresh, Waited};
+use crate::loaded::Loaded;
+use crate::lookup::{self, LoadGuard, Lookup, Refresh, Retry, Waited};
 use crate::sync::Arc;
 use crate::table::Table;
 
@@ -107,7 +109,47 @@ where
     Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
+    let loader = move |_: LoadContext<V>| {
+        let fut = loader();
+        async move { fut.await.map(Loaded::from) }
+    };
+    drive_loop(table, key, false, loader).await
+}
+
+/// [`get_or_load`] with a loader told its [`LoadContext`] and answering a [`Loaded`]. A
+/// loader that fails after its load was withdrawn (superseded, or left by every caller)
+/// answers nobody: its caller looks up again.
+pub(crate) async fn get_or_load_with<V, F, Fut, E>(
+    table: &Arc<Table<V>>,
+    key: &str,
+    loader: F,
+) -> Result<Option<V>, Error>
+where
+    V: Clone + Send + Sync + 'static,
+    F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
+    E: Into<Box<dyn core::error::Error + Send + Sync>>,
+{
+    drive_loop(table, key, true, loader).await
+}
+
+/// The loop of the async driver: look up, then serve, wait (and look up again after a
+/// hand-over) or lead. `retry`: a withdrawn load's failure sends its leader back to the
+/// lookup (once: the loader is spent).
+async fn drive_loop<V, F, Fut, E>(
+    table: &Arc<Table<V>>,
+    key: &str,
+    retry: bool,
+    loader: F,
+) -> Result<Option<V>, Error>
+where
+    V: Clone + Send + Sync + 'static,
+    F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
+    E: Into<Box<dyn core::error::Error + Send + Sync>>,
+{
     let mut loader = Some(loader);
+    let mut failed = None;
     let mut step = lookup::lookup(table, key, Refresh::IfSpawner)?;
     loop {
         match step {
@@ -132,9 +174,19 @@ where
                         return guard.give_up(e);
                     }
                 }
-                let loader = loader.take().expect("a caller leads at most once");
-                let fut = Box::pin(loader());
-                return lead(table, guard, fut).await;
+                let Some(loader) = loader.take() else {
+                    // Back from a withdrawn load with nothing to load again with: its error,
+                    // and the load handed over to whoever waits.
+                    return guard.give_up(failed.take().expect("set with the retry"));
+                };
+                let fut = Box::pin(loader(guard.context()));
+                match lead(table, guard, fut, retry).await {
+                    Ok(answer) => return answer,
+                    Err((r, e)) => {
+                        failed = Some(e);
+                        step = lookup::lookup_again(table, key, r, Refresh::IfSpawner)?;
+                    }
+                }
             }
         }
     }
@@ -142,15 +194,18 @@ where
 
 /// Runs the leader's load under the flight's deadlines. At the soft timeout, with a
 /// fail-safe value at hand and a spawner, it answers that value and moves the rest of
-/// the load to the spawner.
+/// the load to the spawner. `Err`: the load was withdrawn and failed, and `retry` sends its
+/// caller back to the lookup.
+#[allow(clippy::type_complexity)]
 pub(crate) async fn lead<V, Fut, E>(
     table: &Arc<Table<V>>,
     guard: LoadGuard<V>,
     mut fut: Pin<Box<Fut>>,
-) -> Result<Option<V>, Error>
+    retry: bool,
+) -> Result<Result<Option<V>, Error>, (Retry, Error)>
 where
     V: Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+    Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     let spawner = table
@@ -168,9 +223,13 @@ where
                     let _ = run_to_end(table, guard, fut).await;
                 }));
             }
-            Ok(stale)
+            Ok(Ok(stale))
         }
-        driven => complete_driven(table, guard, driven),
+        Driven::Done(result) if retry => {
+            let (guard, result) = guard.withdrawn_failure(result.map_err(load_error))?;
+            Ok(guard.complete_loaded(result))
+        }
+        driven => Ok(complete_driven(table, guard, driven)),
     }
 }
 
@@ -182,7 +241,7 @@ async fn run_to_end<V, Fut, E>(
 ) -> Result<Option<V>, Error>
 where
     V: Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+    Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     let driven = drive(&table, &guard, fut.as_mut(), None).await;
@@ -212,14 +271,14 @@ where
 fn complete_driven<V, E>(
     table: &Table<V>,
     guard: LoadGuard<V>,
-    driven: Driven<Result<Option<V>, E>>,
+    driven: Driven<Result<Loaded<V>, E>>,
 ) -> Result<Option<V>, Error>
 where
     V: Clone + Send + Sync + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     match driven {
-        Driven::Done(result) => guard.complete(result.map_err(load_error)),
+        Driven::Done(result) => guard.complete_loaded(result.map_err(load_error)),
         #[cfg(feature = "std")]
         Driven::Panicked(message, payload) => {
             guard.panicked(message);
@@ -237,8 +296,8 @@ where
 fn refresh_in_background<V, F, Fut, E>(table: &Arc<Table<V>>, mut guard: LoadGuard<V>, loader: F)
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+    F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     let Some(spawner) = &table.spawner else {
@@ -249,7 +308,7 @@ where
     }
     let table = table.clone();
     spawner.spawn(Box::pin(async move {
-        let fut = Box::pin(loader());
+        let fut = Box::pin(loader(guard.context()));
         let _ = run_to_end(table, guard, fut).await;
     }));
 }

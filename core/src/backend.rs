@@ -61,6 +61,11 @@ pub struct StoredEntry {
     pub version: u64,
     /// The namespace epoch it was written under, assigned by the tier at commit.
     pub epoch: u64,
+    /// The ttl its loader chose for it ([`Loaded::ttl`](crate::Loaded::ttl)), so that a
+    /// not-modified refresh in any process restarts the same lifetime; `None`: the cache's.
+    pub ttl: Option<Duration>,
+    /// The metadata its loader kept with it ([`Loaded::meta`](crate::Loaded::meta)).
+    pub meta: Option<String>,
 }
 
 impl StoredEntry {

@@ -1,11 +1,14 @@
-//! `get_or_load`: the blocking driver of the state machine. The leader runs the loader on
-//! its own thread; waiters park; a background refresh goes to the cache's spawner.
+//! `get_or_load` and `get_or_load_with`: the blocking driver of the state machine. The
+//! leader runs the loader on its own thread; waiters park; a background refresh goes to the
+//! cache's spawner.
 
 use alloc::boxed::Box;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
+use crate::context::LoadContext;
 use crate::error::{Error, load_error, panic_message};
-use crate::lookup::{self, LoadGuard, Lookup, Refresh, Waited};
+use crate::loaded::Loaded;
+use crate::lookup::{self, LoadGuard, Lookup, Refresh, Retry, Waited};
 use crate::sync::Arc;
 use crate::table::Table;
 
@@ -21,9 +24,38 @@ where
     F: FnOnce() -> Result<Option<V>, E> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
-    drive(table, key, Refresh::IfSpawner, loader, |guard, loader| {
-        refresh_in_background(table, guard, loader)
-    })
+    let loader = move |_: LoadContext<V>| loader().map(Loaded::from);
+    drive(
+        table,
+        key,
+        Refresh::IfSpawner,
+        false,
+        loader,
+        |guard, loader| refresh_in_background(table, guard, loader),
+    )
+}
+
+/// [`get_or_load`] with a loader told its [`LoadContext`] and answering a [`Loaded`]. A
+/// loader that fails after its load was withdrawn (superseded, or left by every caller)
+/// answers nobody: its caller looks up again.
+pub(crate) fn get_or_load_with<V, F, E>(
+    table: &Arc<Table<V>>,
+    key: &str,
+    loader: F,
+) -> Result<Option<V>, Error>
+where
+    V: Clone + Send + Sync + 'static,
+    F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E> + Send + 'static,
+    E: Into<Box<dyn core::error::Error + Send + Sync>>,
+{
+    drive(
+        table,
+        key,
+        Refresh::IfSpawner,
+        true,
+        loader,
+        |guard, loader| refresh_in_background(table, guard, loader),
+    )
 }
 
 /// [`get_or_load`] with a loader that may borrow from the caller: it runs here or not at
@@ -38,28 +70,35 @@ where
     F: FnOnce() -> Result<Option<V>, E>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
-    drive(table, key, Refresh::Never, loader, |guard, _| drop(guard))
+    let loader = move |_: LoadContext<V>| loader().map(Loaded::from);
+    drive(table, key, Refresh::Never, false, loader, |guard, _| {
+        drop(guard)
+    })
 }
 
 /// The loop of the blocking driver: look up, then serve, wait (and look up again after a
-/// hand-over, keeping the first arrival) or lead.
+/// hand-over, keeping the first arrival) or lead. `retry`: a withdrawn load's failure sends
+/// its leader back to the lookup (once: the loader is spent).
 fn drive<V, F, E>(
     table: &Arc<Table<V>>,
     key: &str,
     refresh: Refresh,
+    retry: bool,
     loader: F,
     on_refresh: impl FnOnce(LoadGuard<V>, F),
 ) -> Result<Option<V>, Error>
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce() -> Result<Option<V>, E>,
+    F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
+    let mut loader = Some(loader);
+    let mut failed = None;
     let mut step = lookup::lookup(table, key, refresh)?;
     loop {
         match step {
             Lookup::Hit(hit) => {
-                if let Some(guard) = hit.refresh {
+                if let (Some(guard), Some(loader)) = (hit.refresh, loader.take()) {
                     on_refresh(guard, loader);
                 }
                 return Ok(hit.value);
@@ -77,7 +116,18 @@ where
                         return guard.give_up(e);
                     }
                 }
-                return run(guard, loader);
+                let Some(loader) = loader.take() else {
+                    // Back from a withdrawn load with nothing to load again with: its error,
+                    // and the load handed over to whoever waits.
+                    return guard.give_up(failed.take().expect("set with the retry"));
+                };
+                match run(guard, loader, retry) {
+                    Ok(answer) => return answer,
+                    Err((r, e)) => {
+                        failed = Some(e);
+                        step = lookup::lookup_again(table, key, r, refresh)?;
+                    }
+                }
             }
         }
     }
@@ -88,28 +138,41 @@ where
 fn refresh_in_background<V, F, E>(table: &Table<V>, mut guard: LoadGuard<V>, loader: F)
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce() -> Result<Option<V>, E> + Send + 'static,
+    F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     if let Some(spawner) = &table.spawner {
         spawner.spawn(Box::pin(async move {
             if guard.try_begin() {
-                let _ = run(guard, loader);
+                let _ = run(guard, loader, false);
             }
         }));
     }
 }
 
 /// Runs `loader` for `guard`, turning a panic into [`Error::LoaderPanicked`] for the
-/// waiters before it carries on unwinding in this thread.
-fn run<V, F, E>(guard: LoadGuard<V>, loader: F) -> Result<Option<V>, Error>
+/// waiters before it carries on unwinding in this thread. `Err`: the load was withdrawn
+/// and failed, and `retry` sends its caller back to the lookup.
+fn run<V, F, E>(
+    guard: LoadGuard<V>,
+    loader: F,
+    retry: bool,
+) -> Result<Result<Option<V>, Error>, (Retry, Error)>
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce() -> Result<Option<V>, E>,
+    F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
-    match catch_unwind(AssertUnwindSafe(loader)) {
-        Ok(result) => guard.complete(result.map_err(load_error)),
+    let ctx = guard.context();
+    match catch_unwind(AssertUnwindSafe(move || loader(ctx))) {
+        Ok(result) => {
+            let result = result.map_err(load_error);
+            if retry {
+                let (guard, result) = guard.withdrawn_failure(result)?;
+                return Ok(guard.complete_loaded(result));
+            }
+            Ok(guard.complete_loaded(result))
+        }
         Err(payload) => {
             let message = panic_message(&*payload);
             guard.panicked(message);

@@ -15,10 +15,12 @@ use crate::asynchronous;
 use crate::batch;
 use crate::clock::Clock;
 use crate::config::{Builder, Options};
+use crate::context::LoadContext;
 use crate::detector::{self, Alert};
 use crate::entry::Peek;
 use crate::error::{ConfigError, Error};
 use crate::hotkeys::{self, HotKey, HotKeysJsonError};
+use crate::loaded::Loaded;
 use crate::lookup::{self, Lookup, Refresh, Retry};
 use crate::metrics::MetricsSnapshot;
 use crate::sync::Arc;
@@ -94,7 +96,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     }
 }
 
-// Reading and loading. A loader context is meant to join these.
+// Reading and loading.
 impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// Decides what a caller of `key` does now: take a value ([`Lookup::Hit`], possibly with
     /// a background refresh to run), load it ([`Lookup::Lead`]) or wait for the caller who
@@ -170,6 +172,67 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         E: Into<Box<dyn core::error::Error + Send + Sync>>,
     {
         crate::blocking::get_or_load(&self.table, key, loader)
+    }
+
+    /// [`get_or_load`](Self::get_or_load) with a loader that is told its [`LoadContext`]
+    /// (the key, why it loads, the previous value with its age and metadata, a
+    /// cancellation signal) and answers a [`Loaded`]: a value or an absence with this
+    /// entry's own ttl, grace, negative ttl and metadata, or "not modified" (keep the
+    /// previous value and restart its lifetime), or "do not cache".
+    ///
+    /// A loader that fails after its load was withdrawn (the key was written or
+    /// invalidated meanwhile, or every caller left) answers nobody: its caller and the
+    /// waiters look up again (and, after a write, find the new value).
+    ///
+    /// # Panics
+    /// As [`get_or_load`](Self::get_or_load).
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use herdless::{Cache, Loaded};
+    /// let cache = Cache::<String>::new();
+    /// let doc = cache.get_or_load_with("doc:7", |ctx| {
+    ///     // An HTTP client would send `If-None-Match: <meta>` here and map a 304 to
+    ///     // `Loaded::not_modified()`.
+    ///     let etag = ctx.previous().and_then(|p| p.meta.clone());
+    ///     assert!(etag.is_none()); // a first load
+    ///     let (text, draft) = ("hello".to_string(), true);
+    ///     let ttl = if draft { Duration::from_secs(5) } else { Duration::from_secs(3600) };
+    ///     Ok::<_, std::io::Error>(Loaded::value(text).ttl(ttl).meta("\"v1\""))
+    /// })?;
+    /// assert_eq!(doc.as_deref(), Some("hello"));
+    /// assert_eq!(cache.peek("doc:7").unwrap().meta.as_deref(), Some("\"v1\""));
+    /// # Ok::<(), herdless::Error>(())
+    /// ```
+    #[cfg(feature = "std")]
+    pub fn get_or_load_with<F, E>(&self, key: &str, loader: F) -> Result<Option<V>, Error>
+    where
+        F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E> + Send + 'static,
+        E: Into<Box<dyn core::error::Error + Send + Sync>>,
+    {
+        crate::blocking::get_or_load_with(&self.table, key, loader)
+    }
+
+    /// [`get_or_load_async`](Self::get_or_load_async) with a context-aware loader, as
+    /// [`get_or_load_with`](Self::get_or_load_with). Dropping the returned future drops
+    /// the loader's (the load is handed to a waiter, if any); the context's
+    /// [`cancelled`](LoadContext::cancelled) future tells a loader that runs on (a
+    /// background refresh, a load past its soft timeout) that its result is no longer
+    /// wanted.
+    ///
+    /// # Panics
+    /// As [`get_or_load_async`](Self::get_or_load_async).
+    pub async fn get_or_load_with_async<F, Fut, E>(
+        &self,
+        key: &str,
+        loader: F,
+    ) -> Result<Option<V>, Error>
+    where
+        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
+        E: Into<Box<dyn core::error::Error + Send + Sync>>,
+    {
+        asynchronous::get_or_load_with(&self.table, key, loader).await
     }
 
     /// [`get_or_load`](Self::get_or_load) with a loader that may borrow from the caller

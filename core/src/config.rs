@@ -8,6 +8,7 @@ use core::time::Duration;
 use crate::clock::Clock;
 use crate::detector::DetectorOptions;
 use crate::error::ConfigError;
+use crate::events::{Event, Listener};
 use crate::rng::{SharedRng, default_rng, seeded_rng};
 use crate::spawn::Spawn;
 use crate::sync::unchecked::Arc as StdArc;
@@ -48,6 +49,9 @@ pub(crate) struct Config<V> {
     pub(crate) detector: DetectorOptions,
     pub(crate) hot_keys: usize,
     pub(crate) hot_key_sample: u64,
+    pub(crate) refresh_ahead: Option<f64>,
+    pub(crate) listener: Option<Listener>,
+    pub(crate) event_queue: usize,
 }
 
 /// The options a cache was built with, read back (e.g. by a binding that writes entries of
@@ -87,6 +91,8 @@ pub struct Options {
     pub max_key_len: usize,
     /// Namespaces tracked for epochs and metrics.
     pub max_namespaces: usize,
+    /// Share of the ttl after which one refresh runs in the background, if on.
+    pub refresh_ahead: Option<f64>,
 }
 
 impl<V> Config<V> {
@@ -108,6 +114,7 @@ impl<V> Config<V> {
             max_batch: self.max_batch,
             max_key_len: self.max_key_len,
             max_namespaces: self.max_namespaces,
+            refresh_ahead: self.refresh_ahead,
         }
     }
 }
@@ -178,6 +185,9 @@ impl<V> Default for Builder<V> {
                 detector: Default::default(),
                 hot_keys: 1024,
                 hot_key_sample: 256,
+                refresh_ahead: None,
+                listener: None,
+                event_queue: 1024,
             },
             clock: None,
             rng: None,
@@ -270,6 +280,46 @@ impl<V> Builder<V> {
         /// The hot-key tracker records one fresh hit in this many (rounded up to a power of
         /// two; default 256), weighted by it; misses are always recorded.
         hot_key_sample: u64 => hot_key_sample;
+        /// Refresh-ahead: once an entry has lived this share of its ttl (in (0, 1), e.g.
+        /// 0.8), the next read refreshes it in the background, once per entry (default:
+        /// off). Beside XFetch, which refreshes at a random moment that comes earlier for
+        /// slower loads and hotter keys, this is a fixed schedule: one refresh per
+        /// `ttl * share` for a key read at least that often, whatever its load time, at
+        /// the cost of refreshing keys that would have been read only once more. Take it
+        /// when the origin's load should be predictable (a quota, a rate limit) or when
+        /// loads are slow enough to matter; keep XFetch alone (or set `beta` to 0 and use
+        /// this alone) when the key set is large and mostly cold.
+        refresh_ahead: f64 => refresh_ahead as Some;
+        /// Most events queued for the [`listener`](Self::listener) (default 1,024);
+        /// further events are dropped and counted (`events_dropped`) until it catches up.
+        event_queue: usize => event_queue;
+    }
+
+    /// Tells `listener` of evictions, expiries without a refresh, failed loads and
+    /// fail-safe activations ([`Event`](crate::Event)). It runs on the cache's spawner
+    /// (without one, on a thread that just released the engine's locks), never on the hit
+    /// path and never under a lock; the engine never waits for it: events that find the
+    /// queue full are dropped and counted in `events_dropped`. A panic of the listener
+    /// loses its event only.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use herdless::{Cache, Event};
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = seen.clone();
+    /// let cache: Cache<u32> = Cache::builder()
+    ///     .capacity(1)
+    ///     .without_spawner()
+    ///     .listener(move |e: Event| log.lock().unwrap().push((e.kind, e.key)))
+    ///     .build()?;
+    /// cache.set("a", 1)?;
+    /// cache.set("b", 2)?; // evicts "a"
+    /// assert_eq!(seen.lock().unwrap().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn listener(mut self, listener: impl Fn(Event) + Send + Sync + 'static) -> Self {
+        self.cfg.listener = Some(StdArc::new(listener));
+        self
     }
 
     /// Weighs entries for the capacity bound, e.g. by size in bytes (a cached absence
@@ -414,11 +464,19 @@ impl<V> Builder<V> {
             ("max_batch", c.max_batch),
             ("max_key_len", c.max_key_len),
             ("max_namespaces", c.max_namespaces),
+            ("event_queue", c.event_queue),
             ("origin_budget", c.origin_budget.unwrap_or(1)),
         ] {
             if n == 0 {
                 return Err(ConfigError::Zero { option });
             }
+        }
+        if c.refresh_ahead
+            .is_some_and(|r| !(r.is_finite() && r > 0.0 && r < 1.0))
+        {
+            return Err(ConfigError::Inconsistent {
+                reason: "`refresh_ahead` must be a share of the ttl, in (0, 1)",
+            });
         }
         c.detector.validate()?;
         if let (Some(soft), Some(hard)) = (c.soft_timeout, c.hard_timeout) {

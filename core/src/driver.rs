@@ -13,7 +13,9 @@ use crate::budget::Budget;
 pub use crate::budget::OriginPermit;
 use crate::cache::Cache;
 use crate::clock::Clock;
+use crate::context::{LoadContext, LoadReason, Previous};
 use crate::error::Error;
+use crate::loaded::Keep;
 use crate::lookup::LoadGuard;
 use crate::sync::unchecked::Arc as StdArc;
 
@@ -83,6 +85,34 @@ pub fn record_backend_error<V: Clone + Send + Sync + 'static>(cache: &Cache<V>, 
     ns.counters().backend_errors.inc();
 }
 
+/// Counts a loader's answer the driver refused (e.g. metadata over the cap), against
+/// `key`'s namespace, in `load_errors`.
+pub fn record_load_error<V: Clone + Send + Sync + 'static>(cache: &Cache<V>, key: &str) {
+    let ns = cache.table().namespaces.get(crate::key::namespace_of(key));
+    ns.counters().load_errors.inc();
+}
+
+/// Counts a load of `key` answered "not modified" that the driver resolved itself (a
+/// shared tier's: the previous value is republished for the fleet), in `not_modified`.
+pub fn record_not_modified<V: Clone + Send + Sync + 'static>(cache: &Cache<V>, key: &str) {
+    let ns = cache.table().namespaces.get(crate::key::namespace_of(key));
+    ns.counters().not_modified.inc();
+}
+
+/// The context of a load of `key` that has no flight in `cache` (a two-tier driver's
+/// detached refresh of a shared entry, served stale meanwhile): cancelled only by its
+/// hard timeout at `hard_deadline` on `cache`'s clock.
+pub fn detached_context<V: Clone + Send + Sync + 'static, U>(
+    cache: &Cache<V>,
+    key: &str,
+    reason: LoadReason,
+    previous: Option<Previous<U>>,
+    hard_deadline: Option<Duration>,
+) -> LoadContext<U> {
+    let clock = cache.table().clock.clone();
+    LoadContext::detached(key, clock, reason, previous, hard_deadline)
+}
+
 /// Keys currently loading in `cache` (flight records): a cheap read, for leak checks
 /// (the same number is `loads_in_flight` in [`Cache::metrics`]).
 pub fn flights_in_progress<V: Clone + Send + Sync + 'static>(cache: &Cache<V>) -> usize {
@@ -114,7 +144,41 @@ pub fn adopt<V: Clone + Send + Sync + 'static>(
     fresh: Duration,
     load_duration: Duration,
 ) -> Result<Option<V>, Error> {
-    guard.adopt(value, fresh, load_duration)
+    guard.adopt(value, fresh, load_duration, (None, None))
+}
+
+/// [`adopt`] of a shared entry whose loader chose its own `ttl` or kept `meta` with it
+/// (PROTOCOL.md, entry format 2): the L1 keeps both, so the next load of the key is told
+/// the metadata and a not-modified answer restarts the same lifetime.
+pub fn adopt_with<V: Clone + Send + Sync + 'static>(
+    guard: LoadGuard<V>,
+    value: Option<V>,
+    fresh: Duration,
+    load_duration: Duration,
+    ttl: Option<Duration>,
+    meta: Option<&str>,
+) -> Result<Option<V>, Error> {
+    guard.adopt(value, fresh, load_duration, (ttl, meta))
+}
+
+/// Stores `value` under `key` as [`Cache::set_with_ttl`] does (fresh for `fresh`), keeping
+/// the `ttl` and `meta` its loader chose: a value read from a shared tier's entry (format 2)
+/// outside a load.
+pub fn set_shared<V: Clone + Send + Sync + 'static>(
+    cache: &Cache<V>,
+    key: &str,
+    value: V,
+    fresh: Duration,
+    ttl: Option<Duration>,
+    meta: Option<&str>,
+) -> Result<(), Error> {
+    let mut keep = Keep {
+        ttl: Some(fresh),
+        ..Keep::default()
+    };
+    keep.extras.ttl = ttl;
+    keep.extras.meta = meta.map(Into::into);
+    cache.table().write_keep(key, Some(value), keep)
 }
 
 /// Records that the caller of `guard` was answered with its fail-safe value by the driver

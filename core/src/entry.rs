@@ -3,8 +3,11 @@
 
 use core::time::Duration;
 
+use alloc::boxed::Box;
+
 use crate::epoch::Namespace;
 use crate::expiry::{Phase, Timing};
+use crate::loaded::Extras;
 use crate::sync::Arc;
 
 /// One stored entry.
@@ -21,11 +24,50 @@ pub(crate) struct Entry<V> {
     pub(crate) quiet_until: u64,
     /// How long the load that produced it took: XFetch's delta.
     pub(crate) load_nanos: u64,
+    /// What few entries have: one pointer in the common entry (a node of a small value
+    /// fits two cache lines).
+    pub(crate) rare: Option<Box<Rare>>,
+}
+
+/// The parts of an entry that most entries do without.
+#[derive(Default)]
+pub(crate) struct Rare {
+    /// The loader's own lifetimes and metadata.
+    pub(crate) extras: Extras,
     /// Fail-safe: no refresh is attempted before this after a failed one.
     pub(crate) backoff_until: u64,
 }
 
+impl Rare {
+    /// Boxed for an entry with these extras, or nothing when they are the cache's defaults.
+    pub(crate) fn of(extras: Extras) -> Option<Box<Rare>> {
+        (extras != Extras::default()).then(|| {
+            Box::new(Rare {
+                extras,
+                backoff_until: 0,
+            })
+        })
+    }
+}
+
 impl<V> Entry<V> {
+    /// The loader's own lifetimes and metadata, if it chose any.
+    #[inline]
+    pub(crate) fn extras(&self) -> Option<&Extras> {
+        self.rare.as_ref().map(|r| &r.extras)
+    }
+
+    /// Fail-safe: no refresh is attempted before this after a failed one (0: none).
+    #[inline]
+    pub(crate) fn backoff_until(&self) -> u64 {
+        self.rare.as_ref().map_or(0, |r| r.backoff_until)
+    }
+
+    /// Backs off from loading until `until`.
+    pub(crate) fn set_backoff(&mut self, until: u64) {
+        self.rare.get_or_insert_with(Box::default).backoff_until = until;
+    }
+
     /// The entry's phase, `Dead` once its namespace was bumped.
     #[inline]
     pub(crate) fn phase(&self, now: u64) -> Phase {
@@ -54,6 +96,7 @@ impl<V> Entry<V> {
             fresh_until: Duration::from_nanos(t.fresh_until),
             stale_until: Duration::from_nanos(t.stale_until),
             load_duration: Duration::from_nanos(self.load_nanos),
+            meta: self.extras().and_then(|e| e.meta.clone()),
         })
     }
 }
@@ -91,4 +134,6 @@ pub struct Peek<V> {
     /// The measured duration of the key's last load (XFetch's delta): kept when a `set`
     /// replaces the value; zero if the key was never loaded.
     pub load_duration: Duration,
+    /// The metadata its loader kept with it ([`Loaded::meta`](crate::Loaded::meta)).
+    pub meta: Option<Box<str>>,
 }

@@ -100,6 +100,17 @@ pub enum Error {
     },
     /// The shared tier (e.g. Redis) failed and nothing could be served from memory.
     Backend(LoadError),
+    /// A loader's [`Loaded::meta`](crate::Loaded::meta) is longer than
+    /// [`MAX_META_BYTES`](crate::MAX_META_BYTES): the load fails (nothing is stored).
+    MetaTooLong {
+        /// Its length, in bytes.
+        len: usize,
+        /// The limit, in bytes.
+        max: usize,
+    },
+    /// A loader answered [`Loaded::not_modified`](crate::Loaded::not_modified) but there
+    /// was no previous value to keep: the load fails.
+    NoPrevious,
     /// A per-call TTL longer than the tier can keep an entry.
     TtlTooLong {
         /// The TTL asked for.
@@ -140,6 +151,15 @@ impl fmt::Display for Error {
                 )
             }
             Error::Backend(e) => write!(f, "the shared cache tier failed: {e}"),
+            Error::MetaTooLong { len, max } => {
+                write!(
+                    f,
+                    "the loader's metadata is {len} bytes long; the limit is {max}"
+                )
+            }
+            Error::NoPrevious => f.write_str(
+                "the loader answered 'not modified' but there was no previous value to keep",
+            ),
             Error::TtlTooLong { ttl, max } => {
                 write!(
                     f,

@@ -8,9 +8,10 @@ use alloc::vec::Vec;
 use core::task::{Context, Poll, Waker};
 use core::time::Duration;
 
+use crate::cancel::Signal;
 use crate::epoch::Namespace;
 use crate::error::Error;
-use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
+use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 
 /// How a flight ended.
 pub(crate) enum Outcome<V> {
@@ -51,8 +52,12 @@ pub(crate) struct Flight<V> {
     pub(crate) soft_deadline: Option<Duration>,
     /// After this, the load is abandoned with a timeout error (hard timeout).
     pub(crate) hard_deadline: Option<Duration>,
-    /// Set by `set`/`invalidate` while the load runs: its result must not be stored.
-    pub(crate) superseded: AtomicBool,
+    /// Fired when the load is no longer wanted: superseded by `set`/`invalidate`/`clear`,
+    /// left by every caller, or ended (its outcome set). Its result is then not stored.
+    pub(crate) cancel: Signal,
+    /// Callers that want the result: the leader's (until it
+    /// [releases](crate::LoadGuard::release) it) and each waiter still waiting.
+    interest: AtomicUsize,
     /// The process whose caller leads it: a child of `fork` inherits the table, not the
     /// thread or task that would finish the load.
     #[cfg(feature = "std")]
@@ -81,7 +86,8 @@ impl<V: Clone> Flight<V> {
             created,
             soft_deadline: soft.map(|s| created.saturating_add(s)),
             hard_deadline: hard.map(|h| created.saturating_add(h)),
-            superseded: AtomicBool::new(false),
+            cancel: Signal::new(),
+            interest: AtomicUsize::new(1),
             #[cfg(feature = "std")]
             pid: std::process::id(),
             state: Mutex::new(State {
@@ -108,15 +114,11 @@ impl<V: Clone> Flight<V> {
             return None;
         }
         st.outcome = Some(outcome);
-        Some(core::mem::take(&mut st.wakers))
-    }
-
-    pub(crate) fn is_superseded(&self) -> bool {
-        self.superseded.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn supersede(&self) {
-        self.superseded.store(true, Ordering::Release);
+        let wakers = core::mem::take(&mut st.wakers);
+        drop(st);
+        // Ended: whatever still runs for it (a loader past its hard timeout) is unwanted.
+        self.cancel.fire();
+        Some(wakers)
     }
 
     /// The outcome if finished; otherwise registers `cx`'s waker in `slot`.
@@ -147,6 +149,39 @@ impl<V: Clone> Flight<V> {
         let mut st = self.state.lock();
         if let Some(w) = st.wakers.get_mut(slot) {
             *w = None;
+        }
+    }
+}
+
+impl<V> Flight<V> {
+    /// Superseded or left by every caller: its result must not be stored, and a caller
+    /// arriving now starts a load of its own.
+    pub(crate) fn is_withdrawn(&self) -> bool {
+        self.cancel.fired()
+    }
+
+    /// A write made the load's result outdated.
+    pub(crate) fn supersede(&self) {
+        self.cancel.fire();
+    }
+
+    /// Whether the load is no longer wanted at `now`: withdrawn, past its hard timeout, or
+    /// of a namespace bumped since it began.
+    pub(crate) fn is_cancelled(&self, now: Duration) -> bool {
+        self.is_withdrawn()
+            || self.hard_deadline.is_some_and(|d| now >= d)
+            || self.epoch != self.ns.epoch()
+    }
+
+    /// One more caller wants the result.
+    pub(crate) fn join(&self) {
+        self.interest.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// One caller no longer wants the result; the last one cancels the load.
+    pub(crate) fn leave(&self) {
+        if self.interest.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.cancel.fire();
         }
     }
 }

@@ -66,6 +66,11 @@
 //! - One loader call per key at a time in a process, whatever the interleaving; a leader
 //!   that panics wakes its waiters with [`Error::LoaderPanicked`]; one that is cancelled
 //!   hands the load to a waiter; one that hangs is abandoned at the hard timeout.
+//! - A load nobody wants any more (every caller left, the key written, invalidated or
+//!   bumped meanwhile, or past its hard timeout) is never stored, and its loader's
+//!   [`LoadContext`] says so (a flag, a future, a blocking wait).
+//! - Refresh-ahead ([`Builder::refresh_ahead`]): beside XFetch's random early refresh, a
+//!   fixed one, once an entry has lived a share of its ttl; one refresh per entry.
 //! - Nothing older than `ttl * (1 + jitter / 2) + grace` is served (the jitter spreads a
 //!   TTL up to half its width above it), except fail-safe values (opt-in, up to
 //!   `max_stale`) when a load fails or times out.
@@ -86,7 +91,12 @@
 //!   [`get_or_load_scoped`](Cache::get_or_load_scoped) (a loader that borrows),
 //!   [`get_or_load_async`](Cache::get_or_load_async), batches of keys with one loader call
 //!   ([`get_or_load_many`](Cache::get_or_load_many),
-//!   [`get_or_load_many_async`](Cache::get_or_load_many_async)), [`get`](Cache::get),
+//!   [`get_or_load_many_async`](Cache::get_or_load_many_async)), and with a context-aware
+//!   loader [`get_or_load_with`](Cache::get_or_load_with) and
+//!   [`get_or_load_with_async`](Cache::get_or_load_with_async) (it is told a
+//!   [`LoadContext`]: the key, a [`LoadReason`], the [`Previous`] value with its age and
+//!   metadata, a [`Cancelled`] signal; it answers a [`Loaded`]: per-entry ttl, grace,
+//!   negative ttl, metadata up to [`MAX_META_BYTES`], not-modified, no-cache); [`get`](Cache::get),
 //!   [`get_with`](Cache::get_with), [`peek`](Cache::peek) (no side effect; a [`Peek`]);
 //! - write: [`set`](Cache::set), [`set_with_ttl`](Cache::set_with_ttl),
 //!   [`set_absent`](Cache::set_absent), [`invalidate`](Cache::invalidate),
@@ -96,6 +106,8 @@
 //!   [`warm_async_with_progress`](Cache::warm_async_with_progress) (a [`WarmReport`]), from
 //!   [`hot_keys`](Cache::hot_keys), [`export_hot_keys`](Cache::export_hot_keys) and
 //!   [`import_hot_keys`](Cache::import_hot_keys) ([`HotKey`], [`HotKeysJsonError`]);
+//! - listen: [`Builder::listener`] ([`Event`], [`EventKind`]): evictions, expiries,
+//!   failed loads, fail-safe activations, through a bounded queue the engine never waits on;
 //! - observe: [`metrics`](Cache::metrics) ([`MetricsSnapshot`], [`NamespaceMetrics`],
 //!   [`CounterSnapshot`], [`HistogramSnapshot`]), [`prometheus`](Cache::prometheus),
 //!   [`alerts`](Cache::alerts) ([`Alert`], [`AlertKind`], [`Cause`], [`Cure`], [`Evidence`];
@@ -147,18 +159,22 @@ mod batch;
 mod blocking;
 mod budget;
 mod cache;
+mod cancel;
 mod clock;
 mod config;
+mod context;
 mod detector;
 pub mod driver;
 mod entry;
 mod epoch;
 mod error;
+mod events;
 mod expiry;
 mod flight;
 mod hotkeys;
 pub mod jitter;
 pub mod key;
+mod loaded;
 mod lookup;
 mod metrics;
 #[cfg(feature = "opentelemetry")]
@@ -178,13 +194,16 @@ pub use cache::Cache;
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
 pub use config::{Builder, ENTRY_OVERHEAD_BYTES, Options, Weigher};
+pub use context::{Cancelled, LoadContext, LoadReason, Previous};
 pub use detector::{Alert, AlertKind, Cause, Cure, DetectorOptions, Evidence};
 pub use entry::{HitState, Peek};
 pub use error::{ConfigError, Error, LoadError};
+pub use events::{Event, EventKind};
 pub use hotkeys::{HotKey, HotKeysJsonError};
 pub use key::builder::KeyBuilder;
 pub use key::error::KeyError;
 pub use key::param::Param;
+pub use loaded::{Loaded, MAX_META_BYTES};
 pub use lookup::{Begin, Hit, LoadGuard, Lookup, Retry, Waited, Waiter};
 pub use metrics::{CounterSnapshot, HistogramSnapshot, MetricsSnapshot, NamespaceMetrics};
 pub use rng::{DefaultRng, default_rng};

@@ -139,6 +139,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
     /// Stores `entry` under `key`, replacing any previous one, then evicts until the shard
     /// fits its capacity. Returns what was replaced or evicted, to be dropped by the caller
     /// outside the lock.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert(
         &mut self,
         hash: u64,
@@ -147,12 +148,13 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         weight: u64,
         now: u64,
         evicted: &mut Vec<Entry<V>>,
+        mut on_evict: impl FnMut(&str, &Entry<V>),
     ) {
         if let Some(old) = self.remove(hash, key) {
             evicted.push(old);
         }
         while self.weight + weight > self.capacity && self.len() > 0 {
-            match self.evict_one(now) {
+            match self.evict_one(now, &mut on_evict) {
                 Some(e) => evicted.push(e),
                 None => break,
             }
@@ -244,7 +246,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
     }
 
     /// One step of SIEVE: evicts the first unvisited (or dead) entry from the hand on.
-    fn evict_one(&mut self, now: u64) -> Option<Entry<V>> {
+    fn evict_one(&mut self, now: u64, on_evict: impl FnOnce(&str, &Entry<V>)) -> Option<Entry<V>> {
         let mut i = if self.hand == NIL {
             self.tail
         } else {
@@ -264,6 +266,8 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
                 if let Ok(e) = self.table.find_entry(hash, |&j| j == i) {
                     e.remove();
                 }
+                let node = self.node(i);
+                on_evict(&node.key, &node.entry);
                 return Some(self.unlink(i));
             }
             node.visited.store(false, Ordering::Relaxed);

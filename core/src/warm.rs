@@ -14,7 +14,9 @@ use core::future::Future;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
+use crate::context::LoadReason;
 use crate::error::Error;
+use crate::loaded::Loaded;
 use crate::lookup::{self, LoadGuard, Lookup, Refresh, Waited, Waiter};
 use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
 use crate::table::Table;
@@ -191,6 +193,7 @@ where
             },
         }
     };
+    guard.set_reason(LoadReason::Warm);
     if let Err(e) = guard.begin_blocking() {
         return outcome(guard.give_up(e));
     }
@@ -283,9 +286,14 @@ where
             },
         }
     };
+    guard.set_reason(LoadReason::Warm);
     if let Err(e) = guard.begin().await {
         return outcome(guard.give_up(e));
     }
-    let fut = Box::pin(loader(key.into()));
-    outcome(crate::asynchronous::lead(table, guard, fut).await)
+    let fut = loader(key.into());
+    let fut = Box::pin(async move { fut.await.map(Loaded::from) });
+    match crate::asynchronous::lead(table, guard, fut, false).await {
+        Ok(answer) => outcome(answer),
+        Err((_, e)) => outcome::<V>(Err(e)),
+    }
 }

@@ -581,3 +581,20 @@ fn retain_during_load_drops_the_result_and_keeps_what_it_keeps() {
         },
     );
 }
+
+/// 8. The last waiter leaving wakes a loader blocked on the signal (a lost wake-up hangs).
+#[test]
+fn last_waiter_leaving_wakes_the_loader() {
+    model("last_waiter_leaving_wakes_the_loader", || {
+        let cache = cache(&ManualClock::new());
+        let (mut guard, waiter) = (lead(&cache), must_wait(&cache));
+        let ctx = guard.context();
+        guard.release(); // the leader's own caller left
+        let leaving = thread::spawn(move || drop(waiter));
+        assert!(ctx.wait_cancelled(Duration::from_secs(3600)));
+        leaving.join().unwrap();
+        assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+        assert_eq!(cache.get(KEY), None, "a cancelled load stored its result");
+        assert_no_flight(&cache);
+    });
+}

@@ -27,6 +27,8 @@ fn entry(value: &[u8]) -> StoredEntry {
         load_duration: Duration::from_millis(5),
         version: 0,
         epoch: 0,
+        ttl: None,
+        meta: None,
     }
 }
 

@@ -452,6 +452,8 @@ pub fn new_entry(
         load_duration,
         version: 0,
         epoch: 0,
+        ttl: None,
+        meta: None,
     }
 }
 

@@ -14,6 +14,9 @@
 //!   language. A batch load's keys go to the fleet together ([`TwoTier::lead_many`]: their
 //!   locks and entries in one round trip, one per namespace on a Cluster), then each key
 //!   steps on as a single load's ([`TieredCache::get_or_load_many`]).
+//!   A context-aware loader ([`TieredCache::get_or_load_with`],
+//!   [`Load::context`](two_tier::Load::context), [`Load::loaded_with`](two_tier::Load::loaded_with))
+//!   chooses lifetimes and metadata that hold for the whole fleet (entry format 2).
 //! - [`RedisBackend`]: the core's [`Backend`](herdless::backend::Backend) on Redis: a one-round-trip
 //!   read (value and namespace epoch in one `MGET`, one slot), an atomic read-or-lock script
 //!   (SET NX PX semantics with a 128-bit random token), token-checked extend / release /
@@ -73,7 +76,7 @@ pub use backend::{
 pub use codec::{Codec, CodecError, Json, RawBytes};
 pub use error::Error;
 pub use fleet::{ErrorCounter, Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
-pub use lifetimes::{Lifetimes, MAX_TTL, fresh_for};
+pub use lifetimes::{Lifetimes, MAX_TTL, Own, fresh_for};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};
 pub use tiered::{TieredBuilder, TieredCache};

@@ -102,19 +102,72 @@ impl Lifetimes {
         epoch: u64,
         ttl: Option<Duration>,
     ) -> (StoredEntry, Duration) {
+        self.entry_own(value, load_duration, epoch, ttl, &Own::default())
+    }
+
+    /// [`entry`](Self::entry) with the lifetimes and metadata its loader chose (`own`): its
+    /// ttl (under a per-call `ttl`), grace and negative ttl replace the cache's, and the
+    /// ttl and metadata are kept in the entry (PROTOCOL.md, entry format 2).
+    pub fn entry_own(
+        &self,
+        value: Option<Vec<u8>>,
+        load_duration: Duration,
+        epoch: u64,
+        ttl: Option<Duration>,
+        own: &Own,
+    ) -> (StoredEntry, Duration) {
         let (base, grace, retain) = match value {
-            Some(_) => (
-                ttl.unwrap_or(self.ttl),
-                self.grace,
-                self.max_stale.unwrap_or(self.grace),
-            ),
+            Some(_) => {
+                let grace = own.grace.unwrap_or(self.grace);
+                let base = ttl.or(own.ttl).unwrap_or(self.ttl);
+                (base, grace, self.max_stale.unwrap_or(grace).max(grace))
+            }
             // Absences are neither served stale nor kept for fail-safe, as in memory.
-            None => (self.negative_ttl, Duration::ZERO, Duration::ZERO),
+            None => (
+                own.negative_ttl.unwrap_or(self.negative_ttl),
+                Duration::ZERO,
+                Duration::ZERO,
+            ),
         };
+        let base = base.min(MAX_TTL);
         let fresh = herdless::jitter::jittered(base, self.jitter, unit());
-        let mut entry = new_entry(value, fresh, grace, retain, load_duration);
+        let mut entry = new_entry(
+            value,
+            fresh,
+            grace.min(MAX_TTL),
+            retain.min(MAX_TTL),
+            load_duration,
+        );
         entry.epoch = epoch;
+        entry.ttl = own.ttl.map(|t| t.min(MAX_TTL));
+        entry.meta = own.meta.clone();
         (entry, fresh)
+    }
+}
+
+/// What a context-aware loader chose for its entry ([`herdless::Loaded`]), as a shared
+/// entry keeps it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Own {
+    /// The entry's ttl instead of the cache's.
+    pub ttl: Option<Duration>,
+    /// Its grace instead of the cache's.
+    pub grace: Option<Duration>,
+    /// An absence's life instead of the cache's negative ttl.
+    pub negative_ttl: Option<Duration>,
+    /// Its metadata (an ETag, a version).
+    pub meta: Option<String>,
+}
+
+impl Own {
+    /// What `loaded` chose.
+    pub fn of<V>(loaded: &herdless::Loaded<V>) -> Self {
+        Self {
+            ttl: loaded.ttl_set(),
+            grace: loaded.grace_set(),
+            negative_ttl: loaded.negative_ttl_set(),
+            meta: loaded.meta_set().map(Into::into),
+        }
     }
 }
 

@@ -24,7 +24,8 @@ local function be64(n)
 end
 local function num(n) return string.format('%.0f', n) end
 local function valid(s)
-  return s and #s >= HEADER and string.sub(s, 1, 3) == 'hl\1'
+  local h = s and string.sub(s, 1, 3)
+  return s and #s >= HEADER and (h == 'hl\1' or h == 'hl\2')
 end
 local function get(k)
   local v = redis.pcall('GET', k)

@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use herdless::{Builder, Cache, Error, Hit, LoadError, Lookup, MetricsSnapshot, Waited};
+use herdless::{
+    Builder, Cache, Error, Hit, LoadContext, LoadError, Loaded, Lookup, MetricsSnapshot, Waited,
+};
 
 use crate::codec::Codec;
 use crate::fleet::FleetOptions;
@@ -256,7 +258,51 @@ where
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
+        let loader = move |_: LoadContext<V>| {
+            let fut = loader();
+            async move { fut.await.map(Loaded::from) }
+        };
         self.drive(key, loader, Runner::Task).await
+    }
+
+    /// [`get_or_load_async`](Self::get_or_load_async) with a context-aware loader (see
+    /// [`herdless::Cache::get_or_load_with`]): it is told the key, why it loads, the value
+    /// it may replace (from L1, or the shared entry it refreshes) with its age and metadata,
+    /// and a cancellation signal; its answer's lifetimes and metadata hold for the whole
+    /// fleet (kept in the shared entry), "not modified" republishes the previous value
+    /// with its lifetime restarted, "no cache" stores nothing anywhere.
+    pub async fn get_or_load_with_async<F, Fut, E>(
+        &self,
+        key: &str,
+        loader: F,
+    ) -> Result<Option<V>, Error>
+    where
+        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        self.drive(key, loader, Runner::Task).await
+    }
+
+    /// [`get_or_load_with_async`](Self::get_or_load_with_async), blocking, with a blocking
+    /// loader run on this thread (as [`get_or_load`](Self::get_or_load)).
+    pub fn get_or_load_with<F, E>(&self, key: &str, loader: F) -> Result<Option<V>, Error>
+    where
+        F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E> + Send + 'static,
+        E: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let step = match self.tt.l1().lookup(key)? {
+            Lookup::Hit(Hit {
+                value,
+                refresh: None,
+                ..
+            }) => return Ok(value.map(|v| v.value)),
+            step => step,
+        };
+        let loader = move |ctx| {
+            std::future::ready(loader(ctx).map_err(Into::<Box<dyn StdError + Send + Sync>>::into))
+        };
+        block_on(self.drive_from(step, key, loader, Runner::Thread))?
     }
 
     /// [`get_or_load_async`](Self::get_or_load_async), blocking, with a blocking loader run
@@ -277,8 +323,9 @@ where
             }) => return Ok(value.map(|v| v.value)),
             step => step,
         };
-        let loader = move || {
-            std::future::ready(loader().map_err(Into::<Box<dyn StdError + Send + Sync>>::into))
+        let loader = move |_: LoadContext<V>| {
+            let loaded = loader().map(Loaded::from);
+            std::future::ready(loaded.map_err(Into::<Box<dyn StdError + Send + Sync>>::into))
         };
         block_on(self.drive_from(step, key, loader, Runner::Thread))?
     }
@@ -290,8 +337,8 @@ where
         runner: Runner,
     ) -> Result<Option<V>, Error>
     where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
         let step = self.tt.l1().lookup(key)?;
@@ -307,8 +354,8 @@ where
         runner: Runner,
     ) -> Result<Option<V>, Error>
     where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
         let l1 = self.tt.l1();
@@ -346,8 +393,8 @@ where
         runner: Option<Runner>,
     ) -> Result<Option<V>, Error>
     where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
         let mut loader = Some(loader);
@@ -365,15 +412,16 @@ where
                 Step::Interrupted(e) => return Err(Error::Load(LoadError::new(e))),
                 Step::Load(load) => {
                     let loader = loader.take().expect("a load runs its loader once");
+                    let fut = Box::pin(loader(load.context()));
                     let mut call = Call {
                         load: Some(load),
-                        fut: Box::pin(loader()),
+                        fut,
                         soft: runner.is_some(),
                     };
                     match (&mut call).await {
                         Called::Done(result) => {
                             let load = call.load.take().expect("still held");
-                            load.loaded(result.map_err(load_error), &*self.codec)
+                            load.loaded_with(result.map_err(load_error), &*self.codec)
                         }
                         Called::Hard => call.load.take().expect("still held").timed_out(),
                         Called::Soft(stale) => {
@@ -399,14 +447,14 @@ where
     /// A load that outlived its soft timeout, driven to its end in the background.
     async fn finish<Fut, E>(&self, mut call: Call<V, Fut>) -> Result<Option<V>, Error>
     where
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
         call.soft = false;
         let mut step = match (&mut call).await {
             Called::Done(result) => {
                 let load = call.load.take().expect("still held");
-                load.loaded(result.map_err(load_error), &*self.codec)
+                load.loaded_with(result.map_err(load_error), &*self.codec)
             }
             Called::Soft(_) | Called::Hard => call.load.take().expect("still held").timed_out(),
             Called::Panicked(message, _) => {
@@ -428,8 +476,8 @@ where
     /// Runs a background step (a refresh) with `loader` where `runner` says.
     fn spawn<F, Fut, E>(&self, step: Step<V>, loader: F, runner: Runner)
     where
-        F: FnOnce() -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
+        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
         let this = self.clone();

@@ -101,6 +101,8 @@ fn three_node_cluster() {
         load_duration: Duration::from_millis(300),
         version: 0,
         epoch: 0,
+        ttl: None,
+        meta: None,
     };
     lease.publish_blocking(entry).unwrap();
     let (got, took) = waiter.join().unwrap();

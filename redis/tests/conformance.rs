@@ -5,15 +5,15 @@
 mod common;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use herdless::Error;
+use herdless::{Error, Loaded};
 use herdless_redis::memory::{Fault, MemoryStore};
 use herdless_redis::{Codec, CodecError, RedisBackend, SharedTier, TieredCache};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// JSON, refusing the scenario's stand-in for a value the codec cannot encode.
 struct ScenarioJson;
@@ -159,6 +159,8 @@ fn kind(e: &Error) -> &'static str {
         Error::WaitTimeout { .. } => "wait_timeout",
         Error::Load(_) => "load",
         Error::LoadTimeout { .. } => "load_timeout",
+        Error::NoPrevious => "no_previous",
+        Error::MetaTooLong { .. } => "meta_too_long",
         _ => "other",
     }
 }
@@ -166,15 +168,29 @@ fn kind(e: &Error) -> &'static str {
 type Answer = Result<Option<Value>, Error>;
 
 fn call(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
+    call_seeing(cache, step, loads, &Arc::default())
+}
+
+/// What a loader's context said: `{"reason", "previous", "meta"}` (checked by
+/// `expect_context`).
+type Seen = Arc<Mutex<Option<Value>>>;
+
+fn call_seeing(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>, seen: &Seen) -> Answer {
     let key = step["key"].as_str().expect("key").to_owned();
     let (value, took, fail) = (step["value"].clone(), ms(step, "ms"), step["fail"].clone());
-    let loads = loads.clone();
-    cache.get_or_load(&key, move || {
+    let (loads, seen, answer) = (loads.clone(), seen.clone(), step["answer"].clone());
+    cache.get_or_load_with(&key, move |ctx| {
         loads.fetch_add(1, Ordering::SeqCst);
+        let previous = ctx.previous();
+        *seen.lock().unwrap() = Some(json!({
+            "reason": ctx.reason().as_str(),
+            "previous": previous.map_or(Value::Null, |p| p.value.clone()),
+            "meta": previous.and_then(|p| p.meta.as_deref()),
+        }));
         std::thread::sleep(took);
         match fail.as_str() {
             Some(m) => Err(std::io::Error::other(m.to_owned())),
-            None => Ok(Some(value)),
+            None => Ok(loaded(value, &answer)),
         }
     })
 }
@@ -211,6 +227,34 @@ fn call_many(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
         out.push(a?.unwrap_or(Value::Null));
     }
     Ok(Some(Value::Array(out)))
+}
+
+/// The loader's answer of a step: its `value` (null: absent), shaped by `answer`
+/// (`ttl_ms`, `grace_ms`, `negative_ttl_ms`, `meta`, `not_modified`, `no_cache`).
+fn loaded(value: Value, answer: &Value) -> Loaded<Value> {
+    // Without `answer`, null is a JSON value like any other (as before this field).
+    let mut l = match (answer["not_modified"].as_bool(), value) {
+        (Some(true), _) => Loaded::not_modified(),
+        (_, Value::Null) if answer.is_object() => Loaded::absent(),
+        (_, v) => Loaded::value(v),
+    };
+    let ms = |f: &str| answer[f].as_u64().map(Duration::from_millis);
+    if let Some(d) = ms("ttl_ms") {
+        l = l.ttl(d);
+    }
+    if let Some(d) = ms("grace_ms") {
+        l = l.grace(d);
+    }
+    if let Some(d) = ms("negative_ttl_ms") {
+        l = l.negative_ttl(d);
+    }
+    if let Some(m) = answer["meta"].as_str() {
+        l = l.meta(m);
+    }
+    if answer["no_cache"].as_bool() == Some(true) {
+        l = l.no_cache();
+    }
+    l
 }
 
 /// Checks `got` against the step's `expect` / `expect_error` / `within_ms` / `after_ms`.
@@ -265,7 +309,18 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
         let started = Instant::now();
         let plain = |r: Result<(), Error>| r.map(|()| None);
         match step["op"].as_str().expect("op") {
-            "get_or_load" => check(name, step, &call(p, step, &loads), started.elapsed()),
+            "get_or_load" => {
+                let seen = Seen::default();
+                let got = call_seeing(p, step, &loads, &seen);
+                check(name, step, &got, started.elapsed());
+                if let Some(want) = step.get("expect_context") {
+                    let seen = seen.lock().unwrap().clone();
+                    let seen = seen.unwrap_or_else(|| panic!("{name}: {step}: no load ran"));
+                    for (field, w) in want.as_object().expect("expect_context") {
+                        assert_eq!(&seen[field], w, "{name}: {step}: context {field}");
+                    }
+                }
+            }
             "get_or_load_many" => {
                 check(name, step, &call_many(p, step, &loads), started.elapsed());
             }
@@ -390,13 +445,6 @@ fn scenarios() -> Vec<(String, Value)> {
     out
 }
 
-/// Whether this runner plays `s`: a scenario naming its `runners` is played by those only.
-fn for_rust(s: &Value) -> bool {
-    s["runners"]
-        .as_array()
-        .is_none_or(|r| r.iter().any(|v| v == "rust"))
-}
-
 fn tiers_of(s: &Value) -> Vec<String> {
     s["tiers"]
         .as_array()
@@ -408,11 +456,31 @@ fn tiers_of(s: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The optional features of the format (conformance/README.md, `requires`) this runner
+/// plays.
+const SUPPORTED: &[&str] = &["load_context"];
+
+/// Why this runner does not play `s`, if it does not.
+fn unsupported(s: &Value) -> Option<String> {
+    let missing: Vec<&str> = s["requires"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|f| !SUPPORTED.contains(f))
+        .collect();
+    (!missing.is_empty()).then(|| format!("needs {missing:?}"))
+}
+
 #[test]
 fn every_scenario_on_the_memory_tier() {
     let only = std::env::var("CONFORMANCE").ok();
     for (name, s) in scenarios() {
-        if only.as_deref().is_some_and(|o| o != name) || !for_rust(&s) {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        if let Some(why) = unsupported(&s) {
+            eprintln!("conformance (memory): {name} SKIPPED: {why}");
             continue;
         }
         eprintln!("conformance (memory): {name}");
@@ -427,10 +495,12 @@ fn every_scenario_on_redis() {
     }
     let only = std::env::var("CONFORMANCE").ok();
     for (name, s) in scenarios() {
-        if !tiers_of(&s).iter().any(|t| t == "redis")
-            || only.as_deref().is_some_and(|o| o != name)
-            || !for_rust(&s)
+        if !tiers_of(&s).iter().any(|t| t == "redis") || only.as_deref().is_some_and(|o| o != name)
         {
+            continue;
+        }
+        if let Some(why) = unsupported(&s) {
+            eprintln!("conformance (redis): {name} SKIPPED: {why}");
             continue;
         }
         eprintln!("conformance (redis): {name}");

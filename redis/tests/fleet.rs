@@ -31,6 +31,8 @@ fn write_expired(b: &RedisBackend, key: &str) {
         load_duration: Duration::from_millis(200),
         version: 0,
         epoch: 0,
+        ttl: None,
+        meta: None,
     };
     block_on(b.commit(key, e, None)).unwrap().unwrap();
 }
@@ -202,6 +204,8 @@ fn a_lost_notification_costs_at_most_one_recheck() {
         load_duration: Duration::from_millis(1),
         version: 1,
         epoch: 0,
+        ttl: None,
+        meta: None,
     });
     let n = a.names(key);
     let mut c = srv.client();

@@ -37,6 +37,8 @@ fn entry(value: &[u8], fresh_ms: u64) -> StoredEntry {
         load_duration: Duration::from_millis(12),
         version: 0,
         epoch: 0,
+        ttl: None,
+        meta: None,
     }
 }
 

@@ -284,6 +284,8 @@ fn backend_with_stale(srv: &common::Server, key: &str) -> RedisBackend {
         load_duration: Duration::from_millis(500),
         version: 0,
         epoch: 0,
+        ttl: None,
+        meta: None,
     };
     herdless_redis::block_on(herdless::backend::Backend::commit(
         &backend, key, stale, None,

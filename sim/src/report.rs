@@ -133,6 +133,9 @@ fn add(a: &CounterSnapshot, b: &CounterSnapshot) -> CounterSnapshot {
     t.backend_errors += b.backend_errors;
     t.evictions += b.evictions;
     t.retired_namespaces += b.retired_namespaces;
+    t.ahead_refreshes += b.ahead_refreshes;
+    t.not_modified += b.not_modified;
+    t.events_dropped += b.events_dropped;
     t
 }
 
@@ -287,6 +290,6 @@ mod tests {
         }
         // And the field list is the one `add` knows: a counter added to the engine later
         // must be added there too.
-        assert_eq!(one.fields().len(), 21);
+        assert_eq!(one.fields().len(), 24);
     }
 }

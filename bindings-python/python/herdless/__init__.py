@@ -19,7 +19,16 @@ from ._cache import Cache, Codec, Peek, WarmReport
 from ._decorator import AsyncCachedFunction, Decorator
 from ._detector import Alert, DetectorOptions, HotKey
 from ._metrics import Counters, Histogram, Metrics, NamespaceMetrics
-from ._native import ABSENT, Absent, BoundCachedFunction, CachedFunction, KeyBuilder
+from ._native import (
+    ABSENT,
+    Absent,
+    BoundCachedFunction,
+    CachedFunction,
+    KeyBuilder,
+    LoadContext,
+    Loaded,
+    Previous,
+)
 from .errors import (
     BackendError,
     BatchError,
@@ -33,6 +42,8 @@ from .errors import (
     KeyTooLong,
     LoaderPanicked,
     LoadTimeout,
+    MetaTooLong,
+    NoPrevious,
     TooManyFlights,
     UnsupportedKeyValue,
     WaitTimeout,
@@ -66,11 +77,16 @@ __all__ = [
     "KeyBuildError",
     "KeyBuilder",
     "KeyTooLong",
+    "LoadContext",
     "LoadTimeout",
+    "Loaded",
     "LoaderPanicked",
+    "MetaTooLong",
     "Metrics",
     "NamespaceMetrics",
+    "NoPrevious",
     "Peek",
+    "Previous",
     "TooManyFlights",
     "UnsupportedKeyValue",
     "WaitTimeout",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
@@ -64,7 +65,7 @@ class _Answered:
 async def aget_or_load(
     cache: _native.Cache,
     key: str,
-    loader: Callable[[], Awaitable[T] | T],
+    loader: Callable[[], Awaitable[T] | T] | Callable[[Any], Awaitable[Any]],
     ttl: float | None,
     step: Any = None,
 ) -> T:
@@ -88,14 +89,14 @@ class _Observed:
 
     __slots__ = ("_call", "_key", "_observer")
 
-    def __init__(self, observer: Callable[..., Any], key: str, call: Callable[[], Any]) -> None:
+    def __init__(self, observer: Callable[..., Any], key: str, call: Callable[..., Any]) -> None:
         self._observer, self._key, self._call = observer, key, call
 
     def start(self, background: bool) -> Any:
         return self._observer(self._key, background, self._call)
 
 
-_Loader = Callable[[], Any] | _Observed
+_Loader = Callable[..., Any] | _Observed
 
 
 async def _drive(step: Any, loader: _Loader, key: str) -> Any:
@@ -116,12 +117,27 @@ async def _drive(step: Any, loader: _Loader, key: str) -> Any:
             raise RuntimeError(f"herdless: unexpected step {step!r}")
 
 
+def _with_context(load: _native._Load, loader: _Loader) -> tuple[_Loader, Any]:
+    """`loader` ready to call: one that takes a context (``async def load(ctx)``) gets it
+    bound, before any observer wraps it; the context is returned to read the answer."""
+    call: Callable[..., Any] = loader._call if isinstance(loader, _Observed) else loader
+    if call is _no_loader or not _native._takes_context(call):
+        return loader, None
+    ctx = load.context()
+    bound: Callable[[], Any] = functools.partial(call, ctx)
+    if isinstance(loader, _Observed):
+        return _Observed(loader._observer, loader._key, bound), ctx
+    return bound, ctx
+
+
 async def _run(load: _native._Load, loader: _Loader, key: str) -> Any:
     """Runs the loader for `load`; the next step."""
+    ctx = None
     try:
+        loader, ctx = _with_context(load, loader)
         result = loader.start(load.background) if isinstance(loader, _Observed) else loader()
         if inspect.isawaitable(result):
-            result = await _in_time(load, result, key)
+            result = await _in_time(load, result, key, ctx)
     except _SoftTimeout as soft:  # raised by _in_time, which started _finish
         return _Answered(soft.stale)
     except _HardTimeout:
@@ -132,10 +148,12 @@ async def _run(load: _native._Load, loader: _Loader, key: str) -> Any:
         # Cancelled or interrupted: hand the load over.
         load.abandon()
         raise
-    return load.loaded(result)
+    return load.loaded(result, ctx)
 
 
-async def _in_time(load: _native._Load, awaitable: Awaitable[Any], key: str) -> Any:
+async def _in_time(
+    load: _native._Load, awaitable: Awaitable[Any], key: str, ctx: Any = None
+) -> Any:
     """Awaits the loader under the load's soft and hard timeouts."""
     hard = load.hard_remaining()
     has_fallback, _ = load.fallback
@@ -150,7 +168,7 @@ async def _in_time(load: _native._Load, awaitable: Awaitable[Any], key: str) -> 
             if not done:
                 # Answer with the fail-safe value now; the load goes on and is stored.
                 stale = load.answer_stale()
-                _spawn(_finish(load, task, key))
+                _spawn(_finish(load, task, key, ctx))
                 handed_over = True
                 raise _SoftTimeout(stale)
         hard = load.hard_remaining()
@@ -164,7 +182,9 @@ async def _in_time(load: _native._Load, awaitable: Awaitable[Any], key: str) -> 
             task.cancel()
 
 
-async def _finish(load: _native._Load, task: asyncio.Future[Any], key: str) -> None:
+async def _finish(
+    load: _native._Load, task: asyncio.Future[Any], key: str, ctx: Any = None
+) -> None:
     """Completes a load that outlived its soft timeout, within its hard timeout."""
     try:
         hard = load.hard_remaining()
@@ -173,7 +193,7 @@ async def _finish(load: _native._Load, task: asyncio.Future[Any], key: str) -> N
             task.cancel()
             step = load.timed_out()
         else:
-            step = load.loaded(task.result())
+            step = load.loaded(task.result(), ctx)
         await _drive(step, _no_loader, key)
     except Exception as exc:
         with contextlib.suppress(Exception):  # already finished, or re-raising `exc`

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from . import _aio, _decorator, _native
+from ._native import LoadContext
 from ._detector import Alert, HotKey, alert_from_native, hot_key_from_native
 from ._metrics import Metrics, from_native
 from .errors import ConfigError, ConfigTypeError
@@ -173,6 +174,14 @@ class Cache(_native.Cache):
       (``alerts()``); its steady state is the median of the last 64 ticks.
     - ``detector`` (on): ``False`` switches the stampede detector off (``alerts()`` is then
       always empty); a ``DetectorOptions`` sets its thresholds.
+    - ``refresh_ahead`` (off): once an entry has lived this share of its ttl (in (0, 1),
+      e.g. 0.8), the next read refreshes it in the background, once: a fixed schedule
+      beside XFetch's random early refresh.
+    - ``on_event``: ``fn(kind, key, error)`` told of evictions (``"evict"``), expiries
+      without a refresh (``"expire"``), failed loads (``"load_error"``, with the error's
+      text) and fail-safe activations (``"failsafe"``); called off the engine's locks, never
+      on the hit path; a queue of 1,024 events that the engine never waits on (events
+      past it are dropped and counted in ``events_dropped``).
 
     A bad value raises ``ConfigError`` (a ``ValueError``); a wrong type ``ConfigTypeError``
     (also a ``TypeError``).
@@ -183,7 +192,7 @@ class Cache(_native.Cache):
     async def aget_or_load(
         self,
         key: str,
-        loader: Callable[[], Awaitable[T]],
+        loader: Callable[[], Awaitable[T]] | Callable[[LoadContext], Awaitable[T]],
         *,
         ttl: float | None = None,
     ) -> T:
@@ -192,7 +201,12 @@ class Cache(_native.Cache):
 
         ``loader`` is an async callable (a coroutine function or a lambda returning a
         coroutine); it may return ``ABSENT``. Its exception reaches every waiter. Cancelling
-        the task that runs it hands the load to a waiter.
+        the task that runs it cancels the loader and hands the load to a waiter.
+
+        A loader that takes one positional parameter (``async def load(ctx)``) is handed a
+        ``LoadContext``: the key, the reason, the previous value (``ctx.previous.value``,
+        ``.age``, ``.meta``), ``ctx.set_ttl(seconds)`` and friends, ``ctx.meta = etag``; it
+        may ``return ctx.not_modified()`` or a ``Loaded(value, ttl=..., meta=...)``.
         """
         step = self._lookup(key, ttl)
         if type(step) is _native._Done:

@@ -51,8 +51,12 @@ class Counters:
     """Waiters that gave up after ``wait_timeout``."""
     early_refreshes: int = 0
     """XFetch refreshes started before expiry."""
+    ahead_refreshes: int = 0
+    """Refresh-ahead refreshes started at the configured share of the ttl."""
     refreshes: int = 0
-    """Background refreshes started (stale-while-revalidate and XFetch)."""
+    """Background refreshes started (stale-while-revalidate, XFetch and refresh-ahead)."""
+    not_modified: int = 0
+    """Loads answered "not modified": the previous value kept, its lifetime restarted."""
     backend_errors: int = 0
     """Errors of the shared tier (Redis)."""
     evictions: int = 0
@@ -60,6 +64,8 @@ class Counters:
     retired_namespaces: int = 0
     """Namespace records retired to stay within ``max_namespaces`` (their entries became
     misses; their counters are kept under ``__retired__``)."""
+    events_dropped: int = 0
+    """Events the listener's queue could not take (full or busy)."""
 
     def __add__(self, other: Counters) -> Counters:
         return Counters(

@@ -1,5 +1,6 @@
 """Stubs of the native module (hand-written; checked by ``python -m mypy.stubtest herdless``)."""
 
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, Generic, ParamSpec, Protocol, TypeVar, final, overload
 
@@ -27,8 +28,11 @@ __all__ = [
     "CachedFunction",
     "KeyBuilder",
     "Keyer",
+    "LoadContext",
+    "Loaded",
     "MemoryStore",
     "_BatchRefresh",
+    "Previous",
     "_Bridge",
     "_Done",
     "_Load",
@@ -37,9 +41,69 @@ __all__ = [
     "_Stale",
     "_Tier",
     "_Wait",
+    "_takes_context",
     "check_namespace",
     "check_seconds",
 ]
+
+def _takes_context(loader: object) -> bool:
+    """Whether ``loader`` takes one positional parameter (the load's context)."""
+
+@final
+class Previous:
+    """The entry a load may replace: its value, its age in seconds, its loader's metadata."""
+
+    @property
+    def value(self) -> Any: ...
+    @property
+    def age(self) -> float: ...
+    @property
+    def meta(self) -> str | None: ...
+
+@final
+class Loaded:
+    """A loader's answer with the entry's own lifetimes (seconds) and metadata."""
+
+    def __new__(
+        cls,
+        value: object,
+        *,
+        ttl: float | None = None,
+        grace: float | None = None,
+        negative_ttl: float | None = None,
+        meta: str | None = None,
+        no_cache: bool = False,
+    ) -> Self: ...
+    @staticmethod
+    def not_modified(*, ttl: float | None = None, meta: str | None = None) -> Loaded:
+        """The previous value still holds: it is kept and its lifetime restarts."""
+    @property
+    def is_not_modified(self) -> bool: ...
+
+@final
+class LoadContext:
+    """What a loader that takes one parameter is told about its load."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def reason(self) -> str:
+        """"first", "refresh", "early_refresh", "refresh_ahead" or "warm"."""
+    @property
+    def previous(self) -> Previous | None: ...
+    def set_ttl(self, seconds: float) -> None: ...
+    def set_grace(self, seconds: float) -> None: ...
+    def set_negative_ttl(self, seconds: float) -> None: ...
+    @property
+    def meta(self) -> str | None: ...
+    @meta.setter
+    def meta(self, meta: str | None) -> None: ...
+    def no_cache(self) -> None: ...
+    def not_modified(self) -> Loaded: ...
+    def is_cancelled(self) -> bool: ...
+    def wait_cancelled(self, timeout: float) -> bool: ...
+    @property
+    def cancelled(self) -> threading.Event: ...
 
 def check_seconds(name: str, value: object) -> float:
     """Checks a positive duration option given in seconds."""
@@ -87,6 +151,8 @@ class Cache:
         lease: float | None = None,
         detector_tick: float | None = None,
         detector: bool | DetectorOptions | None = None,
+        refresh_ahead: float | None = None,
+        on_event: Callable[[str, str, str | None], object] | None = None,
     ) -> Self: ...
     @property
     def namespace(self) -> str | None:
@@ -102,7 +168,11 @@ class Cache:
     def invalidate(self, key: str) -> bool: ...
     def bump(self, namespace: str) -> int: ...
     def get_or_load(
-        self, key: str, loader: Callable[[], _T], *, ttl: float | None = None
+        self,
+        key: str,
+        loader: Callable[[], _T] | Callable[[LoadContext], _T],
+        *,
+        ttl: float | None = None,
     ) -> _T: ...
     def get_or_load_many(
         self, keys: Iterable[str], loader: Callable[[list[str]], Mapping[str, _T]]
@@ -216,7 +286,8 @@ class _Load:
     def soft_remaining(self) -> float | None: ...
     def hard_remaining(self) -> float | None: ...
     def answer_stale(self) -> Any: ...
-    def loaded(self, value: object) -> _Step: ...
+    def context(self) -> LoadContext: ...
+    def loaded(self, value: object, ctx: LoadContext | None = None) -> _Step: ...
     def failed(self, exc: BaseException) -> _Step: ...
     def timed_out(self) -> _Step: ...
     def abandon(self) -> None: ...

@@ -26,6 +26,8 @@ __all__ = [
     "LoadTimeout",
     "LoaderPanicked",
     "HotKeysFormatError",
+    "MetaTooLong",
+    "NoPrevious",
     "TooManyFlights",
     "UnsupportedKeyValue",
     "WaitTimeout",
@@ -98,6 +100,14 @@ class LoadTimeout(HerdlessError, TimeoutError):
     def __init__(self, message: str, *, after: float) -> None:
         super().__init__(message)
         self.after = after
+
+
+class NoPrevious(HerdlessError):
+    """A loader answered "not modified" but there was no previous value to keep."""
+
+
+class MetaTooLong(HerdlessError, ValueError):
+    """A loader's metadata (``ctx.meta``, ``Loaded(meta=...)``) is longer than 256 bytes."""
 
 
 class LoaderPanicked(HerdlessError):

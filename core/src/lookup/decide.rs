@@ -6,8 +6,10 @@ use core::time::Duration;
 use super::guard::LoadGuard;
 use super::step::{Hit, Lookup};
 use super::waiter::{Retry, Waiter};
+use crate::context::{LoadReason, Previous};
 use crate::entry::HitState;
 use crate::error::Error;
+use crate::events::EventKind;
 use crate::expiry::{Phase, nanos};
 use crate::flight::Flight;
 use crate::key::namespace_of;
@@ -91,12 +93,22 @@ fn decide<V: Clone + Send + Sync + 'static>(
     let hung = table.remove_outdated_flight(&mut shard, key, hash, now);
     // The entry's phase, and whether a failed load made it back off from loading again.
     let (phase, backing_off) = shard.store.get(hash, key).map_or((None, false), |node| {
-        (Some(node.entry.phase(n)), n < node.entry.backoff_until)
+        (Some(node.entry.phase(n)), n < node.entry.backoff_until())
     });
-    let dead = match phase {
+    let mut dead = match phase {
         Some(Phase::Dead) => shard.store.remove(hash, key),
         _ => None,
     };
+    // An entry that outlived its retention (not one of a bumped namespace): it expired
+    // without a refresh, and its value is the next load's previous one, moved, not cloned.
+    let expired = dead.as_mut().filter(|e| e.epoch == e.ns.epoch()).map(|e| {
+        table.emit(&e.ns, EventKind::Expired, key, None);
+        let age = Duration::from_nanos(n.saturating_sub(e.timing.written));
+        let extras = e.rare.take().map(|r| r.extras);
+        e.value
+            .take()
+            .map(|v| Previous::new(v, age, extras.as_ref()))
+    });
     let flight = shard.flight(hash, key).cloned();
     let result = match phase {
         Some(p @ (Phase::Fresh | Phase::Stale)) => {
@@ -124,9 +136,16 @@ fn decide<V: Clone + Send + Sync + 'static>(
             (now, arrived.unwrap_or(now)),
             phase,
             flight,
-        ),
+        )
+        .map(|step| match step {
+            Lookup::Lead(guard) if guard.previous().is_none() => {
+                Lookup::Lead(guard.with_context(LoadReason::First, expired.flatten()))
+            }
+            step => step,
+        }),
     };
     drop(shard);
+    table.deliver_events();
     if let Some(hot) = &table.hot {
         let miss = !matches!(result, Ok(Lookup::Hit(_)));
         hot.access(key, hash, miss);
@@ -155,17 +174,28 @@ fn serve<V: Clone + Send + Sync + 'static>(
         .expect("phase came from this node");
     node.touch();
     let (value, ns) = (node.entry.value.clone(), node.entry.ns.clone());
+    let n = nanos(now);
+    let reason = match phase {
+        Phase::Fresh if table.ahead_due(&node.entry, n) => LoadReason::RefreshAhead,
+        Phase::Fresh => LoadReason::EarlyRefresh,
+        _ => LoadReason::Refresh,
+    };
     let refresh = if may_refresh {
+        let e = &node.entry;
+        let age = Duration::from_nanos(n.saturating_sub(e.timing.written));
+        let previous = value.clone().map(|v| Previous::new(v, age, e.extras()));
         let flight = table.start_flight(shard, key, hash, ns.clone(), now).ok();
-        flight.map(|f| LoadGuard::new(table.clone(), f, None, now))
+        flight.map(|f| LoadGuard::new(table.clone(), f, None, now).with_context(reason, previous))
     } else {
         None
     };
     let c = ns.counters();
     if refresh.is_some() {
         c.refreshes.inc();
-        if phase == Phase::Fresh {
-            c.early_refreshes.inc();
+        match reason {
+            LoadReason::RefreshAhead => c.ahead_refreshes.inc(),
+            LoadReason::EarlyRefresh => c.early_refreshes.inc(),
+            _ => {}
         }
     }
     let stripe = table.shard_index(hash);
@@ -199,15 +229,18 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
     phase: Option<Phase>,
     flight: Option<Arc<Flight<V>>>,
 ) -> Result<Lookup<V>, Error> {
-    let (ns, fallback) = match (phase, shard.store.get(hash, key)) {
+    let (ns, fallback, previous) = match (phase, shard.store.get(hash, key)) {
         // The fallback keeps its retention deadline: it is never handed out past it,
         // however long the load or the wait lasts.
         (Some(Phase::FailSafe), Some(node)) => {
-            let until = Duration::from_nanos(node.entry.timing.retain_until);
-            let fallback = node.entry.value.clone().map(|v| (v, until));
-            (node.entry.ns.clone(), fallback)
+            let e = &node.entry;
+            let until = Duration::from_nanos(e.timing.retain_until);
+            let fallback = e.value.clone().map(|v| (v, until));
+            let age = now.saturating_sub(Duration::from_nanos(e.timing.written));
+            let previous = e.value.clone().map(|v| Previous::new(v, age, e.extras()));
+            (e.ns.clone(), fallback, previous)
         }
-        _ => (table.namespaces.get(namespace_of(key)), None),
+        _ => (table.namespaces.get(namespace_of(key)), None, None),
     };
     let c = ns.counters();
     c.misses.inc();
@@ -230,12 +263,10 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
         None => {
             let f = table.start_flight(shard, key, hash, ns.clone(), now)?;
             c.lock_acquired.inc();
-            Ok(Lookup::Lead(LoadGuard::new(
-                table.clone(),
-                f,
-                fallback,
-                arrived,
-            )))
+            let guard = LoadGuard::new(table.clone(), f, fallback, arrived);
+            Ok(Lookup::Lead(
+                guard.with_context(LoadReason::First, previous),
+            ))
         }
     }
 }

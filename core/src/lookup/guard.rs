@@ -7,10 +7,13 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use super::fallback::Fallback;
+use super::waiter::Retry;
 use crate::alarm::{self, Alarm};
 use crate::budget::{Acquire, Budget, Permit};
+use crate::context::{LoadContext, LoadReason, Previous};
 use crate::error::{Error, LoadError};
 use crate::flight::{Flight, Outcome};
+use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
 use crate::sync::Arc;
 use crate::sync::unchecked::Arc as StdArc;
 use crate::table::Table;
@@ -27,9 +30,14 @@ pub struct LoadGuard<V: Clone + Send + Sync + 'static> {
     fallback: Fallback<V>,
     permit: Option<Permit>,
     began: Option<Duration>,
-    ttl: Option<Duration>,
+    /// How the result is kept: a driver's ttl, the loader's lifetimes and metadata.
+    keep: Keep,
     /// When the caller first arrived (before any hand-over), on the cache's clock.
     arrived: Duration,
+    reason: LoadReason,
+    previous: Option<Previous<V>>,
+    /// The leader's caller said it no longer wants the result.
+    released: bool,
     done: bool,
 }
 
@@ -46,16 +54,78 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             fallback: Fallback::new(fallback),
             permit: None,
             began: None,
-            ttl: None,
+            keep: Keep::default(),
             arrived,
+            reason: LoadReason::First,
+            previous: None,
+            released: false,
             done: false,
         }
+    }
+
+    /// The load's reason and the value it may replace, for its [`LoadContext`].
+    pub(crate) fn with_context(
+        mut self,
+        reason: LoadReason,
+        previous: Option<Previous<V>>,
+    ) -> Self {
+        self.reason = reason;
+        self.previous = previous;
+        self
     }
 
     /// Stores the loaded value with this TTL instead of the cache's (jitter still applies;
     /// a zero TTL is ignored). Absences keep `negative_ttl`.
     pub fn set_ttl(&mut self, ttl: Duration) {
-        self.ttl = Some(ttl).filter(|t| !t.is_zero());
+        self.keep.ttl = Some(ttl).filter(|t| !t.is_zero());
+    }
+
+    /// Why this load runs.
+    pub fn reason(&self) -> LoadReason {
+        self.reason
+    }
+
+    /// Sets why this load runs, for a driver that knows better than the lookup (a warm-up).
+    pub fn set_reason(&mut self, reason: LoadReason) {
+        self.reason = reason;
+    }
+
+    /// The value this load may replace (see [`Previous`]).
+    pub fn previous(&self) -> Option<&Previous<V>> {
+        self.previous.as_ref()
+    }
+
+    /// Gives the load a previous value found elsewhere (a shared tier's stale entry), when
+    /// the cache itself had none.
+    pub fn set_previous(&mut self, previous: Previous<V>) {
+        self.previous.get_or_insert(previous);
+    }
+
+    /// The context to hand a context-aware loader: the key, the reason, the previous value
+    /// (cloned: the guard keeps it for a not-modified answer) and the cancellation signal.
+    pub fn context(&self) -> LoadContext<V> {
+        LoadContext::new(
+            self.flight.clone(),
+            self.table.clock.clone(),
+            self.reason,
+            self.previous.clone(),
+        )
+    }
+
+    /// Whether the load is no longer wanted (see [`LoadContext`]).
+    pub fn is_cancelled(&self) -> bool {
+        self.flight.is_cancelled(self.table.now())
+    }
+
+    /// The leader's own caller no longer wants the result (it was cancelled, or it timed
+    /// out). The load goes on for the waiters; once none is left either, its
+    /// [`LoadContext`] reports it cancelled and its result is not stored. The guard must
+    /// still be completed (or dropped).
+    pub fn release(&mut self) {
+        if !self.released {
+            self.released = true;
+            self.flight.leave();
+        }
     }
 
     /// The end of this caller's wait, on the cache's clock: `wait_timeout` after it first
@@ -181,6 +251,11 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         self.mark_began();
         let (now, took) = self.took();
         self.flight.ns.metrics.load_duration.observe(took);
+        // Past the hard timeout the load was given up (a blocking loader cannot be stopped
+        // there): its late result answers its callers but is not kept.
+        if self.flight.hard_deadline.is_some_and(|d| now >= d) {
+            self.keep.no_cache = true;
+        }
         match result {
             Ok(v) => {
                 self.end(Outcome::Loaded(v.clone()), took, now);
@@ -193,6 +268,54 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         }
     }
 
+    /// Finishes the load with a context-aware loader's answer (see [`Loaded`]): its value
+    /// and lifetimes, or the previous value for "not modified" (an error without one), or
+    /// an answer for the callers only (`no_cache`). Returns what this caller answers, as
+    /// [`complete`](Self::complete).
+    pub fn complete_loaded(
+        mut self,
+        result: Result<Loaded<V>, LoadError>,
+    ) -> Result<Option<V>, Error> {
+        let loaded = match result {
+            Ok(loaded) => loaded,
+            Err(e) => return self.complete(Err(e)),
+        };
+        let Loaded {
+            answer,
+            extras,
+            store,
+        } = loaded;
+        if let Some(len) = extras.meta.as_ref().map(|m| m.len()) {
+            if len > MAX_META_BYTES {
+                let max = MAX_META_BYTES;
+                return self.refuse(Error::MetaTooLong { len, max });
+            }
+        }
+        let value = match answer {
+            Answer::Value(v) => {
+                self.keep.extras = extras;
+                v
+            }
+            Answer::NotModified => match self.previous.take() {
+                Some(p) => {
+                    self.keep.extras = extras.or(p.extras.as_deref());
+                    self.flight.ns.counters().not_modified.inc();
+                    Some(p.value)
+                }
+                None => return self.refuse(Error::NoPrevious),
+            },
+        };
+        self.keep.no_cache = !store;
+        self.complete(Ok(value))
+    }
+
+    /// Fails a load whose answer the engine refuses, counted as a failed load.
+    fn refuse(mut self, error: Error) -> Result<Option<V>, Error> {
+        self.mark_began();
+        self.flight.ns.counters().load_errors.inc();
+        self.fail(error)
+    }
+
     /// Finishes the load with a value read from a shared tier (see
     /// [`driver::adopt`](crate::driver::adopt)).
     pub(crate) fn adopt(
@@ -200,9 +323,12 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         value: Option<V>,
         fresh: Duration,
         load_duration: Duration,
+        chosen: (Option<Duration>, Option<&str>),
     ) -> Result<Option<V>, Error> {
         // Zero would mean "the cache's TTL": the smallest TTL makes the entry stale at once.
-        self.ttl = Some(fresh.max(Duration::from_nanos(1)));
+        self.keep.ttl = Some(fresh.max(Duration::from_nanos(1)));
+        self.keep.extras.ttl = chosen.0;
+        self.keep.extras.meta = chosen.1.map(Into::into);
         let now = self.table.now();
         self.end(Outcome::Loaded(value.clone()), load_duration, now);
         Ok(value)
@@ -235,6 +361,25 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             Some(v) => Ok(Some(v)),
             None => Err(error),
         }
+    }
+
+    /// For the crate's drivers: a loader failed after its load was withdrawn (superseded,
+    /// or left by every caller), so its error answers nobody: the load is abandoned (the
+    /// waiters look up again) and its caller is told to look up again too, keeping its
+    /// first arrival, with the error in case it has nothing left to load with. Otherwise
+    /// the guard and the result, to complete.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn withdrawn_failure(
+        self,
+        result: Result<Loaded<V>, LoadError>,
+    ) -> Result<(Self, Result<Loaded<V>, LoadError>), (Retry, Error)> {
+        let error = match result {
+            Err(e) if self.flight.is_withdrawn() => Error::Load(e),
+            result => return Ok((self, result)),
+        };
+        let arrived = self.arrived;
+        self.abandon();
+        Err((Retry { arrived }, error))
     }
 
     /// Gives the load up without an answer: waiters look up again and one of them leads.
@@ -270,8 +415,8 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         if matches!(outcome, Outcome::Abandoned) {
             self.flight.ns.counters().abandoned_loads.inc();
         }
-        self.table
-            .finish(&self.flight, outcome, took, self.ttl, now);
+        let keep = core::mem::take(&mut self.keep);
+        self.table.finish(&self.flight, outcome, took, keep, now);
         self.permit = None;
     }
 }

@@ -63,6 +63,7 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
         arrived: Duration,
     ) -> Self {
         let deadline = arrived.saturating_add(table.cfg.wait_timeout);
+        flight.join();
         Self {
             table,
             flight,
@@ -86,9 +87,11 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
         crate::sync::block_on(self)
     }
 
-    /// Stops waiting before the end (timed out, or fail-safe at the soft timeout).
+    /// Stops waiting before the end (timed out, or fail-safe at the soft timeout, or
+    /// dropped): the last caller to leave cancels the load.
     fn leave(&mut self) {
         self.done = true;
+        self.flight.leave();
         alarm::disarm(&mut self.timer);
         if let Some(slot) = self.slot.take() {
             self.flight.deregister(slot);

@@ -122,10 +122,13 @@ counters! {
         lock_contended: "Lookups that found the key's flight already taken.",
         wait_timeouts: "Waiters that gave up after wait_timeout.",
         early_refreshes: "XFetch refreshes started before expiry.",
-        refreshes: "Background refreshes started (stale-while-revalidate and XFetch).",
+        ahead_refreshes: "Refresh-ahead refreshes started at the configured share of the ttl.",
+        refreshes: "Background refreshes started (stale-while-revalidate, XFetch and refresh-ahead).",
+        not_modified: "Loads answered 'not modified': the previous value kept, its lifetime restarted.",
         backend_errors: "Errors of the shared tier (e.g. Redis).",
         evictions: "Entries evicted to stay within capacity.",
         retired_namespaces: "Namespace records retired to stay within max_namespaces (their entries became misses).",
+        events_dropped: "Events the listener's queue could not take (full or busy).",
     }
 }
 

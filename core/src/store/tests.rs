@@ -31,7 +31,7 @@ impl Entries {
             timing: Timing::new(0, Duration::from_secs(secs), Duration::ZERO, None),
             quiet_until: 0,
             load_nanos: 0,
-            backoff_until: 0,
+            rare: None,
         }
     }
 }
@@ -76,7 +76,15 @@ fn new_store(capacity: u64) -> Store<u32> {
 /// Inserts `key` (fresh for 60 s) at time `now`; answers the values replaced or evicted.
 fn put(s: &mut Store<u32>, e: &Entries, key: &str, v: u32, weight: u64, now: u64) -> Vec<u32> {
     let mut out = Vec::new();
-    s.insert(hash(key), key, e.fresh_for(v, 60), weight, now, &mut out);
+    s.insert(
+        hash(key),
+        key,
+        e.fresh_for(v, 60),
+        weight,
+        now,
+        &mut out,
+        |_, _| {},
+    );
     check(s);
     out.into_iter().filter_map(|e| e.value).collect()
 }
@@ -204,7 +212,15 @@ fn dead_entries_are_evicted_even_when_visited() {
     let e = Entries::new();
     let mut s = new_store(3);
     let mut out = Vec::new();
-    s.insert(hash("short"), "short", e.fresh_for(1, 1), 1, 0, &mut out);
+    s.insert(
+        hash("short"),
+        "short",
+        e.fresh_for(1, 1),
+        1,
+        0,
+        &mut out,
+        |_, _| {},
+    );
     put(&mut s, &e, "b", 2, 1, 0);
     put(&mut s, &e, "c", 3, 1, 0);
     for k in ["short", "b", "c"] {

@@ -9,8 +9,10 @@ use super::Table;
 use super::shard::Shard;
 use crate::epoch::Namespace;
 use crate::error::Error;
+use crate::events::EventKind;
 use crate::expiry::nanos;
 use crate::flight::{self, Flight, Outcome};
+use crate::loaded::Keep;
 use crate::sync::{Arc, Ordering};
 
 impl<V: Clone> Table<V> {
@@ -61,7 +63,7 @@ impl<V: Clone> Table<V> {
     ) -> Option<Arc<Flight<V>>> {
         let f = shard.flight(hash, key)?;
         let hung = f.hard_deadline.is_some_and(|d| now >= d);
-        let outdated = f.is_superseded() || f.epoch != f.ns.epoch() || f.orphaned();
+        let outdated = f.is_withdrawn() || f.epoch != f.ns.epoch() || f.orphaned();
         if !(hung || outdated) {
             return None;
         }
@@ -75,7 +77,7 @@ impl<V: Clone> Table<V> {
         // sending the next caller straight to a hung origin.
         let until = nanos(now).saturating_add(nanos(self.cfg.failsafe_backoff));
         if let Some(node) = shard.store.get_mut(hash, key) {
-            node.entry.backoff_until = until;
+            node.entry.set_backoff(until);
         }
         Some(f)
     }
@@ -85,11 +87,12 @@ impl<V: Clone> Table<V> {
     pub(crate) fn time_out(&self, flight: &Arc<Flight<V>>) {
         let after = self.cfg.hard_timeout.unwrap_or_default();
         let outcome = Outcome::Failed(Error::LoadTimeout { after });
-        self.finish(flight, outcome, Duration::ZERO, None, self.now());
+        self.finish(flight, outcome, Duration::ZERO, Keep::default(), self.now());
     }
 
     /// Ends a flight: stores a loaded result when nothing newer happened meanwhile (no
-    /// `set`, `invalidate` or `bump` since it began, and it was not timed out), records a
+    /// `set`, `invalidate` or `bump` since it began, it was not timed out nor left by every
+    /// caller) and the loader did not say `no_cache`, records a
     /// failure for fail-safe backoff, then wakes the waiters. `now` is the caller's reading
     /// of the clock at the end of the load (one read serves both the duration and this).
     pub(crate) fn finish(
@@ -97,7 +100,7 @@ impl<V: Clone> Table<V> {
         flight: &Arc<Flight<V>>,
         outcome: Outcome<V>,
         took: Duration,
-        ttl: Option<Duration>,
+        keep: Keep,
         now: Duration,
     ) {
         let n = nanos(now);
@@ -108,7 +111,10 @@ impl<V: Clone> Table<V> {
             if current {
                 self.flights.fetch_sub(1, Ordering::Relaxed);
             }
-            let storable = current && !flight.is_superseded() && flight.ns.epoch() == flight.epoch;
+            let storable = current
+                && !flight.is_withdrawn()
+                && !keep.no_cache
+                && flight.ns.epoch() == flight.epoch;
             let entry = match &outcome {
                 Outcome::Loaded(v) if storable => Some(self.make_entry(
                     v.clone(),
@@ -116,11 +122,15 @@ impl<V: Clone> Table<V> {
                     flight.epoch,
                     nanos(took),
                     n,
-                    ttl,
+                    keep,
                 )),
                 _ => None,
             };
-            let failed = matches!(outcome, Outcome::Failed(_));
+            let error = match &outcome {
+                Outcome::Failed(e) => Some(e.clone()),
+                _ => None,
+            };
+            let failed = error.is_some();
             let timed_out = matches!(outcome, Outcome::Failed(Error::LoadTimeout { .. }));
             // The outcome is set under the shard lock, before anything is stored: a hard
             // timeout that ended the flight first wins, and then nothing is stored, so no
@@ -148,12 +158,20 @@ impl<V: Clone> Table<V> {
                 // Back off: the stale value keeps being served without hammering a
                 // failing origin with one refresh per read.
                 if let Some(node) = shard.store.get_mut(flight.hash, &flight.key) {
-                    node.entry.backoff_until = n.saturating_add(nanos(self.cfg.failsafe_backoff));
+                    node.entry
+                        .set_backoff(n.saturating_add(nanos(self.cfg.failsafe_backoff)));
+                    if node.entry.value.is_some() {
+                        self.emit(&flight.ns, EventKind::FailSafe, &flight.key, error.clone());
+                    }
                 }
+            }
+            if wakers.is_some() && failed {
+                self.emit(&flight.ns, EventKind::LoadFailed, &flight.key, error);
             }
             wakers
         };
         drop(dropped);
+        self.deliver_events();
         if let Some(wakers) = wakers {
             flight::wake_all(wakers);
         }

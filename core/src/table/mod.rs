@@ -27,9 +27,10 @@ use crate::clock::Clock;
 use crate::config::{Config, Parts};
 use crate::detector::{Alert, Detector, Setup};
 use crate::entry::Entry;
-use crate::epoch::Namespaces;
+use crate::epoch::{Namespace, Namespaces};
 use crate::error::Error;
-use crate::expiry::nanos;
+use crate::events::{Event, EventKind, Events};
+use crate::expiry::{Timing, nanos};
 use crate::hotkeys::HotKeys;
 use crate::metrics::MetricsSnapshot;
 use crate::rng::SharedRng;
@@ -66,6 +67,8 @@ pub(crate) struct Table<V> {
     detector: Option<Detector>,
     /// The hot-key tracker, unless switched off.
     pub(crate) hot: Option<HotKeys>,
+    /// The listener's queue, when one is registered.
+    events: Option<StdArc<Events>>,
 }
 
 impl<V> Table<V> {
@@ -102,6 +105,10 @@ impl<V> Table<V> {
         });
         let hot = (cfg.hot_keys > 0).then(|| HotKeys::new(cfg.hot_keys, cfg.hot_key_sample));
         let hasher = hashbrown::DefaultHashBuilder::default();
+        let events = cfg
+            .listener
+            .clone()
+            .map(|l| StdArc::new(Events::new(l, cfg.event_queue)));
         Table {
             shards: (0..shards as u64)
                 .map(|i| {
@@ -122,6 +129,7 @@ impl<V> Table<V> {
             spawner,
             detector,
             hot,
+            events,
             cfg,
         }
     }
@@ -197,11 +205,49 @@ impl<V> Table<V> {
         let beta = self.cfg.beta;
         let gap = Duration::from_nanos(e.timing.fresh_until - now);
         let delta = Duration::from_nanos(e.load_nanos);
-        if e.value.is_none() || now < e.backoff_until || xfetch::out_of_reach(gap, delta, beta) {
+        if e.value.is_none() || now < e.backoff_until() || xfetch::out_of_reach(gap, delta, beta) {
             return false;
         }
         let u = 1.0 - self.rng.unit();
         xfetch::should_refresh(gap, delta, beta, u)
+    }
+
+    /// Refresh-ahead: when an entry of `timing` has lived the configured share of its ttl
+    /// (never, when off).
+    pub(crate) fn ahead_at(&self, timing: &Timing) -> u64 {
+        match self.cfg.refresh_ahead {
+            Some(share) => {
+                let ttl = timing.fresh_until.saturating_sub(timing.written);
+                timing.written.saturating_add((ttl as f64 * share) as u64)
+            }
+            None => u64::MAX,
+        }
+    }
+
+    /// Refresh-ahead: is this read of a fresh entry past the threshold (and not backing off
+    /// after a failed refresh)?
+    #[inline]
+    pub(crate) fn ahead_due(&self, e: &Entry<V>, now: u64) -> bool {
+        e.value.is_some() && now >= e.backoff_until() && now >= self.ahead_at(&e.timing)
+    }
+
+    /// Tells the listener, if any, of an event at `key` (of namespace `ns`); an event the
+    /// queue cannot take is counted as dropped. Safe under the shard's lock: it never waits.
+    pub(crate) fn emit(&self, ns: &Namespace, kind: EventKind, key: &str, error: Option<Error>) {
+        if let Some(events) = &self.events {
+            let key = key.into();
+            if !events.push(Event { kind, key, error }) {
+                ns.counters().events_dropped.inc();
+            }
+        }
+    }
+
+    /// Hands queued events to the listener. Called with no lock held.
+    #[inline]
+    pub(crate) fn deliver_events(&self) {
+        if let Some(events) = &self.events {
+            events.deliver(self.spawner.as_ref());
+        }
     }
 
     /// A draw for jitter, uniform in [0, 1).

@@ -10,8 +10,8 @@ use crate::key::namespace_of;
 pub(crate) enum Fast<V> {
     /// A fresh hit, counted: the value (`None`: a cached absence).
     Hit(Option<V>),
-    /// Anything else is decided under the write lock; `early`: XFetch chose this read to
-    /// refresh a fresh entry.
+    /// Anything else is decided under the write lock; `early`: XFetch or refresh-ahead chose
+    /// this read to refresh a fresh entry.
     Slow { early: bool },
 }
 
@@ -35,7 +35,10 @@ impl<V: Clone> Table<V> {
             return Fast::Slow { early: false };
         }
         // Most reads are far from expiry: one compare rules XFetch out.
-        if now >= e.quiet_until && may_refresh() && self.xfetch_fires(e, now) {
+        if now >= e.quiet_until
+            && may_refresh()
+            && (self.ahead_due(e, now) || self.xfetch_fires(e, now))
+        {
             return Fast::Slow { early: true };
         }
         node.touch();

@@ -6,11 +6,13 @@ use core::time::Duration;
 
 use super::Table;
 use super::shard::Shard;
-use crate::entry::Entry;
+use crate::entry::{Entry, Rare};
 use crate::epoch::Namespace;
 use crate::error::Error;
-use crate::expiry::{Timing, nanos};
+use crate::events::EventKind;
+use crate::expiry::{Phase, Timing, nanos};
 use crate::key::namespace_of;
+use crate::loaded::Keep;
 use crate::sync::Arc;
 use crate::{jitter, xfetch};
 
@@ -41,7 +43,8 @@ impl<V: Clone> Table<V> {
     }
 
     /// An entry written at `now`: a value lives its (jittered) TTL, then grace, then
-    /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only.
+    /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only. `keep`
+    /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry).
     pub(crate) fn make_entry(
         &self,
         value: Option<V>,
@@ -49,22 +52,29 @@ impl<V: Clone> Table<V> {
         epoch: u64,
         load_nanos: u64,
         now: u64,
-        ttl: Option<Duration>,
+        keep: Keep,
     ) -> Entry<V> {
         let cfg = &self.cfg;
+        let extras = Some(&keep.extras);
         let timing = if value.is_some() {
-            let ttl = jitter::jittered(ttl.unwrap_or(cfg.ttl), cfg.jitter, self.unit());
-            Timing::new(now, ttl, cfg.grace, cfg.max_stale)
+            let ttl = keep.ttl.or(extras.and_then(|e| e.ttl)).unwrap_or(cfg.ttl);
+            let ttl = jitter::jittered(ttl, cfg.jitter, self.unit());
+            let grace = extras.and_then(|e| e.grace).unwrap_or(cfg.grace);
+            Timing::new(now, ttl, grace, cfg.max_stale)
         } else {
             // Absences are neither served stale nor kept for fail-safe: they are cheap to
             // re-check and a real write must be able to replace them quickly.
-            let ttl = jitter::jittered(cfg.negative_ttl, cfg.jitter, self.unit());
+            let ttl = extras.and_then(|e| e.negative_ttl);
+            let ttl = jitter::jittered(ttl.unwrap_or(cfg.negative_ttl), cfg.jitter, self.unit());
             Timing::new(now, ttl, Duration::ZERO, None)
         };
         let quiet_until = match value {
-            Some(_) => timing
-                .fresh_until
-                .saturating_sub(xfetch::reach_nanos(load_nanos, cfg.beta)),
+            Some(_) => {
+                let xfetch = timing
+                    .fresh_until
+                    .saturating_sub(xfetch::reach_nanos(load_nanos, cfg.beta));
+                xfetch.min(self.ahead_at(&timing))
+            }
             None => timing.fresh_until,
         };
         Entry {
@@ -74,7 +84,7 @@ impl<V: Clone> Table<V> {
             timing,
             quiet_until,
             load_nanos,
-            backoff_until: 0,
+            rare: Rare::of(keep.extras),
         }
     }
 
@@ -93,11 +103,17 @@ impl<V: Clone> Table<V> {
         dropped: &mut Vec<Entry<V>>,
     ) {
         dropped.extend(shard.store.remove(hash, key));
-        let before = dropped.len();
-        shard.store.insert(hash, key, entry, weight, now, dropped);
-        for e in &dropped[before..] {
-            e.ns.counters().evictions.inc();
-        }
+        shard
+            .store
+            .insert(hash, key, entry, weight, now, dropped, |key, e| {
+                e.ns.counters().evictions.inc();
+                // SIEVE takes a dead entry first: that one expired, nothing pushed it out.
+                let kind = match e.phase(now) {
+                    Phase::Dead => EventKind::Expired,
+                    _ => EventKind::Evicted,
+                };
+                self.emit(&e.ns, kind, key, None);
+            });
     }
 
     /// `set`, `set_with_ttl` and `set_absent`: stores now, and keeps a load of `key` already
@@ -108,8 +124,18 @@ impl<V: Clone> Table<V> {
         value: Option<V>,
         ttl: Option<Duration>,
     ) -> Result<(), Error> {
+        let keep = Keep {
+            ttl,
+            ..Keep::default()
+        };
+        self.write_keep(key, value, keep)
+    }
+
+    /// [`write`](Self::write) with the lifetimes and metadata a loader chose (a value read
+    /// from a shared tier keeps them).
+    pub(crate) fn write_keep(&self, key: &str, value: Option<V>, keep: Keep) -> Result<(), Error> {
         self.check_key(key)?;
-        if ttl == Some(Duration::ZERO) {
+        if keep.ttl == Some(Duration::ZERO) {
             return Err(Error::ZeroTtl);
         }
         let hash = self.hash(key);
@@ -124,11 +150,12 @@ impl<V: Clone> Table<V> {
             // Keep the measured load time so XFetch still knows how expensive the key is.
             let load_nanos = shard.store.get(hash, key).map_or(0, |o| o.entry.load_nanos);
             let epoch = ns.epoch();
-            let entry = self.make_entry(value, ns, epoch, load_nanos, n, ttl);
+            let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep);
             let weight = self.weigh(key, &entry)?;
             self.store(&mut shard, hash, key, entry, weight, n, &mut dropped);
         }
         drop(dropped);
+        self.deliver_events();
         self.detect(n);
         Ok(())
     }

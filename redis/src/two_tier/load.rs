@@ -5,11 +5,14 @@ use std::time::{Duration, Instant};
 
 use herdless::driver::OriginPermit;
 use herdless::driver::Timer;
-use herdless::{Error, LoadError, LoadGuard};
+use herdless::{
+    Error, LoadContext, LoadError, LoadGuard, LoadReason, Loaded, MAX_META_BYTES, Previous,
+};
 
 use super::step::unwrap;
 use super::{Host, Pending, Reply, Step, TwoTier, Versioned};
 use crate::fleet::FleetLease;
+use crate::lifetimes::Own;
 
 /// Which of a load's deadlines passed (see [`Load::poll_deadline`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +48,8 @@ pub struct Load<V: Clone + Send + Sync + 'static> {
     hard: Option<Duration>,
     soft_told: bool,
     timer: Timer,
+    /// A detached refresh's previous value: the shared entry it refreshes.
+    previous: Option<Previous<V>>,
 }
 
 impl<V: Clone + Send + Sync + 'static> Load<V> {
@@ -71,6 +76,7 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
             hard: None,
             soft_told: false,
             timer: Timer::default(),
+            previous: None,
         }
     }
 
@@ -101,13 +107,38 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         lease: FleetLease,
         permit: OriginPermit,
         ttl: Option<Duration>,
+        previous: Option<Previous<V>>,
     ) -> Self {
         let hard = tt.l1().options().hard_timeout;
         let now = tt.l1().clock().now();
         let mut load = Self::new(tt, None, Some(lease), ttl, true);
         load.permit = Some(permit);
         load.hard = hard.map(|h| now.saturating_add(h));
+        load.previous = previous;
         load
+    }
+
+    /// The context to hand a context-aware loader: the key, why it loads, the value it may
+    /// replace (from this process's L1, or the shared entry), and its cancellation signal.
+    pub fn context(&self) -> LoadContext<V> {
+        match &self.guard {
+            Some(g) => g.context().map(|v| v.value),
+            None => herdless::driver::detached_context(
+                self.tt.l1(),
+                self.key(),
+                LoadReason::Refresh,
+                self.previous.clone(),
+                self.hard,
+            ),
+        }
+    }
+
+    /// The value this load may replace, unwrapped.
+    fn previous(&self) -> Option<Previous<V>> {
+        match &self.guard {
+            Some(g) => g.previous().map(|p| p.clone().map(|v| v.value)),
+            None => self.previous.clone(),
+        }
     }
 
     /// Takes the origin budget, waiting for it if need be: the step that starts the
@@ -223,10 +254,22 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
     /// codec cannot encode is served here only: the fleet lock is handed back at once with
     /// a "load locally" mark (so other processes stop waiting), and the user is warned
     /// once per namespace.
-    pub fn loaded(mut self, result: Result<Option<V>, LoadError>, host: &dyn Host<V>) -> Step<V> {
+    pub fn loaded(self, result: Result<Option<V>, LoadError>, host: &dyn Host<V>) -> Step<V> {
+        self.loaded_with(result.map(Loaded::from), host)
+    }
+
+    /// [`loaded`](Self::loaded) with a context-aware loader's answer: its lifetimes and
+    /// metadata go into this process's entry and the shared one; "not modified" republishes
+    /// the previous value with its lifetime restarted (counted in `not_modified`); "no
+    /// cache" answers the callers, stores nothing anywhere and hands the fleet lock back.
+    pub fn loaded_with(
+        mut self,
+        result: Result<Loaded<V>, LoadError>,
+        host: &dyn Host<V>,
+    ) -> Step<V> {
         let took = self.started.elapsed();
-        let value = match result {
-            Ok(v) => v,
+        let loaded = match result {
+            Ok(loaded) => loaded,
             Err(e) => {
                 let lease = self.lease.take();
                 let answer = self.complete(Err(e));
@@ -235,8 +278,31 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
                 return release_then(lease, answer);
             }
         };
-        let Some(lease) = self.lease.take() else {
-            return self.complete(Ok(value));
+        let len = loaded.meta_set().map_or(0, str::len);
+        if len > MAX_META_BYTES {
+            let max = MAX_META_BYTES;
+            self.count_refused();
+            return self.fail(Error::MetaTooLong { len, max });
+        }
+        let loaded = if loaded.is_not_modified() {
+            let Some(previous) = self.previous() else {
+                self.count_refused();
+                return self.fail(Error::NoPrevious);
+            };
+            herdless::driver::record_not_modified(self.tt.l1(), self.key());
+            let value = previous.value.clone();
+            loaded.resolved(Some(value), Some(&previous))
+        } else {
+            loaded
+        };
+        let value: Option<V> = loaded.found().expect("resolved").cloned();
+        let own = Own::of(&loaded);
+        let Some(lease) = self.lease.take().filter(|_| loaded.is_cached()) else {
+            // Kept in this process only, or nowhere ("no cache", which also hands back
+            // the fleet lock, if held, for the next caller to load).
+            let lease = self.lease.take();
+            let answer = self.complete_loaded(loaded);
+            return release_then(lease, answer);
         };
         let bytes = match value.as_ref().map(|v| host.encode(v)).transpose() {
             Ok(bytes) => bytes,
@@ -250,28 +316,40 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
             Err(ce) => {
                 self.tt.unshareable(lease.key(), &ce, host);
                 lease.release_unshared();
-                return self.complete(Ok(value));
+                return self.complete_loaded(loaded);
             }
         };
         let life = *self
             .tt
             .shared_tier()
             .expect("a fleet load has a shared tier");
-        let (entry, _) = life.entry(bytes, took, lease.epoch(), self.ttl);
+        let (entry, _) = life.entry_own(bytes, took, lease.epoch(), self.ttl, &own);
         let fresh_until_ms = entry.fresh_until_ms;
         let (tt, guard, permit) = (self.tt.clone(), self.guard.take(), self.permit.take());
         Step::Tier(Pending::new(async move {
             let published = lease.publish(entry).await;
             // Held until published: the budget counts the whole refresh.
             drop(permit);
-            Reply::published(tt, guard, value, fresh_until_ms, published)
+            Reply::published(tt, guard, value, own, fresh_until_ms, published)
         }))
+    }
+
+    /// A loader's answer the engine refused, counted as a failed load.
+    fn count_refused(&self) {
+        herdless::driver::record_load_error(self.tt.l1(), self.key());
     }
 
     fn complete(mut self, result: Result<Option<V>, LoadError>) -> Step<V> {
         match self.guard.take() {
             Some(g) => Step::Done(unwrap(g.complete(result.map(|v| v.map(Versioned::local))))),
             None => Step::Done(result.map_err(Error::Load)),
+        }
+    }
+
+    fn complete_loaded(mut self, loaded: Loaded<V>) -> Step<V> {
+        match self.guard.take() {
+            Some(g) => Step::Done(unwrap(g.complete_loaded(Ok(loaded.map(Versioned::local))))),
+            None => Step::Done(Ok(loaded.found().flatten().cloned())),
         }
     }
 

@@ -53,7 +53,8 @@ impl<V: Clone + Send + Sync + 'static> Read<V> {
         let fresh = fresh_left(e.fresh_until_ms);
         if !fresh.is_zero() {
             let l1 = Versioned::shared(value.clone(), e.version);
-            let _ = self.tt.l1().set_with_ttl(&self.key, l1, fresh);
+            let (ttl, meta) = (e.ttl, e.meta.as_deref());
+            let _ = herdless::driver::set_shared(self.tt.l1(), &self.key, l1, fresh, ttl, meta);
         }
         Ok(Some(value))
     }

@@ -6,11 +6,12 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use herdless::backend::{StoredEntry, WriteOutcome};
-use herdless::{Error, LoadGuard, driver};
+use herdless::{Error, LoadGuard, Loaded, Previous, driver};
 
 use super::{Host, Load, TwoTier, Versioned, fresh_left};
 use crate::codec::CodecError;
 use crate::fleet::{FleetLease, FleetOutcome};
+use crate::lifetimes::Own;
 
 /// What the driver of a load does next.
 #[must_use = "a step must be driven to its end, or the load is handed over"]
@@ -117,6 +118,7 @@ enum Kind<V: Clone + Send + Sync + 'static> {
         tt: TwoTier<V>,
         guard: Option<LoadGuard<Versioned<V>>>,
         value: Option<V>,
+        own: Own,
         fresh_until_ms: u64,
         published: Result<WriteOutcome, Error>,
     },
@@ -200,6 +202,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
         tt: TwoTier<V>,
         guard: Option<LoadGuard<Versioned<V>>>,
         value: Option<V>,
+        own: Own,
         fresh_until_ms: u64,
         published: Result<WriteOutcome, Error>,
     ) -> Self {
@@ -207,6 +210,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
             tt,
             guard,
             value,
+            own,
             fresh_until_ms,
             published,
         })
@@ -243,6 +247,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                 tt,
                 guard,
                 value,
+                own,
                 fresh_until_ms,
                 published,
             } => {
@@ -271,10 +276,28 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                     Some(version) => Versioned::shared(value, version),
                     None => Versioned::local(value),
                 });
-                Step::Done(unwrap(guard.complete(Ok(value))))
+                Step::Done(unwrap(guard.complete_loaded(Ok(loaded_of(value, &own)))))
             }
         }
     }
+}
+
+/// A loader's answer as the L1 keeps it: `value` with the lifetimes and metadata chosen.
+fn loaded_of<T>(value: Option<T>, own: &Own) -> Loaded<T> {
+    let mut loaded = Loaded::from(value);
+    if let Some(t) = own.ttl {
+        loaded = loaded.ttl(t);
+    }
+    if let Some(g) = own.grace {
+        loaded = loaded.grace(g);
+    }
+    if let Some(n) = own.negative_ttl {
+        loaded = loaded.negative_ttl(n);
+    }
+    if let Some(m) = &own.meta {
+        loaded = loaded.meta(m.clone());
+    }
+    loaded
 }
 
 /// The value out of its L1 wrapper.
@@ -303,7 +326,9 @@ fn asked<V: Clone + Send + Sync + 'static>(
         Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => match decode(host, &e) {
             Ok(value) => {
                 let fresh = fresh_left(e.fresh_until_ms);
-                Step::Done(unwrap(driver::adopt(guard, value, fresh, e.load_duration)))
+                let (ttl, meta) = (e.ttl, e.meta.as_deref());
+                let adopted = driver::adopt_with(guard, value, fresh, e.load_duration, ttl, meta);
+                Step::Done(unwrap(adopted))
             }
             Err(ce) if ce.is_interrupted() => {
                 guard.abandon();
@@ -342,7 +367,7 @@ fn lead<V: Clone + Send + Sync + 'static>(
     let stale = match lease.stale().filter(|e| !background && e.value.is_some()) {
         None => None,
         Some(e) => match decode(host, e) {
-            Ok(v) => v.map(|v| (v, e.load_duration)),
+            Ok(v) => v.map(|v| (v, e)),
             Err(ce) if ce.is_interrupted() => {
                 drop(lease);
                 guard.abandon();
@@ -354,17 +379,29 @@ fn lead<V: Clone + Send + Sync + 'static>(
             }
         },
     };
-    let Some((stale, took)) = stale else {
+    let Some((stale, e)) = stale else {
         return Load::fleet(tt, guard, lease, ttl, background).start(batch);
     };
+    let (took, own_ttl, meta) = (e.load_duration, e.ttl, e.meta.clone());
+    // The detached refresh is told the shared entry it refreshes (a conditional refresh
+    // sends its ETag).
+    let age = Duration::from_micros(crate::backend::now_us().saturating_sub(e.version));
+    let previous = Previous::from_parts(stale.value.clone(), age, own_ttl, meta.as_deref());
     // The detached refresh calls the origin, so it takes a share of the budget; with none
     // free it is skipped (dropping the lease hands the key over) and a later read of the
     // still-stale copy tries again.
     let refresh = driver::try_origin_permit(tt.l1())
-        .map(|permit| Load::detached(tt.clone(), lease, permit, ttl));
+        .map(|permit| Load::detached(tt.clone(), lease, permit, ttl, Some(previous)));
     let value = stale.value.clone();
     // Stored already stale (within grace): served, and refreshed by whoever reads it next
     // once the detached load has published.
-    let _ = driver::adopt(guard, Some(stale), Duration::ZERO, took);
+    let _ = driver::adopt_with(
+        guard,
+        Some(stale),
+        Duration::ZERO,
+        took,
+        own_ttl,
+        meta.as_deref(),
+    );
     Step::Stale(value, refresh)
 }

@@ -191,6 +191,8 @@ pub fn start(
         load_duration: scenario.load,
         version: 0,
         epoch: 0,
+        ttl: None,
+        meta: None,
     };
     block_on(backend.commit(KEY, prefill, None))
         .expect("runtime")
