@@ -5,6 +5,7 @@
 
 use alloc::string::String;
 use alloc::vec::Vec;
+use core::hash::BuildHasher;
 
 use super::chunk::{Answer, Chunk};
 use crate::error::Error;
@@ -59,18 +60,22 @@ impl<V: Clone + Send + Sync + 'static> Batch<V> {
         I: IntoIterator,
         I::Item: AsRef<str>,
     {
-        let mut index = hashbrown::HashMap::<String, usize>::new();
-        let mut distinct = Vec::new();
+        // Distinct keys, each copied once; the index holds positions in `distinct`.
+        let hasher = hashbrown::DefaultHashBuilder::default();
+        let mut index = hashbrown::HashTable::<usize>::new();
+        let mut distinct: Vec<String> = Vec::new();
         let positions = keys
             .into_iter()
             .map(|k| {
                 let k = k.as_ref();
-                if let Some(&i) = index.get(k) {
+                let hash = hasher.hash_one(k);
+                if let Some(&i) = index.find(hash, |&i| distinct[i] == k) {
                     return i;
                 }
-                index.insert(String::from(k), distinct.len());
                 distinct.push(String::from(k));
-                distinct.len() - 1
+                let i = distinct.len() - 1;
+                index.insert_unique(hash, i, |&j| hasher.hash_one(distinct[j].as_str()));
+                i
             })
             .collect();
         let answers = distinct.iter().map(|_| None).collect();
@@ -154,13 +159,21 @@ impl<V: Clone + Send + Sync + 'static> Batch<V> {
     /// # Panics
     /// If a key is not answered yet (the batch was not driven to its end).
     pub fn finish(self) -> Vec<Result<Option<V>, Error>> {
-        let answers = self.answers;
+        let mut answers = self.answers;
+        // Each answer is moved out at its key's last position, cloned before (duplicates).
+        let mut last = alloc::vec![0; answers.len()];
+        for (p, &i) in self.positions.iter().enumerate() {
+            last[i] = p;
+        }
         self.positions
-            .into_iter()
-            .map(|i| {
-                answers[i]
-                    .clone()
-                    .expect("every distinct key is answered before the batch ends")
+            .iter()
+            .enumerate()
+            .map(|(p, &i)| {
+                let answer = match last[i] == p {
+                    true => answers[i].take(),
+                    false => answers[i].clone(),
+                };
+                answer.expect("every distinct key is answered before the batch ends")
             })
             .collect()
     }
