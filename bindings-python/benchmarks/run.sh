@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the wheel (via ../scripts/test.sh's build step is not needed: maturin directly),
 # installs it with the compared libraries into the benchmark's own venv, and runs the
-# hit-path benchmark. Usage: bindings-python/benchmarks/run.sh
+# hit-path benchmark (HERDLESS_BENCH=bench_batch.py: the batch one). Usage: bindings-python/benchmarks/run.sh
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 pkg="$(cd "$here/.." && pwd)"
@@ -17,4 +17,4 @@ rm -f "$wheels"/herdless-*.whl
 "$venv/bin/maturin" build --quiet --release --locked -m "$pkg/Cargo.toml" --out "$wheels" -i "$venv/bin/python"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheels"/herdless-*.whl
 cd "$here"
-exec "$venv/bin/python" bench_hit.py "$@"
+exec "$venv/bin/python" "${HERDLESS_BENCH:-bench_hit.py}" "$@"

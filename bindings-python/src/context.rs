@@ -18,12 +18,15 @@ use crate::value::{PyValue, from_loader, to_caller};
 
 /// What a Python loader is told about its load. Handed to a loader that takes one
 /// positional parameter (`def load(ctx)` / `async def load(ctx)`).
-#[pyclass(frozen, module = "herdless", name = "LoadContext")]
+#[pyclass(frozen, weakref, module = "herdless", name = "LoadContext")]
 pub(crate) struct LoadContext {
     inner: CoreContext<PyValue>,
     choices: Mutex<Choices>,
-    /// `ctx.cancelled`, made on first use.
-    event: Mutex<Option<Py<PyAny>>>,
+    /// `ctx.cancelled`, made on first use. A once-cell, not a mutex: no Rust lock may be
+    /// held across a Python call (the GIL can change hands inside it: a deadlock).
+    event: PyOnceLock<Py<PyAny>>,
+    /// Whether the watcher of `ctx.cancelled` was started.
+    watching: std::sync::atomic::AtomicBool,
     /// Set when the loader returned: the watcher of `ctx.cancelled` stops.
     finished: std::sync::atomic::AtomicBool,
 }
@@ -43,7 +46,8 @@ impl LoadContext {
         Self {
             inner,
             choices: Mutex::default(),
-            event: Mutex::new(None),
+            event: PyOnceLock::new(),
+            watching: std::sync::atomic::AtomicBool::new(false),
             finished: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -170,29 +174,32 @@ impl LoadContext {
     fn cancelled(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
         let me = slf.get();
-        let mut event = me.event.lock();
-        if let Some(e) = &*event {
-            return Ok(e.clone_ref(py));
+        let e = me
+            .event
+            .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+                Ok(py.import("threading")?.getattr("Event")?.call0()?.unbind())
+            })?
+            .clone_ref(py);
+        if me.watching.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return Ok(e);
         }
-        let threading = py.import("threading")?;
-        let e = threading.getattr("Event")?.call0()?;
         if me.inner.is_cancelled() {
-            e.call_method0("set")?;
+            e.bind(py).call_method0("set")?;
         } else {
             // A daemon thread waits on the engine's signal (the GIL released) and sets the
-            // event; it ends when the loader returns.
-            let watch = Py::new(py, Watch(slf.clone().unbind()))?;
+            // event; it ends when the loader returns or the context is dropped.
+            let weak = py.import("weakref")?.getattr("ref")?.call1((slf,))?;
+            let watch = Py::new(py, Watch(weak.unbind()))?;
             let kwargs = PyDict::new(py);
             kwargs.set_item("target", watch)?;
             kwargs.set_item("name", "herdless-cancel-watch")?;
             kwargs.set_item("daemon", true)?;
-            threading
+            py.import("threading")?
                 .getattr("Thread")?
                 .call((), Some(&kwargs))?
                 .call_method0("start")?;
         }
-        *event = Some(e.clone().unbind());
-        Ok(e.unbind())
+        Ok(e)
     }
 
     fn __repr__(&self) -> String {
@@ -204,24 +211,28 @@ impl LoadContext {
     }
 }
 
-/// The watcher thread of `ctx.cancelled`.
+/// The watcher thread of `ctx.cancelled`. It holds the context weakly between its waits,
+/// so it ends when the loader returned, or when nothing else holds the context any more (a
+/// loader that raised or was given up on a path that does not report back).
 #[pyclass(frozen, module = "herdless._native", name = "_CancelWatch")]
-struct Watch(Py<LoadContext>);
+struct Watch(Py<PyAny>);
 
 #[pymethods]
 impl Watch {
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let ctx = self.0.get();
+        let step = Duration::from_millis(50);
         loop {
-            let step = Duration::from_millis(50);
-            let cancelled = py.detach(|| ctx.inner.wait_cancelled(step));
-            if cancelled {
-                if let Some(e) = &*ctx.event.lock() {
+            let Ok(ctx) = self.0.bind(py).call0()?.cast_into::<LoadContext>() else {
+                return Ok(()); // the context is gone
+            };
+            let me = ctx.get();
+            if py.detach(|| me.inner.wait_cancelled(step)) {
+                if let Some(e) = me.event.get(py) {
                     e.bind(py).call_method0("set")?;
                 }
                 return Ok(());
             }
-            if ctx.finished.load(std::sync::atomic::Ordering::Acquire) {
+            if me.finished.load(std::sync::atomic::Ordering::Acquire) {
                 return Ok(());
             }
         }

@@ -227,6 +227,24 @@ def test_an_async_loader_gets_the_context_and_is_cancelled_with_its_task() -> No
     assert cache._flights_in_progress() == 0
 
 
+def test_the_watcher_of_ctx_cancelled_ends_when_an_async_loader_raises() -> None:
+    cache = Cache(jitter=0, beta=0)
+
+    async def load(ctx: LoadContext) -> Any:
+        assert not ctx.cancelled.is_set()  # starts the watcher thread
+        raise ValueError("origin down")
+
+    async def main() -> None:
+        with pytest.raises(ValueError):
+            await cache.aget_or_load("k:raises", load)
+
+    asyncio.run(main())
+    deadline = time.monotonic() + 10
+    while any(t.name == "herdless-cancel-watch" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the watcher of ctx.cancelled outlived its load"
+        time.sleep(0.01)
+
+
 def test_events_reach_the_listener() -> None:
     events: list[tuple[str, str, str | None]] = []
     cache = Cache(capacity=1, jitter=0, beta=0, on_event=lambda *e: events.append(e))
