@@ -434,6 +434,11 @@ export interface Counters {
   earlyRefreshes: number
   /** Background refreshes started (stale-while-revalidate and XFetch). */
   refreshes: number
+  /**
+   * Loads answered "not modified" (`ctx.notModified()`): the previous value kept, its
+   * lifetime restarted.
+   */
+  notModified: number
   /** Errors of the shared tier. */
   backendErrors: number
   /** Entries evicted to stay within capacity. */

@@ -153,7 +153,8 @@ async function etagServer() {
 test('notModified against a real HTTP server: a 304 keeps the previous body', async () => {
   const { server, stats, url } = await etagServer()
   try {
-    const cache = new Cache({ ttl: 40, grace: 60_000 })
+    // A ttl long enough that the revalidated entry is still fresh at the last read.
+    const cache = new Cache({ ttl: 300, grace: 60_000, jitter: 0 })
     let loads = 0
     const load = async (ctx) => {
       loads++
@@ -166,7 +167,7 @@ test('notModified against a real HTTP server: a 304 keeps the previous body', as
     }
     const first = await cache.getOrLoad('page', load)
     assert.equal(first.length, 10_000)
-    await sleep(60)
+    await sleep(350)
     // Stale: served, refreshed in the background with If-None-Match.
     assert.equal((await cache.getOrLoad('page', load)).length, 10_000)
     await within(3000, (async () => {
@@ -276,8 +277,13 @@ test('the hard timeout aborts the signal', async () => {
   let signal
   const p = cache.getOrLoad('k', (ctx) => {
     signal = ctx.signal
+    // A real loader's I/O keeps the process alive; this one's is a long timer.
     return new Promise((resolve, reject) => {
-      ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))
+      const timer = setTimeout(resolve, 10_000, 'too late')
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(timer)
+        reject(ctx.signal.reason)
+      })
     })
   })
   await assert.rejects(p, { code: 'HERDLESS_LOAD_TIMEOUT' })
