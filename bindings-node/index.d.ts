@@ -326,6 +326,12 @@ export interface CacheOptions {
   jitter?: number
   /** XFetch early-refresh factor beta >= 0 (default 1; 0 turns early refresh off). */
   beta?: number
+  /**
+   * Refresh-ahead: a read of an entry that lived this share of its ttl, in (0, 1),
+   * refreshes it in the background while the fresh value is served (the loader's
+   * `ctx.reason` is `'refreshAhead'`; default: off).
+   */
+  refreshAhead?: number
   /** Most entries held (values and absences; default 10000). */
   capacity?: number
   /** At most this many loader calls at once across all keys (default: unlimited). */

@@ -303,3 +303,29 @@ test('an observer sees a context loader called with its context', async () => {
   assert.equal(await cache.getOrLoad('obs', (ctx) => ctx.key.toUpperCase()), 'OBS')
   assert.deepEqual(seen, ['obs'])
 })
+
+test('refreshAhead refreshes a fresh entry in the background, reason refreshAhead', async () => {
+  const cache = new Cache({ ttl: 400, jitter: 0, beta: 0, refreshAhead: 0.5 })
+  const reasons = []
+  let n = 0
+  const load = (ctx) => {
+    reasons.push(ctx.reason)
+    return ++n
+  }
+  assert.equal(await cache.getOrLoad('k', load), 1)
+  assert.equal(await cache.getOrLoad('k', load), 1)
+  assert.deepEqual(reasons, ['first'])
+  await sleep(250)
+  // Fresh, past half its ttl: served at once, refreshed behind it.
+  assert.equal(await cache.getOrLoad('k', load), 1)
+  await within(2000, (async () => {
+    while (cache.get('k') !== 2) await sleep(5)
+  })(), 'the refresh ahead')
+  assert.deepEqual(reasons, ['first', 'refreshAhead'])
+})
+
+test('a refreshAhead outside (0, 1) is refused', () => {
+  for (const bad of [0, 1, 1.5]) {
+    assert.throws(() => new Cache({ refreshAhead: bad }), { code: 'HERDLESS_INVALID_OPTION' })
+  }
+})
