@@ -15,6 +15,56 @@ export declare const ABSENT: unique symbol
  */
 export type KeyValue = string | number | bigint | boolean | null | undefined | readonly KeyValue[]
 
+
+/** What `ctx.notModified()` returns: a marker the cache recognises, not a value. */
+export interface NotModified {
+  readonly __herdlessNotModified: true
+}
+
+/** The entry a load may replace (`ctx.previous`). */
+export interface PreviousEntry<T = unknown> {
+  /** The value (never `ABSENT`: an absence is no previous value). */
+  readonly value: T
+  /** Milliseconds since it was stored. */
+  readonly age: number
+  /** What its loader set as `ctx.meta` (an ETag, a version), or undefined. */
+  readonly meta: string | undefined
+}
+
+/**
+ * What a `getOrLoad` loader that declares a parameter (`async (ctx) => ...`) is told about
+ * its load, and how it answers more than a value. A loader with no parameter gets none.
+ */
+export interface LoadContext<T = unknown> {
+  /** The key being loaded. */
+  readonly key: string
+  /** Why it loads. */
+  readonly reason: 'first' | 'refresh' | 'earlyRefresh' | 'refreshAhead' | 'warm'
+  /** The entry the load may replace (stale, or fresh for an early refresh), if any. */
+  readonly previous: PreviousEntry<T> | undefined
+  /**
+   * Aborted once nobody wants the load's result (every caller aborted, the hard timeout
+   * passed, or a write replaced the key): hand it to `fetch`. Its result is not stored then.
+   */
+  readonly signal: AbortSignal
+  /** Metadata kept with the entry (at most 256 bytes), handed to the next load as `previous.meta`. */
+  meta: string | undefined
+  /** This entry's TTL in milliseconds (> 0), instead of the cache's. */
+  setTtl(ms: number): void
+  /** This entry's grace in milliseconds (>= 0), instead of the cache's. */
+  setGrace(ms: number): void
+  /** This absence's lifetime in milliseconds (> 0), when the loader answers `ABSENT`. */
+  setNegativeTtl(ms: number): void
+  /** Answer the callers and store nothing. */
+  noCache(): void
+  /**
+   * `return ctx.notModified()`: the previous value still holds (an HTTP 304); it is kept
+   * with its lifetime restarted. Without a previous value the load rejects
+   * (`HERDLESS_NO_PREVIOUS`).
+   */
+  notModified(): NotModified
+}
+
 /**
  * A stampede-proof cache of JS values under string keys.
  *
@@ -81,12 +131,16 @@ export declare class Cache {
    * caches an absence for `negativeTtl`, which resolves to `undefined`. A rejection is
    * never cached: every caller waiting for that load is rejected with the loader's very
    * error object. `options.signal` stops this caller waiting (rejecting with the
-   * signal's reason) without cancelling the shared load; `options.ttl` (ms) replaces the
-   * cache's TTL for the loaded value. When a stale value is served (grace, XFetch), the
-   * loader runs once in the background and nobody waits for it. The result's type is the
-   * loader's, with `undefined` instead of `ABSENT` when the loader may return it.
+   * signal's reason) without cancelling the shared load (once every caller left, the
+   * load's `ctx.signal` aborts and its result is not stored); `options.ttl` (ms) replaces
+   * the cache's TTL for the loaded value. When a stale value is served (grace, XFetch),
+   * the loader runs once in the background and nobody waits for it. A loader that
+   * declares a parameter is handed a `LoadContext` (key, reason, previous value, an
+   * `AbortSignal`; per-entry TTL, grace, metadata, "not modified", "no cache"). The
+   * result's type is the loader's, with `undefined` instead of `ABSENT` when the loader
+   * may return it.
    */
-  getOrLoad<T>(key: string, loader: () => T | PromiseLike<T>, options?: LoadOptions): Promise<typeof ABSENT extends T ? Exclude<T, typeof ABSENT> | undefined : T>
+  getOrLoad<T>(key: string, loader: (ctx: LoadContext) => T | NotModified | PromiseLike<T | NotModified>, options?: LoadOptions): Promise<typeof ABSENT extends T ? Exclude<T, typeof ABSENT> | undefined : T>
   /**
    * The values of `keys`, in their order (duplicates allowed), loading the keys nobody
    * has with ONE call of `loader(missingKeys)`; each key stays single-flight with every
@@ -272,6 +326,12 @@ export interface CacheOptions {
   jitter?: number
   /** XFetch early-refresh factor beta >= 0 (default 1; 0 turns early refresh off). */
   beta?: number
+  /**
+   * Refresh-ahead: a read of an entry that lived this share of its ttl, in (0, 1),
+   * refreshes it in the background while the fresh value is served (the loader's
+   * `ctx.reason` is `'refreshAhead'`; default: off).
+   */
+  refreshAhead?: number
   /** Most entries held (values and absences; default 10000). */
   capacity?: number
   /** At most this many loader calls at once across all keys (default: unlimited). */
@@ -380,6 +440,11 @@ export interface Counters {
   earlyRefreshes: number
   /** Background refreshes started (stale-while-revalidate and XFetch). */
   refreshes: number
+  /**
+   * Loads answered "not modified" (`ctx.notModified()`): the previous value kept, its
+   * lifetime restarted.
+   */
+  notModified: number
   /** Errors of the shared tier. */
   backendErrors: number
   /** Entries evicted to stay within capacity. */

@@ -476,13 +476,17 @@ impl Cache {
     /// caches an absence for `negativeTtl`, which resolves to `undefined`. A rejection is
     /// never cached: every caller waiting for that load is rejected with the loader's very
     /// error object. `options.signal` stops this caller waiting (rejecting with the
-    /// signal's reason) without cancelling the shared load; `options.ttl` (ms) replaces the
-    /// cache's TTL for the loaded value. When a stale value is served (grace, XFetch), the
-    /// loader runs once in the background and nobody waits for it. The result's type is the
-    /// loader's, with `undefined` instead of `ABSENT` when the loader may return it.
+    /// signal's reason) without cancelling the shared load (once every caller left, the
+    /// load's `ctx.signal` aborts and its result is not stored); `options.ttl` (ms) replaces
+    /// the cache's TTL for the loaded value. When a stale value is served (grace, XFetch),
+    /// the loader runs once in the background and nobody waits for it. A loader that
+    /// declares a parameter is handed a `LoadContext` (key, reason, previous value, an
+    /// `AbortSignal`; per-entry TTL, grace, metadata, "not modified", "no cache"). The
+    /// result's type is the loader's, with `undefined` instead of `ABSENT` when the loader
+    /// may return it.
     #[napi(
         ts_generic_types = "T",
-        ts_args_type = "key: string, loader: () => T | PromiseLike<T>, options?: LoadOptions",
+        ts_args_type = "key: string, loader: (ctx: LoadContext) => T | NotModified | PromiseLike<T | NotModified>, options?: LoadOptions",
         ts_return_type = "Promise<typeof ABSENT extends T ? Exclude<T, typeof ABSENT> | undefined : T>"
     )]
     pub fn get_or_load<'env>(

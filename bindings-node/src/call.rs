@@ -48,11 +48,22 @@ impl Loader {
         })
     }
 
-    /// Calls it: `Err(exception)` when it threw synchronously.
-    pub(crate) fn call(&self, js: Js) -> Result<Outcome> {
-        let (this, args) = match &self.bound {
-            None => (js.undefined()?, Vec::new()),
-            Some(b) => {
+    /// Whether it is handed a load context: an unbound loader that declares a parameter.
+    pub(crate) fn wants_context(&self, js: Js) -> Result<bool> {
+        if self.bound.is_some() {
+            return Ok(false);
+        }
+        let length = js.get(self.func.get(js)?, "length")?;
+        Ok(js.type_of(length)? == Type::Number && js.get_number(length)? >= 1.0)
+    }
+
+    /// Calls it (with the load context `ctx`, if any): `Err(exception)` when it threw
+    /// synchronously.
+    pub(crate) fn call(&self, js: Js, ctx: Option<Value>) -> Result<Outcome> {
+        let (this, args) = match (&self.bound, ctx) {
+            (None, Some(ctx)) => (js.undefined()?, vec![ctx]),
+            (None, None) => (js.undefined()?, Vec::new()),
+            (Some(b), _) => {
                 let array = b.get(js)?;
                 let n = js.array_len(array)?;
                 let this = js.get_element(array, 0)?;
@@ -66,17 +77,24 @@ impl Loader {
     }
 
     /// Calls `observer(key, background, fn, bound)`, which calls the loader (see
-    /// `Inner::set_observer`).
+    /// `Inner::set_observer`); a load context goes in `bound` as `[undefined, ctx]`.
     pub(crate) fn call_observed(
         &self,
         js: Js,
         observer: Value,
         key: &str,
         background: bool,
+        ctx: Option<Value>,
     ) -> Result<Outcome> {
-        let bound = match &self.bound {
-            None => js.undefined()?,
-            Some(b) => b.get(js)?,
+        let bound = match (&self.bound, ctx) {
+            (Some(b), _) => b.get(js)?,
+            (None, Some(ctx)) => {
+                let array = js.array(2)?;
+                js.set_element(array, 0, js.undefined()?)?;
+                js.set_element(array, 1, ctx)?;
+                array
+            }
+            (None, None) => js.undefined()?,
         };
         let args = [
             js.string(key)?,

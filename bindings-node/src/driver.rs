@@ -40,6 +40,7 @@ use napi::{Result, Status};
 
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
 use crate::call::{on_settled, thenable};
+use crate::context::{self, Ctx};
 use crate::error;
 use crate::js::{Js, Ref, Value};
 use crate::tier::{Codec, JsHost};
@@ -83,6 +84,8 @@ struct Call {
     answer: Answer,
     abort: Option<AbortWatch>,
     ttl: Option<Duration>,
+    /// The load context handed to the loader, while it runs.
+    ctx: Option<Box<Ctx>>,
     waker: Waker,
     state: State,
     /// Set after a hand-over: the next lookup keeps the caller's first arrival.
@@ -181,6 +184,7 @@ impl Inner {
             answer,
             abort: None,
             ttl,
+            ctx: None,
             waker,
             state: State::Start,
             retry: None,
@@ -275,8 +279,13 @@ impl Inner {
             None => js.undefined()?,
         };
         self.reply(js, &mut call, Err(reason))?;
+        // The engine learns the leader's caller left: with no waiter left either, the load's
+        // context is cancelled (its signal aborts) and its result is not stored.
+        if let State::Loading(load) = &mut call.state {
+            load.release();
+        }
         // A load (or an engine step of one) goes on for the other callers; its result is
-        // stored. A waiter is dropped.
+        // stored unless the engine says nobody wants it. A waiter is dropped.
         if matches!(
             call.state,
             State::Loading(_) | State::Tier(_) | State::Batch(_)
@@ -397,12 +406,18 @@ impl Inner {
             Some(o) => Some((o.get(js)?, load.key().to_owned(), load.is_background())),
             None => None,
         };
+        let ctx = match loader.wants_context(js)? {
+            true => Some(Box::new(Ctx::new(js, &self.table, load.context())?)),
+            false => None,
+        };
+        let arg = ctx.as_ref().map(|c| c.object(js)).transpose()?;
+        call.ctx = ctx;
         call.state = State::Loading(Box::new(load));
         self.put(id, call);
         // No borrow is held here: the loader may call this cache again.
         let called = match observer {
-            None => loader.call(js),
-            Some((o, key, background)) => loader.call_observed(js, o, &key, background),
+            None => loader.call(js, arg),
+            Some((o, key, background)) => loader.call_observed(js, o, &key, background, arg),
         };
         let result = match called {
             Ok(r) => r,
@@ -441,12 +456,32 @@ impl Inner {
                 return Ok(());
             }
         };
-        let result = match result {
-            Ok(v) if self.is_absent(js, v)? => Ok(None),
-            Ok(v) => Ok(Some(self.table.store(js, v)?)),
-            Err(e) => Err(LoadError::new(JsFailure::caught(js, &self.table, e)?)),
+        let step = match call.ctx.take() {
+            None => {
+                let result = match result {
+                    Ok(v) if self.is_absent(js, v)? => Ok(None),
+                    Ok(v) => Ok(Some(self.table.store(js, v)?)),
+                    Err(e) => Err(LoadError::new(JsFailure::caught(js, &self.table, e)?)),
+                };
+                load.loaded(result, &self.host(js))
+            }
+            Some(mut ctx) => {
+                let result = match result {
+                    Ok(v) => {
+                        let absent = self.is_absent(js, v)?;
+                        match ctx.answer(js, v, absent, |v| self.table.store(js, v))? {
+                            Ok(loaded) => Ok(loaded),
+                            Err(m) => Err(LoadError::new(std::io::Error::other(m))),
+                        }
+                    }
+                    Err(e) => {
+                        ctx.finish();
+                        Err(LoadError::new(JsFailure::caught(js, &self.table, e)?))
+                    }
+                };
+                load.loaded_with(result, &self.host(js))
+            }
         };
-        let step = load.loaded(result, &self.host(js));
         let driven = self.drive(js, id, call, step);
         let woken = self.run_woken(js);
         driven.and(woken)
@@ -461,16 +496,34 @@ impl Inner {
         mut load: Box<Load<Val>>,
         cx: &mut Context<'_>,
     ) -> Result<()> {
+        // The engine's cancellation signal aborts the context's AbortSignal, once.
+        let abort = match &mut call.ctx {
+            Some(ctx) => ctx.poll_cancelled(js, cx)?,
+            None => None,
+        };
         loop {
             match load.poll_deadline(cx) {
                 Poll::Pending => {
                     call.state = State::Loading(load);
                     self.put(id, call);
-                    return Ok(());
+                    // With no borrow held: the signal's listeners run JS.
+                    return match abort {
+                        Some(c) => context::abort(js, c),
+                        None => Ok(()),
+                    };
                 }
                 Poll::Ready(Deadline::Hard) => {
+                    let abort = match (abort, call.ctx.take()) {
+                        (Some(c), _) => Some(c),
+                        (None, Some(mut ctx)) => ctx.fire(js)?,
+                        (None, None) => None,
+                    };
                     let step = load.timed_out();
-                    return self.drive(js, id, call, step);
+                    let driven = self.drive(js, id, call, step);
+                    if let Some(c) = abort {
+                        context::abort(js, c)?;
+                    }
+                    return driven;
                 }
                 // Soft timeout: a waiting caller takes the fail-safe value; the load goes on.
                 Poll::Ready(Deadline::Soft) => {

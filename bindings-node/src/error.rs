@@ -24,6 +24,8 @@ pub(crate) mod code {
     pub(crate) const TOO_MANY_FLIGHTS: &str = "HERDLESS_TOO_MANY_FLIGHTS";
     pub(crate) const BACKEND: &str = "HERDLESS_BACKEND";
     pub(crate) const BATCH: &str = "HERDLESS_BATCH";
+    pub(crate) const META_TOO_LONG: &str = "HERDLESS_META_TOO_LONG";
+    pub(crate) const NO_PREVIOUS: &str = "HERDLESS_NO_PREVIOUS";
     pub(crate) const ERROR: &str = "HERDLESS_ERROR";
 }
 
@@ -67,6 +69,8 @@ pub(crate) fn to_js(js: Js, table: &Table, e: &herdless::Error) -> Result<Value>
         E::LoaderPanicked { .. } => (ErrorKind::Error, code::LOADER_PANICKED),
         E::TooManyFlights { .. } => (ErrorKind::Error, code::TOO_MANY_FLIGHTS),
         E::Backend(_) => (ErrorKind::Error, code::BACKEND),
+        E::MetaTooLong { .. } => (ErrorKind::Range, code::META_TOO_LONG),
+        E::NoPrevious => (ErrorKind::Error, code::NO_PREVIOUS),
         _ => (ErrorKind::Error, code::ERROR),
     };
     let err = js.error(kind, code, &e.to_string())?;
@@ -79,6 +83,10 @@ pub(crate) fn to_js(js: Js, table: &Table, e: &herdless::Error) -> Result<Value>
         E::WaitTimeout { waited } => js.set(err, "waitedMs", js.number(millis(*waited))?)?,
         E::LoadTimeout { after } => js.set(err, "afterMs", js.number(millis(*after))?)?,
         E::TooManyFlights { max } => js.set(err, "max", js.number(*max as f64)?)?,
+        E::MetaTooLong { len, max } => {
+            js.set(err, "length", js.number(*len as f64)?)?;
+            js.set(err, "max", js.number(*max as f64)?)?;
+        }
         E::TtlTooLong { max, .. } => js.set(err, "maxMs", js.number(millis(*max))?)?,
         _ => {}
     }

@@ -408,6 +408,15 @@ impl Js {
         }
     }
 
+    /// `new ctor(...args)`, rethrowing what it throws.
+    pub(crate) fn construct(self, ctor: Value, args: &[Value]) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        // SAFETY: the module rule; `args` outlives the call.
+        let status =
+            unsafe { sys::napi_new_instance(self.0, ctor, args.len(), args.as_ptr(), &mut v) };
+        check(status).map(|()| v)
+    }
+
     /// Calls the method `name` of `obj`, rethrowing what it throws.
     pub(crate) fn call_method(self, obj: Value, name: &str, args: &[Value]) -> Result<Value> {
         let f = self.get(obj, name)?;

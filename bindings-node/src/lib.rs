@@ -6,6 +6,7 @@
 //! - [`driver`]: drives the fleet engine (`herdless_redis::two_tier`) for JS callers:
 //!   loaders are JS functions whose promises finish the engine's loads; waiters and the
 //!   engine's steps are futures polled on the JS thread.
+//! - `context`: the load context handed to a loader that declares a parameter.
 //! - [`call`]: a JS caller apart from the engine: its loader, its answer, its AbortSignal.
 //! - [`wake`]: how waiters' wakers, firing on any thread, reach the JS thread (one
 //!   thread-safe function, one drain for many waiters).
@@ -21,6 +22,7 @@
 
 pub mod cache;
 mod call;
+mod context;
 pub mod detector;
 mod driver;
 mod error;

@@ -45,6 +45,9 @@ pub struct Counters {
     pub early_refreshes: f64,
     /// Background refreshes started (stale-while-revalidate and XFetch).
     pub refreshes: f64,
+    /// Loads answered "not modified" (`ctx.notModified()`): the previous value kept, its
+    /// lifetime restarted.
+    pub not_modified: f64,
     /// Errors of the shared tier.
     pub backend_errors: f64,
     /// Entries evicted to stay within capacity.
@@ -184,6 +187,7 @@ fn counters(c: &CounterSnapshot) -> Counters {
         wait_timeouts: c.wait_timeouts as f64,
         early_refreshes: c.early_refreshes as f64,
         refreshes: c.refreshes as f64,
+        not_modified: c.not_modified as f64,
         backend_errors: c.backend_errors as f64,
         evictions: c.evictions as f64,
     }

@@ -43,6 +43,10 @@ pub struct CacheOptions {
     pub jitter: Option<f64>,
     /// XFetch early-refresh factor beta >= 0 (default 1; 0 turns early refresh off).
     pub beta: Option<f64>,
+    /// Refresh-ahead: a read of an entry that lived this share of its ttl, in (0, 1),
+    /// refreshes it in the background while the fresh value is served (the loader's
+    /// `ctx.reason` is `'refreshAhead'`; default: off).
+    pub refresh_ahead: Option<f64>,
     /// Most entries held (values and absences; default 10000).
     pub capacity: Option<f64>,
     /// At most this many loader calls at once across all keys (default: unlimited).
@@ -247,10 +251,11 @@ const COUNTS: [&str; 6] = [
     "maxNamespaces",
 ];
 const DURATIONS_REDIS: [&str; 1] = ["lease"];
-const OTHERS: [&str; 7] = [
+const OTHERS: [&str; 8] = [
     "detector",
     "jitter",
     "beta",
+    "refreshAhead",
     "namespace",
     "redis",
     "redisPrefix",
@@ -543,6 +548,10 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
             ));
         }
         b = b.beta(beta);
+    }
+    // Its range is the core's to check (when the cache is built).
+    if let Some(share) = number(js, obj, "refreshAhead")? {
+        b = b.refresh_ahead(share);
     }
     if let Some(n) = count(js, obj, "capacity")? {
         b = b.capacity(n);

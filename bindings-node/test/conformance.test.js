@@ -65,7 +65,7 @@ class LoaderError extends Error {}
 /** The kind of an error, as the scenarios name them. */
 function kind(e) {
   if (e instanceof LoaderError) return 'load'
-  return { HERDLESS_BACKEND: 'backend', HERDLESS_WAIT_TIMEOUT: 'wait_timeout', HERDLESS_LOAD_TIMEOUT: 'load_timeout' }[e?.code] ?? 'other'
+  return { HERDLESS_BACKEND: 'backend', HERDLESS_WAIT_TIMEOUT: 'wait_timeout', HERDLESS_LOAD_TIMEOUT: 'load_timeout', HERDLESS_NO_PREVIOUS: 'no_previous', HERDLESS_META_TOO_LONG: 'meta_too_long' }[e?.code] ?? 'other'
 }
 
 /** How `promise` ended, and when. */
@@ -74,6 +74,30 @@ const outcome = (promise) =>
     (value) => ({ ok: true, value, at: performance.now() }),
     (error) => ({ ok: false, error, at: performance.now() })
   )
+
+/** A context-aware loader's answer shaped by the step's `answer` (a null `value`: absent). */
+function answer(ctx, step) {
+  const a = step.answer ?? {}
+  if (a.ttl_ms !== undefined) ctx.setTtl(a.ttl_ms)
+  if (a.grace_ms !== undefined) ctx.setGrace(a.grace_ms)
+  if (a.negative_ttl_ms !== undefined) ctx.setNegativeTtl(a.negative_ttl_ms)
+  if (a.meta !== undefined) ctx.meta = a.meta
+  if (a.no_cache) ctx.noCache()
+  if (a.not_modified) return ctx.notModified()
+  return step.value === null ? ABSENT : valueOf(step.value)
+}
+
+/** Checks what the step's loader was told against its `expect_context`. */
+function checkContext(at, step, told) {
+  const seen = told.filter((t) => t.at === step)
+  assert.equal(seen.length, 1, `${at}: the loader ran ${seen.length} times`)
+  const { reason, previous } = seen[0].ctx
+  const want = step.expect_context
+  const names = { earlyRefresh: 'early_refresh', refreshAhead: 'refresh_ahead' }
+  if ('reason' in want) assert.equal(names[reason] ?? reason, want.reason, `${at}: reason`)
+  if ('previous' in want) assert.deepEqual(previous?.value ?? null, want.previous, `${at}: previous`)
+  if ('meta' in want) assert.equal(previous?.meta ?? null, want.meta, `${at}: meta`)
+}
 
 /** Checks an outcome against the step's `expect` / `expect_error` / `within_ms` / `after_ms`. */
 function check(at, step, got, since) {
@@ -293,12 +317,20 @@ async function play(name, scenario, tier) {
   const call = (p, step) =>
     step.keys === undefined
       ? outcome(
-        p.getOrLoad(step.key, async () => {
-          loads++
-          await sleep(step.ms ?? 0)
-          if (step.fail !== undefined) throw new LoaderError(step.fail)
-          return valueOf(step.value)
-        })
+        p.getOrLoad(step.key, step.answer === undefined && step.expect_context === undefined
+          ? async () => {
+            loads++
+            await sleep(step.ms ?? 0)
+            if (step.fail !== undefined) throw new LoaderError(step.fail)
+            return valueOf(step.value)
+          }
+          : async (ctx) => {
+            loads++
+            told.push({ at: step, ctx: { reason: ctx.reason, previous: ctx.previous } })
+            await sleep(step.ms ?? 0)
+            if (step.fail !== undefined) throw new LoaderError(step.fail)
+            return answer(ctx, step)
+          })
       )
       : callMany(p, step)
   // A batch: the loader answers the keys it is asked for that `values` has (null: absent);
@@ -316,6 +348,8 @@ async function play(name, scenario, tier) {
         (e) => { throw e.code === 'HERDLESS_BATCH' ? e.values.find((v) => v instanceof Error) : e }
       )
     )
+  // What each context-aware loader was told (load_context), checked by `expect_context`.
+  const told = []
   const running = new Map()
   try {
     for (const [i, step] of scenario.steps.entries()) {
@@ -326,6 +360,7 @@ async function play(name, scenario, tier) {
         case 'get_or_load':
         case 'get_or_load_many':
           check(at, step, await call(p, step), started)
+          if (step.expect_context !== undefined) checkContext(at, step, told)
           break
         case 'load':
         case 'load_many':
@@ -395,7 +430,7 @@ async function play(name, scenario, tier) {
 }
 
 // The optional features of the format (conformance/README.md, `requires`) this runner plays.
-const SUPPORTED = new Set([])
+const SUPPORTED = new Set(['load_context'])
 
 for (const [name, scenario] of scenarios) {
   const missing = (scenario.requires ?? []).filter((f) => !SUPPORTED.has(f))

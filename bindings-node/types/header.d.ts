@@ -15,3 +15,52 @@ export declare const ABSENT: unique symbol
  */
 export type KeyValue = string | number | bigint | boolean | null | undefined | readonly KeyValue[]
 
+
+/** What `ctx.notModified()` returns: a marker the cache recognises, not a value. */
+export interface NotModified {
+  readonly __herdlessNotModified: true
+}
+
+/** The entry a load may replace (`ctx.previous`). */
+export interface PreviousEntry<T = unknown> {
+  /** The value (never `ABSENT`: an absence is no previous value). */
+  readonly value: T
+  /** Milliseconds since it was stored. */
+  readonly age: number
+  /** What its loader set as `ctx.meta` (an ETag, a version), or undefined. */
+  readonly meta: string | undefined
+}
+
+/**
+ * What a `getOrLoad` loader that declares a parameter (`async (ctx) => ...`) is told about
+ * its load, and how it answers more than a value. A loader with no parameter gets none.
+ */
+export interface LoadContext<T = unknown> {
+  /** The key being loaded. */
+  readonly key: string
+  /** Why it loads. */
+  readonly reason: 'first' | 'refresh' | 'earlyRefresh' | 'refreshAhead' | 'warm'
+  /** The entry the load may replace (stale, or fresh for an early refresh), if any. */
+  readonly previous: PreviousEntry<T> | undefined
+  /**
+   * Aborted once nobody wants the load's result (every caller aborted, the hard timeout
+   * passed, or a write replaced the key): hand it to `fetch`. Its result is not stored then.
+   */
+  readonly signal: AbortSignal
+  /** Metadata kept with the entry (at most 256 bytes), handed to the next load as `previous.meta`. */
+  meta: string | undefined
+  /** This entry's TTL in milliseconds (> 0), instead of the cache's. */
+  setTtl(ms: number): void
+  /** This entry's grace in milliseconds (>= 0), instead of the cache's. */
+  setGrace(ms: number): void
+  /** This absence's lifetime in milliseconds (> 0), when the loader answers `ABSENT`. */
+  setNegativeTtl(ms: number): void
+  /** Answer the callers and store nothing. */
+  noCache(): void
+  /**
+   * `return ctx.notModified()`: the previous value still holds (an HTTP 304); it is kept
+   * with its lifetime restarted. Without a previous value the load rejects
+   * (`HERDLESS_NO_PREVIOUS`).
+   */
+  notModified(): NotModified
+}

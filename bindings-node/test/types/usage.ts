@@ -109,3 +109,23 @@ async function usage(signal: AbortSignal): Promise<void> {
 }
 
 void usage
+
+// The loader's context (issue #20).
+async function contextUsage(): Promise<string> {
+  const v = await cache.getOrLoad('page', async (ctx) => {
+    const reason: 'first' | 'refresh' | 'earlyRefresh' | 'refreshAhead' | 'warm' = ctx.reason
+    void reason
+    const res = await fetch('http://localhost/', {
+      signal: ctx.signal,
+      headers: ctx.previous?.meta ? { 'if-none-match': ctx.previous.meta } : {},
+    })
+    if (res.status === 304) return ctx.notModified()
+    ctx.setTtl(1000)
+    ctx.meta = res.headers.get('etag') ?? undefined
+    return await res.text()
+  })
+  return v
+}
+void contextUsage
+// @ts-expect-error setTtl takes milliseconds as a number
+void cache.getOrLoad('k', (ctx) => ctx.setTtl('1s'))

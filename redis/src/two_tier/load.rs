@@ -383,6 +383,15 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         release_then(lease, answer)
     }
 
+    /// The leader's own caller no longer wants the result (it aborted): the load goes on
+    /// for the waiters; once none is left, its context reports it cancelled (see
+    /// `LoadGuard::release`). A detached refresh has no caller to leave.
+    pub fn release(&mut self) {
+        if let Some(g) = &mut self.guard {
+            g.release();
+        }
+    }
+
     /// Gives the load up without an answer (the driver was interrupted): a waiter takes it
     /// over, here and in the fleet.
     pub fn abandon(mut self) {
