@@ -483,7 +483,9 @@ impl Sim {
         // Already ended by the engine: the leader's answer is neither stored nor sent.
         let ended = self.loads[i].outcome.is_some();
         let key = self.loads[i].key;
-        let storable = !self.loads[i].superseded && !ended;
+        // Past its hard deadline a late answer reaches its callers but is not kept.
+        let late = self.loads[i].deadline.is_some_and(|d| self.now() >= d);
+        let storable = !self.loads[i].superseded && !ended && !late;
         self.loads[i].in_table = false;
         let outcome = match how {
             How::Value(ttl) => {

@@ -169,6 +169,10 @@ fn extension(b: &[u8]) -> Result<(Option<Duration>, Option<String>, usize), Deco
     }
     let meta = b.get(start..start + len).ok_or(DecodeError::Truncated)?;
     let meta = std::str::from_utf8(meta).map_err(|_| DecodeError::Malformed)?;
+    // Format 2 is written only with something in its extension: one spelling per entry.
+    if ttl_ms == 0 && meta.is_empty() {
+        return Err(DecodeError::Malformed);
+    }
     let ttl = (ttl_ms != 0).then(|| Duration::from_millis(ttl_ms));
     let meta = (!meta.is_empty()).then(|| meta.to_owned());
     Ok((ttl, meta, start + len))
