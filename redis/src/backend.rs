@@ -341,6 +341,31 @@ impl RedisBackend {
         Box::pin(async move { fut.await.map_err(Into::into) })
     }
 
+    /// Runs a script on `key`'s lock that tells the fleet when it frees the key (release,
+    /// forget, unshare): its own arguments `head`, then the channel, this process's origin,
+    /// the pub/sub flavour and the key, as those scripts take them. True if it acted.
+    async fn freeing_script(
+        &self,
+        script: &redis::Script,
+        key: &str,
+        head: Vec<String>,
+    ) -> Result<bool, Error> {
+        let n = self.names(key);
+        let mut live = self.inner.cmd.live().await?;
+        let mut inv = script.key(&n.lock);
+        for arg in &head {
+            inv.arg(arg);
+        }
+        let ok: i64 = inv
+            .arg(&n.channel)
+            .arg(&self.inner.hub.origin)
+            .arg(if self.inner.sharded { "1" } else { "0" })
+            .arg(key)
+            .invoke_async(&mut live)
+            .await?;
+        Ok(ok == 1)
+    }
+
     /// Runs a raw command on the command connection (tests, tools), with the timeout.
     pub async fn query<T: redis::FromRedisValue + Send>(
         &self,
@@ -548,39 +573,17 @@ impl Backend for RedisBackend {
     }
 
     fn release<'a>(&'a self, key: &'a str, token: &'a LockToken) -> BackendFuture<'a, bool> {
-        self.op("release", async move {
-            let n = self.names(key);
-            let mut live = self.inner.cmd.live().await?;
-            let ok: i64 = SCRIPTS
-                .release
-                .key(&n.lock)
-                .arg(lock_value(token))
-                .arg(&n.channel)
-                .arg(&self.inner.hub.origin)
-                .arg(if self.inner.sharded { "1" } else { "0" })
-                .arg(key)
-                .invoke_async(&mut live)
-                .await?;
-            Ok(ok == 1)
-        })
+        self.op(
+            "release",
+            self.freeing_script(&SCRIPTS.release, key, vec![lock_value(token)]),
+        )
     }
 
     fn forget<'a>(&'a self, key: &'a str, secret: &'a [u8; 16]) -> BackendFuture<'a, bool> {
-        self.op("forget", async move {
-            let n = self.names(key);
-            let mut live = self.inner.cmd.live().await?;
-            let ok: i64 = SCRIPTS
-                .forget
-                .key(&n.lock)
-                .arg(hex(secret))
-                .arg(&n.channel)
-                .arg(&self.inner.hub.origin)
-                .arg(if self.inner.sharded { "1" } else { "0" })
-                .arg(key)
-                .invoke_async(&mut live)
-                .await?;
-            Ok(ok == 1)
-        })
+        self.op(
+            "forget",
+            self.freeing_script(&SCRIPTS.forget, key, vec![hex(secret)]),
+        )
     }
 
     fn mark_unshared<'a>(
@@ -589,22 +592,8 @@ impl Backend for RedisBackend {
         token: &'a LockToken,
         hold: Duration,
     ) -> BackendFuture<'a, bool> {
-        self.op("unshare", async move {
-            let n = self.names(key);
-            let mut live = self.inner.cmd.live().await?;
-            let ok: i64 = SCRIPTS
-                .unshare
-                .key(&n.lock)
-                .arg(lock_value(token))
-                .arg(ms_arg(hold))
-                .arg(&n.channel)
-                .arg(&self.inner.hub.origin)
-                .arg(if self.inner.sharded { "1" } else { "0" })
-                .arg(key)
-                .invoke_async(&mut live)
-                .await?;
-            Ok(ok == 1)
-        })
+        let head = vec![lock_value(token), ms_arg(hold).to_string()];
+        self.op("unshare", self.freeing_script(&SCRIPTS.unshare, key, head))
     }
 
     fn commit<'a>(

@@ -16,7 +16,7 @@ use super::chunk::{Answer, Chunk};
 use super::plan::{Batch, chunks};
 use crate::asynchronous::{Driven, until_hard_deadline};
 use crate::error::{Error, load_error};
-use crate::lookup::{LoadGuard, Waited};
+use crate::lookup::LoadGuard;
 use crate::sync::Arc;
 use crate::sync::unchecked::Arc as StdArc;
 use crate::table::Table;
@@ -62,16 +62,7 @@ where
             }
         }
         for (i, waiter) in wave.waits {
-            let answer = match waiter.await {
-                Ok(Waited::Loaded(v)) => Ok(v),
-                Ok(Waited::Stale(v)) => Ok(Some(v)),
-                Ok(Waited::Retry(r)) => {
-                    plan.retry(i, r);
-                    continue;
-                }
-                Err(e) => Err(e),
-            };
-            plan.answer(i, answer);
+            plan.waited(i, waiter.await);
         }
     }
     plan.finish()

@@ -9,7 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use super::chunk::{Answer, Chunk};
 use super::plan::{Batch, chunks};
 use crate::error::{load_error, panic_message};
-use crate::lookup::{LoadGuard, Waited};
+use crate::lookup::LoadGuard;
 use crate::sync::Arc;
 use crate::sync::unchecked::Arc as StdArc;
 use crate::table::Table;
@@ -35,16 +35,7 @@ where
         refresh_in_background(table, wave.refreshes, &loader);
         load(table, wave.leads, &*loader, &mut plan);
         for (i, waiter) in wave.waits {
-            let answer = match waiter.wait() {
-                Ok(Waited::Loaded(v)) => Ok(v),
-                Ok(Waited::Stale(v)) => Ok(Some(v)),
-                Ok(Waited::Retry(r)) => {
-                    plan.retry(i, r);
-                    continue;
-                }
-                Err(e) => Err(e),
-            };
-            plan.answer(i, answer);
+            plan.waited(i, waiter.wait());
         }
     }
     plan.finish()

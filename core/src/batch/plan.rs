@@ -9,7 +9,7 @@ use core::hash::BuildHasher;
 
 use super::chunk::{Answer, Chunk};
 use crate::error::Error;
-use crate::lookup::{self, LoadGuard, Lookup, Refresh, Retry, Waiter};
+use crate::lookup::{self, LoadGuard, Lookup, Refresh, Retry, Waited, Waiter};
 use crate::sync::Arc;
 use crate::table::Table;
 
@@ -145,6 +145,17 @@ impl<V: Clone + Send + Sync + 'static> Batch<V> {
     /// arrival.
     pub fn retry(&mut self, i: usize, retry: Retry) {
         self.next.push((i, Some(retry)));
+    }
+
+    /// The wait for key `i` ended: its answer, or a retry in the next wave when its leader
+    /// went away.
+    pub fn waited(&mut self, i: usize, waited: Result<Waited<V>, Error>) {
+        match waited {
+            Ok(Waited::Loaded(v)) => self.answer(i, Ok(v)),
+            Ok(Waited::Stale(v)) => self.answer(i, Ok(Some(v))),
+            Ok(Waited::Retry(r)) => self.retry(i, r),
+            Err(e) => self.answer(i, Err(e)),
+        }
     }
 
     /// Records the answers of a loader call.

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use herdless_redis::{Json, RedisBackend, TieredCache, now_ms};
+use herdless_redis::{RedisBackend, now_ms};
 
-use super::{env, num};
+use super::{env, num, setup};
 
 pub fn run(backend: RedisBackend, key: String, lease: Duration, wait: Duration) {
     let callers = num("HL_CALLERS", 5) as usize;
@@ -19,17 +19,7 @@ pub fn run(backend: RedisBackend, key: String, lease: Duration, wait: Duration) 
     let loader_ms = num("HL_LOADER_MS", 100);
     let start_at = num("HL_START_AT_MS", now_ms());
     let counter = env("HL_COUNTER").expect("HL_COUNTER");
-    let cache: TieredCache<String, Json> = TieredCache::builder(backend.clone(), Json)
-        .ttl(Duration::from_secs(60))
-        .lease(lease)
-        .wait_timeout(wait)
-        .build()
-        .expect("cache");
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let (cache, rt) = setup(&backend, lease, wait);
     let calls = Arc::new(AtomicU64::new(0));
     let answers = rt.block_on(async {
         std::thread::sleep(Duration::from_millis(start_at.saturating_sub(now_ms())));

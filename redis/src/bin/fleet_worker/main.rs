@@ -79,12 +79,14 @@ fn hold(backend: &RedisBackend, key: &str, lease: Duration, wait: Duration) {
     }
 }
 
-fn stampede(backend: RedisBackend, key: String, lease: Duration, wait: Duration) {
-    let callers = num("HL_CALLERS", 500) as usize;
-    let loader_ms = num("HL_LOADER_MS", 200);
-    let start_at = num("HL_START_AT_MS", now_ms());
-    let counter = env("HL_COUNTER");
-    let cache: TieredCache<String, Json> = TieredCache::builder(backend.clone(), Json)
+/// The cache every timed mode uses (ttl 60 s, the given lease and wait) and a runtime for
+/// its callers.
+fn setup(
+    backend: &RedisBackend,
+    lease: Duration,
+    wait: Duration,
+) -> (TieredCache<String, Json>, tokio::runtime::Runtime) {
+    let cache = TieredCache::builder(backend.clone(), Json)
         .ttl(Duration::from_secs(60))
         .lease(lease)
         .wait_timeout(wait)
@@ -95,6 +97,15 @@ fn stampede(backend: RedisBackend, key: String, lease: Duration, wait: Duration)
         .enable_all()
         .build()
         .expect("runtime");
+    (cache, rt)
+}
+
+fn stampede(backend: RedisBackend, key: String, lease: Duration, wait: Duration) {
+    let callers = num("HL_CALLERS", 500) as usize;
+    let loader_ms = num("HL_LOADER_MS", 200);
+    let start_at = num("HL_START_AT_MS", now_ms());
+    let counter = env("HL_COUNTER");
+    let (cache, rt) = setup(&backend, lease, wait);
     let calls = Arc::new(AtomicU64::new(0));
     let results = rt.block_on(async {
         std::thread::sleep(Duration::from_millis(start_at.saturating_sub(now_ms())));
