@@ -160,8 +160,10 @@ pub fn ahead_summary(runs: &[Run], outcomes: &[Outcome], markdown: bool) -> Stri
             ])
         })
         .collect();
-    let mut out =
-        String::from("Refresh-ahead against XFetch (per TTL: origin calls per TTL, all keys)\n");
+    // A blank line after the caption: Markdown starts a table only after one.
+    let mut out = String::from(
+        "Refresh-ahead against XFetch (per TTL: origin calls in one TTL, over all keys)\n\n",
+    );
     out.push_str(&if markdown {
         render_markdown(&head, &cells)
     } else {
