@@ -288,7 +288,10 @@ impl<V> Builder<V> {
         /// the cost of refreshing keys that would have been read only once more. Take it
         /// when the origin's load should be predictable (a quota, a rate limit) or when
         /// loads are slow enough to matter; keep XFetch alone (or set `beta` to 0 and use
-        /// this alone) when the key set is large and mostly cold.
+        /// this alone) when the key set is large and mostly cold. Keys written together
+        /// stay in step (their refreshes come together unless `jitter` spreads their ttls),
+        /// where XFetch's random draw spreads them. Measured against XFetch in the
+        /// simulator: BENCHMARKS.md, "Refresh-ahead against XFetch (simulator)".
         refresh_ahead: f64 => refresh_ahead as Some;
         /// Most events queued for the [`listener`](Self::listener) (default 1,024);
         /// further events are dropped and counted (`events_dropped`) until it catches up.

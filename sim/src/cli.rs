@@ -8,8 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::origin::OriginConfig;
 use crate::scenario::{
-    ColdRestart, Fleet, HotKey, IaStrategy, InternetArchive, MassExpiry, MissStorm, Run, Scenario,
-    XfetchStudy,
+    ColdRestart, Fleet, HotKey, IaStrategy, InternetArchive, MassExpiry, MissStorm,
+    RefreshAheadStudy, Run, Scenario, XfetchStudy,
 };
 use crate::strategy::{Knobs, Strategy};
 
@@ -132,6 +132,22 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// XFetch (--beta) against refresh-ahead at each share of --shares, on one hot key and
+    /// on a long tail of keys written together (--keys), with a summary per TTL.
+    RefreshAheadStudy {
+        /// Refresh-ahead shares of the TTL to compare, each in (0, 1).
+        #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.8, 0.95])]
+        shares: Vec<f64>,
+        /// Workloads: key counts (1: the hot key; more: Zipf --alpha over that many keys).
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 1000])]
+        keys: Vec<usize>,
+        /// Zipf exponent of key popularity (0: uniform).
+        #[arg(long)]
+        alpha: Option<f64>,
+        /// Flags every scenario takes.
+        #[command(flatten)]
+        common: Common,
+    },
     /// The Internet Archive's RedisConf 2017 experiment (fetch, locked, xfetch, xlocked),
     /// printed beside their published tallies.
     InternetArchive {
@@ -196,6 +212,9 @@ pub struct Common {
     /// XFetch beta (xfetch, combined).
     #[arg(long)]
     pub beta: Option<f64>,
+    /// Refresh-ahead share of the TTL, in (0, 1) (refresh-ahead, swr+ahead).
+    #[arg(long)]
+    pub ahead: Option<f64>,
     /// TTL jitter fraction (jitter, combined).
     #[arg(long)]
     pub jitter: Option<f64>,
@@ -248,6 +267,9 @@ impl Common {
         }
         if let Some(v) = self.beta {
             knobs.beta = v;
+        }
+        if let Some(v) = self.ahead {
+            knobs.ahead = v;
         }
         if let Some(v) = self.jitter {
             knobs.jitter = v;
@@ -383,6 +405,38 @@ pub fn plan(cli: &Cli) -> Vec<Run> {
                 );
                 hot.knobs.beta = *beta;
                 scenarios.push((XfetchStudy { hot }.into(), strategies(&[Strategy::Xfetch])));
+            }
+        }
+        Command::RefreshAheadStudy {
+            shares,
+            keys,
+            alpha,
+            common,
+        } => {
+            // XFetch once per workload, then each strategy using the share once per share.
+            let chosen = strategies(&[Strategy::Xfetch, Strategy::RefreshAhead]);
+            for &n in keys {
+                let mut s = RefreshAheadStudy::default();
+                common.apply(
+                    &mut s.origin,
+                    &mut s.knobs,
+                    Some(&mut s.rate),
+                    &mut s.duration,
+                );
+                s.keys = n;
+                s.alpha = alpha.unwrap_or(s.alpha);
+                let (ahead, other): (Vec<Strategy>, Vec<Strategy>) =
+                    chosen.iter().partition(|st| st.uses_ahead());
+                if !other.is_empty() {
+                    scenarios.push((s.clone().into(), other));
+                }
+                if !ahead.is_empty() {
+                    for &share in shares {
+                        let mut s = s.clone();
+                        s.knobs.ahead = share;
+                        scenarios.push((s.into(), ahead.clone()));
+                    }
+                }
             }
         }
         Command::InternetArchive { workers, common } => {

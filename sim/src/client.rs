@@ -25,6 +25,9 @@ pub(crate) struct Recorder {
     pub(crate) latencies: Vec<u64>,
     pub(crate) stale: u64,
     pub(crate) oldest: Duration,
+    /// Sum of the ages of the values served, and how many there were (for the mean).
+    pub(crate) age_sum: Duration,
+    pub(crate) aged: u64,
     pub(crate) errors: u64,
     pub(crate) timeouts: u64,
     /// Client-side XFetch decisions (xfetch-uncoordinated only).
@@ -84,7 +87,10 @@ impl World {
             rec.stale += 1;
         }
         if let Some(v) = value {
-            rec.oldest = rec.oldest.max(now.saturating_sub(v.born));
+            let age = now.saturating_sub(v.born);
+            rec.oldest = rec.oldest.max(age);
+            rec.age_sum += age;
+            rec.aged += 1;
         }
     }
 

@@ -55,7 +55,8 @@ pub use origin::{OriginConfig, OriginError, OriginStats, SimValue};
 pub use report::{Outcome, Row, markdown, table, total};
 pub use scenario::{
     ColdRestart, FLEET_KEY, Fleet, HotKey, IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive,
-    MassExpiry, MissStorm, Run, Scenario, XfetchStudy, comparison,
+    MassExpiry, MissStorm, RefreshAheadStudy, Run, Scenario, XfetchStudy, ahead_summary,
+    comparison,
 };
 pub use strategy::{Knobs, Strategy};
 

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use herdless_sim::cli::{Cli, Command, plan};
-use herdless_sim::{Outcome, comparison, markdown, plot, table};
+use herdless_sim::{Outcome, ahead_summary, comparison, markdown, plot, table};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -45,6 +45,10 @@ fn main() -> ExitCode {
                     cli.markdown
                 )
             );
+        }
+        if let Command::RefreshAheadStudy { .. } = &cli.scenario {
+            println!();
+            print!("{}", ahead_summary(&runs, &outcomes, cli.markdown));
         }
     }
     if let (Some(dir), Some(run)) = (&cli.svg, runs.first()) {

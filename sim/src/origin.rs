@@ -7,7 +7,7 @@
 //! how many were outstanding at once (running or queued), and when.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -85,6 +85,9 @@ pub struct OriginStats {
     /// Start time of every call, in order.
     #[serde(skip)]
     pub starts: Vec<Duration>,
+    /// Calls made for each key.
+    #[serde(skip)]
+    pub calls_by_key: BTreeMap<String, u64>,
     /// (time, calls outstanding) at every change.
     #[serde(skip)]
     pub timeline: Vec<(Duration, u32)>,
@@ -165,6 +168,7 @@ impl Origin {
         let mut st = self.state.borrow_mut();
         st.stats.calls += 1;
         st.stats.starts.push(now);
+        *st.stats.calls_by_key.entry(key.to_string()).or_insert(0) += 1;
         st.outstanding += 1;
         st.stats.peak = st.stats.peak.max(st.outstanding);
         let o = st.outstanding;

@@ -42,6 +42,8 @@ pub struct Row {
     pub stale_served: u64,
     /// Age of the oldest value served (time since the origin produced it), in seconds.
     pub oldest_served_s: f64,
+    /// Mean age of the values served, in seconds.
+    pub mean_age_s: f64,
     /// Requests that ended in an error.
     pub errors: u64,
     /// Requests that ended in a timeout (wait or load).
@@ -50,6 +52,8 @@ pub struct Row {
     pub misses: u64,
     /// Refreshes before expiry (XFetch; client-side for xfetch-uncoordinated).
     pub early_refreshes: u64,
+    /// Refresh-ahead refreshes (the first read past the share of the TTL).
+    pub ahead_refreshes: u64,
     /// Callers that waited for another caller's load in their process.
     pub coalesced: u64,
 }
@@ -81,7 +85,7 @@ impl Row {
         lat.sort_unstable();
         Self {
             scenario: scenario.name(),
-            variant: scenario.variant(),
+            variant: scenario.variant_for(strategy),
             strategy,
             requests: rec.requests,
             origin_calls: origin.calls,
@@ -93,10 +97,12 @@ impl Row {
             max_ms: ms(lat.last().copied().unwrap_or(0)),
             stale_served: rec.stale,
             oldest_served_s: rec.oldest.as_secs_f64(),
+            mean_age_s: rec.age_sum.as_secs_f64() / rec.aged.max(1) as f64,
             errors: rec.errors,
             timeouts: rec.timeouts,
             misses: total.misses.saturating_sub(w.setup_misses.get()),
             early_refreshes: total.early_refreshes + rec.early,
+            ahead_refreshes: total.ahead_refreshes,
             coalesced: total.coalesced_waiters,
         }
     }

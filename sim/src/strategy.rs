@@ -35,6 +35,14 @@ pub enum Strategy {
     /// Cache-aside with XFetch decided by each client on its own (no lock, no coalescing):
     /// the Internet Archive's `xfetch`. Uses the engine's XFetch formula on plain storage.
     XfetchUncoordinated,
+    /// Single-flight plus refresh-ahead (`refresh_ahead`): the first read after an entry
+    /// lived the `ahead` share of its TTL refreshes it in the background. No XFetch.
+    RefreshAhead,
+    /// Single-flight plus stale-while-revalidate and refresh-ahead (`grace` and
+    /// `refresh_ahead`).
+    #[value(name = "swr+ahead", alias = "swr-ahead")]
+    #[serde(rename = "swr+ahead")]
+    SwrAhead,
 }
 
 impl Strategy {
@@ -59,12 +67,30 @@ impl Strategy {
             Strategy::Jitter => "jitter",
             Strategy::Combined => "combined",
             Strategy::XfetchUncoordinated => "xfetch-uncoordinated",
+            Strategy::RefreshAhead => "refresh-ahead",
+            Strategy::SwrAhead => "swr+ahead",
         }
     }
 
     /// Whether it calls the origin itself on a miss instead of driving `lookup`.
     pub fn is_naive(self) -> bool {
         matches!(self, Strategy::Naive | Strategy::XfetchUncoordinated)
+    }
+
+    /// Whether it uses XFetch's `beta` (in the engine or client-side).
+    pub fn uses_beta(self) -> bool {
+        matches!(
+            self,
+            Strategy::Xfetch
+                | Strategy::SwrXfetch
+                | Strategy::Combined
+                | Strategy::XfetchUncoordinated
+        )
+    }
+
+    /// Whether it uses refresh-ahead's `ahead` share.
+    pub fn uses_ahead(self) -> bool {
+        matches!(self, Strategy::RefreshAhead | Strategy::SwrAhead)
     }
 
     /// The engine options this strategy turns on, from a scenario's knobs.
@@ -87,6 +113,8 @@ impl Strategy {
             Strategy::Xfetch => b = b.beta(knobs.beta),
             Strategy::SwrXfetch => b = b.grace(knobs.grace).beta(knobs.beta),
             Strategy::Jitter => b = b.jitter(knobs.jitter),
+            Strategy::RefreshAhead => b = b.refresh_ahead(knobs.ahead),
+            Strategy::SwrAhead => b = b.grace(knobs.grace).refresh_ahead(knobs.ahead),
             Strategy::Combined => {
                 b = b.grace(knobs.grace).beta(knobs.beta).jitter(knobs.jitter);
                 if let Some(n) = knobs.origin_budget {
@@ -107,6 +135,8 @@ pub struct Knobs {
     pub grace: Duration,
     /// XFetch beta (xfetch, combined, xfetch-uncoordinated).
     pub beta: f64,
+    /// Refresh-ahead share of the TTL, in (0, 1) (refresh-ahead, swr+ahead).
+    pub ahead: f64,
     /// TTL jitter fraction (jitter, combined).
     pub jitter: f64,
     /// Negative caching: how long an absence is cached (None: not cached).
@@ -120,13 +150,14 @@ pub struct Knobs {
 }
 
 impl Knobs {
-    /// Knobs for `ttl`: grace ttl/2, beta 1, jitter 0.2, absences cached 10 s, no budget,
-    /// wait timeout 5 s, room for 1,000,000 entries.
+    /// Knobs for `ttl`: grace ttl/2, beta 1, refresh-ahead at 0.8 of the TTL, jitter 0.2,
+    /// absences cached 10 s, no budget, wait timeout 5 s, room for 1,000,000 entries.
     pub fn new(ttl: Duration) -> Self {
         Self {
             ttl,
             grace: ttl / 2,
             beta: 1.0,
+            ahead: 0.8,
             jitter: 0.2,
             negative_ttl: Some(Duration::from_secs(10)),
             origin_budget: None,

@@ -73,3 +73,41 @@ fn a_bad_duration_is_a_usage_error() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("duration"));
 }
+
+#[test]
+fn the_refresh_ahead_study_compares_with_xfetch_and_a_bad_share_is_refused() {
+    let out = sim()
+        .args([
+            "refresh-ahead-study",
+            "--duration",
+            "20s",
+            "--rate",
+            "200",
+            "--keys",
+            "1",
+            "--shares",
+            "0.5,0.8",
+        ])
+        .output()
+        .expect("the binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for cell in [
+        "1 key, beta 1",
+        "1 key, share 0.5",
+        "1 key, share 0.8",
+        "per TTL",
+    ] {
+        assert!(text.contains(cell), "{cell} missing from\n{text}");
+    }
+    let out = sim()
+        .args(["hot-key", "--strategies", "refresh-ahead", "--ahead", "1.5"])
+        .output()
+        .expect("the binary runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refresh_ahead"));
+}

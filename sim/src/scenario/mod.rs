@@ -1,6 +1,7 @@
 //! Scenarios of stampedes (a hot key, a mass expiry, a cold restart, a miss storm, a fleet,
-//! XFetch, the Internet Archive's experiment): who asks for what, when, against which origin. Each is a plain
-//! struct of parameters (with defaults), turned into traffic by [`Run`].
+//! XFetch, refresh-ahead against XFetch, the Internet Archive's experiment): who asks for
+//! what, when, against which origin. Each is a plain struct of parameters (with defaults),
+//! turned into traffic by [`Run`].
 
 mod cold_restart;
 mod fleet;
@@ -8,6 +9,7 @@ mod hot_key;
 mod internet_archive;
 mod mass_expiry;
 mod miss_storm;
+mod refresh_ahead_study;
 mod traffic;
 mod xfetch_study;
 
@@ -24,6 +26,7 @@ pub use self::hot_key::HotKey;
 pub use self::internet_archive::{IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive, comparison};
 pub use self::mass_expiry::MassExpiry;
 pub use self::miss_storm::MissStorm;
+pub use self::refresh_ahead_study::{RefreshAheadStudy, ahead_summary};
 pub use self::xfetch_study::XfetchStudy;
 
 use crate::client::{Recorder, World};
@@ -44,6 +47,10 @@ pub(crate) trait Setup {
     /// The variant run (e.g. "warm-up on"), empty when the scenario has none.
     fn variant(&self) -> String {
         String::new()
+    }
+    /// The variant as a row of `strategy` names it (e.g. with the option it uses).
+    fn variant_for(&self, _strategy: Strategy) -> String {
+        self.variant()
     }
     /// Engine options handed to the strategies.
     fn knobs(&self) -> Knobs;
@@ -84,6 +91,8 @@ pub enum Scenario {
     Fleet(Fleet),
     /// XFetch on a hot key for one beta.
     XfetchStudy(XfetchStudy),
+    /// Refresh-ahead against XFetch on one key or a long tail.
+    RefreshAheadStudy(RefreshAheadStudy),
     /// The Internet Archive's RedisConf 2017 experiment.
     InternetArchive(InternetArchive),
 }
@@ -97,6 +106,7 @@ impl Scenario {
             Scenario::MissStorm(s) => s,
             Scenario::Fleet(s) => s,
             Scenario::XfetchStudy(s) => s,
+            Scenario::RefreshAheadStudy(s) => s,
             Scenario::InternetArchive(s) => s,
         }
     }
@@ -109,6 +119,11 @@ impl Scenario {
     /// The variant, empty when the scenario has none.
     pub fn variant(&self) -> String {
         self.setup().variant()
+    }
+
+    /// The variant as a row of `strategy` names it (e.g. with the option it uses).
+    pub fn variant_for(&self, strategy: Strategy) -> String {
+        self.setup().variant_for(strategy)
     }
 
     /// How long clients send requests.
@@ -143,6 +158,7 @@ into_scenario!(
     MissStorm,
     Fleet,
     XfetchStudy,
+    RefreshAheadStudy,
     InternetArchive
 );
 
