@@ -366,7 +366,8 @@ impl Cache {
         let listener = crate::events::engine_listener(wake.clone());
         parsed.builder = std::mem::take(&mut parsed.builder).listener(listener);
         let (tt, codec) = engine(js, parsed)?;
-        let inner = Inner::new(js, tt, codec, namespace, wake, on_event)?;
+        let this_obj = this.object.raw();
+        let inner = Inner::new(js, this_obj, tt, codec, namespace, wake, on_event)?;
         crate::fast::install(js, this.object.raw(), &inner)?;
         Ok(Self { inner })
     }

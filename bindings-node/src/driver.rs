@@ -120,16 +120,18 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    /// The state of a cache whose engine `tt` was built with `wake`'s listener
-    /// (`crate::events::engine_listener`); `on_event` is the `onEvent` option.
+    /// The state of the cache object `this`, whose engine `tt` was built with `wake`'s
+    /// listener (`crate::events::engine_listener`); `on_event` is the `onEvent` option.
     pub(crate) fn new(
         js: Js,
+        this: Value,
         tt: TwoTier<Val>,
         codec: Codec,
         namespace: Option<String>,
         wake: Arc<Wake>,
         on_event: Option<Value>,
     ) -> Result<Rc<Self>> {
+        let listeners = crate::events::Listeners::new(js, this)?;
         let inner = Rc::new(Self {
             l1: tt.l1().clone(),
             tt,
@@ -137,7 +139,7 @@ impl Inner {
             codec,
             wake,
             namespace,
-            listeners: crate::events::Listeners::default(),
+            listeners,
             absent: js.reference(absent_symbol(js)?)?,
             observer: RefCell::new(None),
             calls: RefCell::new(HashMap::new()),

@@ -9,7 +9,7 @@
 //! `{ kind, key, error? }` object; one that throws is reported with `process.emitWarning`
 //! (an event has no caller to reject), and the others are still called.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::rc::Weak;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use napi::{Result, sys};
 
 use crate::driver::Inner;
 use crate::error::{self, type_error};
-use crate::js::{Js, Ref, Type, Value};
+use crate::js::{Js, Type, Value, WeakRef};
 use crate::wake::Wake;
 
 /// An event's name in Node (camelCase, as `CacheEventName` in index.d.ts).
@@ -88,41 +88,70 @@ pub(crate) fn engine_listener(wake: Arc<Wake>) -> impl Fn(Event) + Send + Sync +
 struct Listener {
     /// `None`: every event (the `onEvent` option).
     name: Option<Name>,
-    f: Ref,
+    /// Its function's key in the store.
+    id: f64,
     once: bool,
 }
 
 /// The JS listeners of one cache. JS thread only.
-#[derive(Default)]
 pub(crate) struct Listeners {
     list: RefCell<Vec<Listener>>,
+    next_id: Cell<f64>,
+    /// Id -> function: a `Map` that the cache object holds (under a hidden property) and
+    /// this only sees. Held strongly from here, a listener that refers to its cache (as
+    /// most do) would keep the cache alive for good.
+    store: WeakRef,
 }
 
 impl Listeners {
+    /// The listeners of the cache object `owner` (which keeps their store).
+    pub(crate) fn new(js: Js, owner: Value) -> Result<Self> {
+        let map = js.construct(js.get(js.global()?, "Map")?, &[])?;
+        js.hide(owner, "herdless.listeners", map)?;
+        Ok(Self {
+            list: RefCell::new(Vec::new()),
+            next_id: Cell::new(0.0),
+            store: js.weak_reference(map)?,
+        })
+    }
+
     /// Adds `f` (checked to be a function); `name` `None` for every event.
     pub(crate) fn add(&self, js: Js, name: Option<Name>, f: Value, once: bool) -> Result<()> {
         if js.type_of(f)? != Type::Function {
             return Err(type_error(js, "the listener must be a function"));
         }
-        let f = js.reference(f)?;
-        self.list.borrow_mut().push(Listener { name, f, once });
+        let Some(store) = self.store.get(js)? else {
+            return Ok(());
+        };
+        let id = self.next_id.get() + 1.0;
+        self.next_id.set(id);
+        js.call_method(store, "set", &[js.number(id)?, f])?;
+        self.list.borrow_mut().push(Listener { name, id, once });
         Ok(())
     }
 
     /// Removes the most recently added registration of `f` for `name`, as EventEmitter's
     /// `off` does; nothing when there is none.
     pub(crate) fn remove(&self, js: Js, name: Name, f: Value) -> Result<()> {
-        let mut found = None;
-        for (i, l) in self.list.borrow().iter().enumerate().rev() {
-            if l.name == Some(name) && js.strict_equals(l.f.get(js)?, f)? {
-                found = Some(i);
+        let Some(store) = self.store.get(js)? else {
+            return Ok(());
+        };
+        let ids: Vec<f64> = self
+            .list
+            .borrow()
+            .iter()
+            .rev()
+            .filter(|l| l.name == Some(name))
+            .map(|l| l.id)
+            .collect();
+        for id in ids {
+            let id = js.number(id)?;
+            if js.strict_equals(js.call_method(store, "get", &[id])?, f)? {
+                let id = js.get_number(id)?;
+                self.list.borrow_mut().retain(|l| l.id != id);
+                js.call_method(store, "delete", &[js.number(id)?])?;
                 break;
             }
-        }
-        if let Some(i) = found {
-            // Dropped after the borrow ends: a reference's drop runs no JS, but keep it plain.
-            let gone = self.list.borrow_mut().remove(i);
-            drop(gone);
         }
         Ok(())
     }
@@ -134,23 +163,25 @@ impl Listeners {
     /// The functions to call for `name`, taking `once` registrations out. The list is not
     /// borrowed while they run: a listener may call `on` or `off`.
     fn take(&self, js: Js, name: Name) -> Result<Vec<Value>> {
-        let mut fs = Vec::new();
-        let mut list = self.list.borrow_mut();
-        let mut gone = Vec::new();
-        let mut i = 0;
-        while i < list.len() {
-            let l = &list[i];
-            if l.name.is_none_or(|n| n == name) {
-                fs.push(l.f.get(js)?);
-                if l.once {
-                    gone.push(list.remove(i));
-                    continue;
-                }
+        let Some(store) = self.store.get(js)? else {
+            return Ok(Vec::new());
+        };
+        let mut due = Vec::new();
+        self.list.borrow_mut().retain(|l| {
+            let hit = l.name.is_none_or(|n| n == name);
+            if hit {
+                due.push((l.id, l.once));
             }
-            i += 1;
+            !(hit && l.once)
+        });
+        let mut fs = Vec::with_capacity(due.len());
+        for (id, once) in due {
+            let id = js.number(id)?;
+            fs.push(js.call_method(store, "get", &[id])?);
+            if once {
+                js.call_method(store, "delete", &[id])?;
+            }
         }
-        drop(list);
-        drop(gone);
         Ok(fs)
     }
 }

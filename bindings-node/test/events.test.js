@@ -189,6 +189,24 @@ test('without listeners the cache makes no events (none dropped either)', async 
   assert.equal(cache.metrics().total.eventsDropped, 0)
 })
 
+test('a listener that refers to its cache does not keep the cache alive', { timeout: 20_000 }, async () => {
+  require('node:v8').setFlagsFromString('--expose-gc')
+  const gc = require('node:vm').runInNewContext('gc')
+  const ref = (() => {
+    const cache = new Cache({ capacity: 1, onEvent: () => cache.metrics() })
+    cache.on('evict', () => cache.get('a'))
+    return new WeakRef(cache)
+  })()
+  let collected = false
+  for (let i = 0; i < 100 && !collected; i++) {
+    await sleep(10)
+    gc()
+    await sleep(0)
+    collected = ref.deref() === undefined
+  }
+  assert.ok(collected, 'the cache was not collected')
+})
+
 test('bad arguments: TypeError with a HERDLESS_* code', () => {
   const cache = new Cache()
   for (const name of ['evicted', 'load_error', 'failsafe', 'error', '']) {
