@@ -361,7 +361,7 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     }
 }
 
-// Writing. Tags are meant to join these.
+// Writing.
 impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// Stores `value` under `key` now. A load of `key` already running will not overwrite it.
     pub fn set(&self, key: &str, value: V) -> Result<(), Error> {
@@ -376,6 +376,60 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     /// Caches "absent" under `key` for `negative_ttl`.
     pub fn set_absent(&self, key: &str) -> Result<(), Error> {
         self.table.write(key, None, None)
+    }
+
+    /// A write with a loader's choices ([`Loaded`]: ttl, grace, negative ttl, metadata,
+    /// [tags](Loaded::tags)); a load of `key` already running will not overwrite it.
+    /// `no_cache` writes nothing; `not_modified` is refused ([`Error::NoPrevious`]); so are
+    /// bad tags or metadata, and nothing is written.
+    ///
+    /// ```
+    /// use herdless::{Cache, Loaded};
+    /// let cache = Cache::<String>::new();
+    /// let page = Loaded::value("<h1>Lamp</h1>".to_string()).tags(["product:42", "seller:7"]);
+    /// cache.set_with("page:/lamp", page)?;
+    /// cache.invalidate_tag("seller:7")?;
+    /// assert_eq!(cache.get("page:/lamp"), None);
+    /// # Ok::<(), herdless::Error>(())
+    /// ```
+    pub fn set_with(&self, key: &str, loaded: Loaded<V>) -> Result<(), Error> {
+        self.table.write_loaded(key, loaded)
+    }
+
+    /// [`set`](Self::set) of a value carrying `tags` (see [`set_with`](Self::set_with)).
+    pub fn set_tagged(&self, key: &str, value: V, tags: &[&str]) -> Result<(), Error> {
+        self.set_with(key, Loaded::value(value).tags(tags.iter().copied()))
+    }
+
+    /// Invalidates every entry carrying `tag`, in O(1): each is a miss for every reader at
+    /// once, never served again (not even fail-safe); a load that began before this and
+    /// answers with `tag` is not stored. The default: after a write, a caller expects no
+    /// older value ([Tags](crate#tags); soft: [`expire_tag`](Self::expire_tag)). Fails
+    /// only for a bad tag ([`Error::EmptyTag`], [`Error::TagTooLong`]).
+    pub fn invalidate_tag(&self, tag: &str) -> Result<(), Error> {
+        self.invalidate_tags([tag])
+    }
+
+    /// [`invalidate_tag`](Self::invalidate_tag) of several tags (all checked first), at once.
+    pub fn invalidate_tags<T: AsRef<str>>(
+        &self,
+        tags: impl IntoIterator<Item = T>,
+    ) -> Result<(), Error> {
+        self.table.stamp_tags(tags, true)
+    }
+
+    /// Expires every entry carrying `tag`, in O(1), as if its ttl ran out now: served stale
+    /// within grace while one refresh runs, else kept as the fail-safe value, else a miss.
+    pub fn expire_tag(&self, tag: &str) -> Result<(), Error> {
+        self.expire_tags([tag])
+    }
+
+    /// [`expire_tag`](Self::expire_tag) of several tags at once.
+    pub fn expire_tags<T: AsRef<str>>(
+        &self,
+        tags: impl IntoIterator<Item = T>,
+    ) -> Result<(), Error> {
+        self.table.stamp_tags(tags, false)
     }
 
     /// Removes `key`'s entry. A load of `key` already running will not write back its

@@ -45,6 +45,8 @@ pub(crate) struct Config<V> {
     pub(crate) max_batch: usize,
     pub(crate) max_key_len: usize,
     pub(crate) max_namespaces: usize,
+    pub(crate) max_tags: usize,
+    pub(crate) max_tags_per_entry: usize,
     pub(crate) shards: usize,
     pub(crate) detector: DetectorOptions,
     pub(crate) hot_keys: usize,
@@ -91,6 +93,10 @@ pub struct Options {
     pub max_key_len: usize,
     /// Namespaces tracked for epochs and metrics.
     pub max_namespaces: usize,
+    /// Tag records kept (see [`Builder::max_tags`]).
+    pub max_tags: usize,
+    /// Most tags on one entry.
+    pub max_tags_per_entry: usize,
     /// Share of the ttl after which one refresh runs in the background, if on.
     pub refresh_ahead: Option<f64>,
 }
@@ -114,6 +120,8 @@ impl<V> Config<V> {
             max_batch: self.max_batch,
             max_key_len: self.max_key_len,
             max_namespaces: self.max_namespaces,
+            max_tags: self.max_tags,
+            max_tags_per_entry: self.max_tags_per_entry,
             refresh_ahead: self.refresh_ahead,
         }
     }
@@ -181,6 +189,8 @@ impl<V> Default for Builder<V> {
                 max_batch: 1_000,
                 max_key_len: 1024,
                 max_namespaces: 4096,
+                max_tags: 100_000,
+                max_tags_per_entry: 16,
                 shards: 0,
                 detector: Default::default(),
                 hot_keys: 1024,
@@ -268,6 +278,16 @@ impl<V> Builder<V> {
         /// misses (never stale hits), its counters are kept under `__retired__`, and
         /// `retired_namespaces` counts it. A bump always invalidates exactly its namespace.
         max_namespaces: usize => max_namespaces;
+        /// Distinct tags tracked (default 100,000; a record is about 100 bytes). Past it,
+        /// the record of the tag least recently used by a write, a load's answer or an
+        /// invalidation is retired: every entry carrying it becomes a miss (never a stale
+        /// hit: a forgotten tag cannot resurrect old entries), and `retired_tags` counts
+        /// it. A later use of the name starts a new record.
+        max_tags: usize => max_tags;
+        /// Most distinct tags on one entry (default 16); more fails the write or the load
+        /// with [`Error::TooManyTags`](crate::Error::TooManyTags). Each tag costs a read of
+        /// the entry two atomic loads.
+        max_tags_per_entry: usize => max_tags_per_entry;
         /// Number of lock shards (rounded up to a power of two; default 4 per CPU).
         shards: usize => shards;
         /// The stampede detector's options (default: on, with the thresholds of
@@ -464,6 +484,7 @@ impl<V> Builder<V> {
             ("max_batch", c.max_batch),
             ("max_key_len", c.max_key_len),
             ("max_namespaces", c.max_namespaces),
+            ("max_tags", c.max_tags),
             ("event_queue", c.event_queue),
             ("origin_budget", c.origin_budget.unwrap_or(1)),
         ] {

@@ -99,6 +99,14 @@ impl<V> Previous<V> {
     pub fn ttl(&self) -> Option<Duration> {
         self.extras.as_ref().and_then(|e| e.ttl)
     }
+
+    /// Its tags (kept by a not-modified answer that sets none).
+    pub fn tags(&self) -> &[Box<str>] {
+        self.extras
+            .as_ref()
+            .and_then(|e| e.tags.as_deref())
+            .unwrap_or(&[])
+    }
 }
 
 /// What a context-aware loader is told about its load (see

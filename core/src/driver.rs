@@ -15,7 +15,7 @@ use crate::cache::Cache;
 use crate::clock::Clock;
 use crate::context::{LoadContext, LoadReason, Previous};
 use crate::error::Error;
-use crate::loaded::Keep;
+use crate::loaded::{Extras, Keep};
 use crate::lookup::LoadGuard;
 use crate::sync::unchecked::Arc as StdArc;
 
@@ -144,7 +144,7 @@ pub fn adopt<V: Clone + Send + Sync + 'static>(
     fresh: Duration,
     load_duration: Duration,
 ) -> Result<Option<V>, Error> {
-    guard.adopt(value, fresh, load_duration, (None, None))
+    guard.adopt(value, fresh, load_duration, Extras::default())
 }
 
 /// [`adopt`] of a shared entry whose loader chose its own `ttl` or kept `meta` with it
@@ -158,7 +158,82 @@ pub fn adopt_with<V: Clone + Send + Sync + 'static>(
     ttl: Option<Duration>,
     meta: Option<&str>,
 ) -> Result<Option<V>, Error> {
-    guard.adopt(value, fresh, load_duration, (ttl, meta))
+    let extras = Extras {
+        ttl,
+        meta: meta.map(Into::into),
+        ..Extras::default()
+    };
+    guard.adopt(value, fresh, load_duration, extras)
+}
+
+/// The tags, ttl and metadata of a shared tier's entry, as the first tier keeps them
+/// ([`adopt_shared`], [`set_shared_entry`]).
+#[derive(Clone, Debug, Default)]
+pub struct SharedEntry<'a> {
+    /// Fresh for this long from now (zero: already stale, within grace).
+    pub fresh: Duration,
+    /// The ttl its loader chose, if any.
+    pub ttl: Option<Duration>,
+    /// The metadata its loader kept, if any.
+    pub meta: Option<&'a str>,
+    /// Its tags (checked as [`Loaded::tags`](crate::Loaded::tags) are).
+    pub tags: &'a [String],
+    /// For [`set_shared_entry`]: the [`tag_clock`] reading taken before the shared tier was
+    /// read, so that a tag invalidated meanwhile (a notification that arrived during the
+    /// read) drops the entry instead of storing it; `None`: now. A load
+    /// ([`adopt_shared`]) is dated by its start instead.
+    pub born: Option<u64>,
+}
+
+impl SharedEntry<'_> {
+    fn extras(&self) -> Extras {
+        Extras {
+            ttl: self.ttl,
+            meta: self.meta.map(Into::into),
+            tags: (!self.tags.is_empty())
+                .then(|| self.tags.iter().map(|t| t.as_str().into()).collect()),
+            ..Extras::default()
+        }
+    }
+}
+
+/// [`adopt_with`] of a shared entry with tags: the L1 entry carries them, so an
+/// [`invalidate_tag`](Cache::invalidate_tag) here (e.g. on a notification) drops it. If
+/// one of them was invalidated in this cache since the load began, the value answers the
+/// callers but is not stored. Tags out of bounds fail the load
+/// ([`Error::TooManyTags`], [`Error::TagTooLong`], [`Error::EmptyTag`]).
+pub fn adopt_shared<V: Clone + Send + Sync + 'static>(
+    guard: LoadGuard<V>,
+    value: Option<V>,
+    load_duration: Duration,
+    entry: SharedEntry<'_>,
+) -> Result<Option<V>, Error> {
+    let extras = entry.extras();
+    guard.adopt(value, entry.fresh, load_duration, extras)
+}
+
+/// The tag clock of `cache` now: read it before reading a shared tier, and give it as
+/// [`SharedEntry::born`] to [`set_shared_entry`].
+pub fn tag_clock<V: Clone + Send + Sync + 'static>(cache: &Cache<V>) -> u64 {
+    cache.table().tags.now()
+}
+
+/// [`set_shared`] with tags and a birth ([`SharedEntry`]): not stored when one of its tags
+/// was invalidated in this cache since `born`. Tags out of bounds are refused as by
+/// [`Cache::set_with`].
+pub fn set_shared_entry<V: Clone + Send + Sync + 'static>(
+    cache: &Cache<V>,
+    key: &str,
+    value: Option<V>,
+    entry: SharedEntry<'_>,
+) -> Result<(), Error> {
+    let keep = Keep {
+        ttl: Some(entry.fresh.max(Duration::from_nanos(1))),
+        extras: entry.extras(),
+        born: entry.born,
+        ..Keep::default()
+    };
+    cache.table().write_keep(key, value, keep)
 }
 
 /// Stores `value` under `key` as [`Cache::set_with_ttl`] does (fresh for `fresh`), keeping

@@ -4,11 +4,13 @@
 use core::time::Duration;
 
 use alloc::boxed::Box;
+use alloc::vec::Vec;
 
 use crate::epoch::Namespace;
 use crate::expiry::{Phase, Timing};
 use crate::loaded::Extras;
 use crate::sync::Arc;
+use crate::tags::{self, Fate, Tag};
 
 /// One stored entry.
 pub(crate) struct Entry<V> {
@@ -32,19 +34,25 @@ pub(crate) struct Entry<V> {
 /// The parts of an entry that most entries do without.
 #[derive(Default)]
 pub(crate) struct Rare {
-    /// The loader's own lifetimes and metadata.
+    /// The loader's own lifetimes and metadata (never its tag names: `tags` holds them).
     pub(crate) extras: Extras,
     /// Fail-safe: no refresh is attempted before this after a failed one.
     pub(crate) backoff_until: u64,
+    /// The entry's tags, held directly so a read checks them without a lookup.
+    pub(crate) tags: Box<[Arc<Tag>]>,
+    /// The tag clock when the entry's load began (or it was written).
+    pub(crate) born: u64,
 }
 
 impl Rare {
-    /// Boxed for an entry with these extras, or nothing when they are the cache's defaults.
-    pub(crate) fn of(extras: Extras) -> Option<Box<Rare>> {
-        (extras != Extras::default()).then(|| {
+    /// Boxed for an entry with these extras or tags, or nothing when it has neither.
+    pub(crate) fn of(extras: Extras, tags: Box<[Arc<Tag>]>, born: u64) -> Option<Box<Rare>> {
+        (extras != Extras::default() || !tags.is_empty()).then(|| {
             Box::new(Rare {
                 extras,
                 backoff_until: 0,
+                tags,
+                born,
             })
         })
     }
@@ -55,6 +63,33 @@ impl<V> Entry<V> {
     #[inline]
     pub(crate) fn extras(&self) -> Option<&Extras> {
         self.rare.as_ref().map(|r| &r.extras)
+    }
+
+    /// The extras a [`Previous`](crate::Previous) of this entry keeps, its tag names
+    /// included.
+    pub(crate) fn previous_extras(&self) -> Option<Extras> {
+        let r = self.rare.as_ref()?;
+        let mut extras = r.extras.clone();
+        if !r.tags.is_empty() {
+            extras.tags = Some(self.tag_names());
+        }
+        Some(extras)
+    }
+
+    /// The names of the entry's tags.
+    pub(crate) fn tag_names(&self) -> Vec<Box<str>> {
+        let tags = self.rare.as_ref().map_or(&[][..], |r| &r.tags[..]);
+        tags.iter().map(|t| t.name().into()).collect()
+    }
+
+    /// Whether the entry was invalidated (its namespace bumped, or one of its tags
+    /// invalidated), as opposed to expired: nothing of it may be served or kept.
+    pub(crate) fn killed(&self) -> bool {
+        self.epoch != self.ns.epoch()
+            || self
+                .rare
+                .as_ref()
+                .is_some_and(|r| tags::fate(&r.tags, r.born) == Fate::Removed)
     }
 
     /// Fail-safe: no refresh is attempted before this after a failed one (0: none).
@@ -68,13 +103,32 @@ impl<V> Entry<V> {
         self.rare.get_or_insert_with(Box::default).backoff_until = until;
     }
 
-    /// The entry's phase, `Dead` once its namespace was bumped.
+    /// The entry's phase, `Dead` once its namespace was bumped or one of its tags
+    /// invalidated; past its fresh time once one of its tags was expired.
     #[inline]
     pub(crate) fn phase(&self, now: u64) -> Phase {
         if self.epoch != self.ns.epoch() {
             return Phase::Dead;
         }
-        self.timing.phase(now)
+        let phase = self.timing.phase(now);
+        match &self.rare {
+            Some(r) if !r.tags.is_empty() => self.tagged_phase(phase, r),
+            _ => phase,
+        }
+    }
+
+    /// [`phase`](Self::phase) of a tagged entry. Expired by a tag, a fresh entry is stale
+    /// while its grace lasts (until its own `stale_until`), kept for fail-safe when it has
+    /// no grace, and dead with neither, as a naturally expired entry would be.
+    fn tagged_phase(&self, phase: Phase, r: &Rare) -> Phase {
+        let t = &self.timing;
+        match (tags::fate(&r.tags, r.born), phase) {
+            (Fate::Removed, _) => Phase::Dead,
+            (Fate::Expired, Phase::Fresh) if t.stale_until > t.fresh_until => Phase::Stale,
+            (Fate::Expired, Phase::Fresh) if t.retain_until > t.fresh_until => Phase::FailSafe,
+            (Fate::Expired, Phase::Fresh) => Phase::Dead,
+            (_, phase) => phase,
+        }
     }
 
     /// What [`Cache::peek`](crate::Cache::peek) reports at `now`; `None` once dead.
@@ -97,6 +151,7 @@ impl<V> Entry<V> {
             stale_until: Duration::from_nanos(t.stale_until),
             load_duration: Duration::from_nanos(self.load_nanos),
             meta: self.extras().and_then(|e| e.meta.clone()),
+            tags: self.tag_names(),
         })
     }
 }
@@ -136,4 +191,6 @@ pub struct Peek<V> {
     pub load_duration: Duration,
     /// The metadata its loader kept with it ([`Loaded::meta`](crate::Loaded::meta)).
     pub meta: Option<Box<str>>,
+    /// Its tags ([`Loaded::tags`](crate::Loaded::tags), [`Cache::set_with`](crate::Cache::set_with)).
+    pub tags: Vec<Box<str>>,
 }

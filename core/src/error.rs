@@ -118,6 +118,23 @@ pub enum Error {
         /// The longest the tier accepts.
         max: Duration,
     },
+    /// A tag is empty.
+    EmptyTag,
+    /// A tag is longer than [`MAX_TAG_BYTES`](crate::MAX_TAG_BYTES).
+    TagTooLong {
+        /// Its length, in bytes.
+        len: usize,
+        /// The limit, in bytes.
+        max: usize,
+    },
+    /// An entry was given more distinct tags than
+    /// [`Builder::max_tags_per_entry`](crate::Builder::max_tags_per_entry).
+    TooManyTags {
+        /// Its distinct tags.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -165,6 +182,13 @@ impl fmt::Display for Error {
                     f,
                     "a TTL of {ttl:?} is longer than the {max:?} the tier can keep"
                 )
+            }
+            Error::EmptyTag => f.write_str("a tag is empty"),
+            Error::TagTooLong { len, max } => {
+                write!(f, "a tag is {len} bytes long; the limit is {max}")
+            }
+            Error::TooManyTags { count, max } => {
+                write!(f, "an entry has {count} tags; the limit is {max}")
             }
         }
     }

@@ -46,6 +46,9 @@ pub(crate) struct Flight<V> {
     pub(crate) ns: Arc<Namespace>,
     /// The namespace epoch when the load began: a bump since then means "do not store".
     pub(crate) epoch: u64,
+    /// The tag clock when the load began: a tag of its answer invalidated since then means
+    /// "do not store".
+    pub(crate) born: u64,
     /// Clock reading when the flight was created.
     pub(crate) created: Duration,
     /// After this, waiters holding a stale value take it and leave (soft timeout).
@@ -72,7 +75,7 @@ impl<V: Clone> Flight<V> {
         key: &str,
         hash: u64,
         ns: Arc<Namespace>,
-        created: Duration,
+        (created, born): (Duration, u64),
         soft: Option<Duration>,
         hard: Option<Duration>,
     ) -> Self {
@@ -83,6 +86,7 @@ impl<V: Clone> Flight<V> {
             hash,
             ns,
             epoch,
+            born,
             created,
             soft_deadline: soft.map(|s| created.saturating_add(s)),
             hard_deadline: hard.map(|h| created.saturating_add(h)),

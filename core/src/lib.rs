@@ -78,7 +78,45 @@
 //!   fail-safe value or [`Error::WaitTimeout`]), whichever leaders come and go meanwhile.
 //! - Errors are never cached; every waiter of a failed load gets the same error.
 //! - Memory is bounded: entries (values and absences) by capacity with SIEVE eviction,
-//!   flight records by `max_flights`, namespaces by `max_namespaces`.
+//!   flight records by `max_flights`, namespaces by `max_namespaces`, tags by `max_tags`.
+//!
+//! ## Tags
+//!
+//! An entry may carry tags ([`Loaded::tags`], [`Cache::set_with`], [`Cache::set_tagged`]):
+//! a product page carries `product:42`, `seller:7`, `category:3`, and
+//! [`invalidate_tag`](Cache::invalidate_tag)`("seller:7")` drops every page of that seller,
+//! whatever its key, in O(1): no scan.
+//!
+//! - **How.** One logical clock per cache counts tag invalidations. An entry keeps its tags'
+//!   records and its birth: the clock when its load began (for a write, when it happened).
+//!   Invalidating a tag stamps its record with the next tick; a read compares. A load that
+//!   began before an invalidation of a tag it answers with is not stored (it answers its
+//!   callers), as after a [`bump`](Cache::bump).
+//! - **Hard, the default** ([`invalidate_tag`](Cache::invalidate_tag),
+//!   [`invalidate_tags`](Cache::invalidate_tags)): every entry carrying the tag is a miss for
+//!   `get`, `peek`, `lookup` and the metrics at once, never served again, not even as a
+//!   fail-safe value. After a write, a caller expects no older value anywhere (a cache that
+//!   only expires them answers `has()` true after a delete by tag).
+//! - **Soft, opt-in** ([`expire_tag`](Cache::expire_tag), [`expire_tags`](Cache::expire_tags)):
+//!   every entry carrying the tag is past its fresh time, as if its ttl ran out: served
+//!   stale within its grace while one refresh runs, kept as the fail-safe value without
+//!   grace (with `max_stale`), a miss otherwise.
+//! - **Bounds.** At most [`Builder::max_tags_per_entry`] tags per entry (default 16), each
+//!   1 to [`MAX_TAG_BYTES`] bytes; duplicates count once. At most [`Builder::max_tags`]
+//!   tag records (default 100,000): past it the record least recently used is retired,
+//!   and every entry carrying it becomes a miss (a forgotten tag never resurrects old
+//!   entries; `retired_tags` counts it); the name's next use starts a new record.
+//! - **A tag nobody carries.** Its invalidation makes no record (input must not grow
+//!   memory), but a load already running might attach it later: the latest such stamp is
+//!   kept, and a record made afterwards starts with it, so that load is not stored. This
+//!   is conservative: a load racing the first use of an unrelated new tag is dropped too;
+//!   an older value is never stored. A retired record's stamps are kept the same way.
+//! - **Cost.** An untagged entry pays one branch per read; a tagged one two atomic loads
+//!   per tag. Invalidation: one atomic add and one registry lookup per tag.
+//! - Metrics: `tags`, `tag_invalidations`, `tag_expirations`, `retired_tags` in
+//!   [`MetricsSnapshot`] and [`prometheus`](Cache::prometheus). Batch loads
+//!   ([`get_or_load_many`](Cache::get_or_load_many)) and [`warm`](Cache::warm) take loaders
+//!   that answer plain values: their entries carry no tags.
 //!
 //! ## The public API
 //!
@@ -99,8 +137,12 @@
 //!   negative ttl, metadata up to [`MAX_META_BYTES`], not-modified, no-cache); [`get`](Cache::get),
 //!   [`get_with`](Cache::get_with), [`peek`](Cache::peek) (no side effect; a [`Peek`]);
 //! - write: [`set`](Cache::set), [`set_with_ttl`](Cache::set_with_ttl),
-//!   [`set_absent`](Cache::set_absent), [`invalidate`](Cache::invalidate),
-//!   [`bump`](Cache::bump), [`clear`](Cache::clear);
+//!   [`set_absent`](Cache::set_absent), [`set_with`](Cache::set_with) (a [`Loaded`]: ttl,
+//!   grace, metadata, tags), [`set_tagged`](Cache::set_tagged),
+//!   [`invalidate`](Cache::invalidate), [`bump`](Cache::bump), [`clear`](Cache::clear),
+//!   tags: [`invalidate_tag`](Cache::invalidate_tag),
+//!   [`invalidate_tags`](Cache::invalidate_tags), [`expire_tag`](Cache::expire_tag),
+//!   [`expire_tags`](Cache::expire_tags) (see [Tags](#tags));
 //! - pre-warm: [`warm`](Cache::warm), [`warm_with_progress`](Cache::warm_with_progress),
 //!   [`warm_async`](Cache::warm_async),
 //!   [`warm_async_with_progress`](Cache::warm_async_with_progress) (a [`WarmReport`]), from
@@ -179,11 +221,13 @@ mod lookup;
 mod metrics;
 #[cfg(feature = "opentelemetry")]
 pub mod otel;
+mod registry;
 mod rng;
 mod spawn;
 mod store;
 mod sync;
 mod table;
+mod tags;
 #[cfg(feature = "std")]
 pub mod testing;
 mod warm;
@@ -210,6 +254,7 @@ pub use rng::{DefaultRng, default_rng};
 #[cfg(feature = "std")]
 pub use spawn::ThreadSpawn;
 pub use spawn::{BoxFuture, Spawn};
+pub use tags::MAX_TAG_BYTES;
 pub use warm::WarmReport;
 
 /// The README's Rust examples, compiled and run as doctests so the front page never lies.

@@ -4,7 +4,11 @@
 
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::time::Duration;
+
+use crate::sync::Arc;
+use crate::tags::Tag;
 
 /// The longest [`Loaded::meta`] kept with an entry, in bytes: an ETag or a version string,
 /// not a second value. A longer one fails the load with
@@ -47,6 +51,9 @@ pub(crate) struct Extras {
     pub(crate) grace: Option<Duration>,
     pub(crate) negative_ttl: Option<Duration>,
     pub(crate) meta: Option<Box<str>>,
+    /// Tag names; `Some(empty)`: explicitly none. An entry keeps its tags' records instead
+    /// (see [`Rare`](crate::entry::Rare)), never these.
+    pub(crate) tags: Option<Vec<Box<str>>>,
 }
 
 impl Extras {
@@ -59,6 +66,7 @@ impl Extras {
             grace: self.grace.or(o.grace),
             negative_ttl: self.negative_ttl.or(o.negative_ttl),
             meta: self.meta.or_else(|| o.meta.clone()),
+            tags: self.tags.or_else(|| o.tags.clone()),
         }
     }
 }
@@ -117,6 +125,27 @@ impl<V> Loaded<V> {
         self
     }
 
+    /// Tags the entry carries, replacing any set before:
+    /// [`Cache::invalidate_tag`](crate::Cache::invalidate_tag) of any of them drops it.
+    /// Duplicates count once; each is 1 to [`MAX_TAG_BYTES`](crate::MAX_TAG_BYTES) bytes,
+    /// at most [`Builder::max_tags_per_entry`](crate::Builder::max_tags_per_entry) of them
+    /// (checked when the answer is stored: [`Error::EmptyTag`](crate::Error::EmptyTag),
+    /// [`Error::TagTooLong`](crate::Error::TagTooLong),
+    /// [`Error::TooManyTags`](crate::Error::TooManyTags)). An empty list means "no tags"
+    /// (a not-modified answer otherwise keeps the previous entry's).
+    pub fn tags<T: Into<String>>(mut self, tags: impl IntoIterator<Item = T>) -> Self {
+        let tags = tags.into_iter().map(|t| t.into().into_boxed_str());
+        self.extras.tags = Some(tags.collect());
+        self
+    }
+
+    /// One more tag (see [`tags`](Self::tags)).
+    pub fn tag(mut self, tag: impl Into<String>) -> Self {
+        let tags = self.extras.tags.get_or_insert_with(Vec::new);
+        tags.push(tag.into().into_boxed_str());
+        self
+    }
+
     /// Answer the callers of this load (its leader and its waiters) and store nothing:
     /// whatever the key held before stays as it was.
     pub fn no_cache(mut self) -> Self {
@@ -142,6 +171,11 @@ impl<V> Loaded<V> {
     /// The metadata this answer sets, if any.
     pub fn meta_set(&self) -> Option<&str> {
         self.extras.meta.as_deref()
+    }
+
+    /// The tags this answer sets, if any (as given: duplicates are removed when stored).
+    pub fn tags_set(&self) -> Option<&[Box<str>]> {
+        self.extras.tags.as_deref()
     }
 
     /// Whether the answer is stored (not [`no_cache`](Self::no_cache)).
@@ -191,4 +225,9 @@ pub(crate) struct Keep {
     pub(crate) ttl: Option<Duration>,
     pub(crate) extras: Extras,
     pub(crate) no_cache: bool,
+    /// The records of `extras.tags`, once resolved (the store takes them from there).
+    pub(crate) tags: Box<[Arc<Tag>]>,
+    /// The tag clock the entry was born at, when the driver knows it (a shared tier's
+    /// entry); otherwise the load's start or the write's moment.
+    pub(crate) born: Option<u64>,
 }

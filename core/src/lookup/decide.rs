@@ -99,12 +99,13 @@ fn decide<V: Clone + Send + Sync + 'static>(
         Some(Phase::Dead) => shard.store.remove(hash, key),
         _ => None,
     };
-    // An entry that outlived its retention (not one of a bumped namespace): it expired
-    // without a refresh, and its value is the next load's previous one, moved, not cloned.
-    let expired = dead.as_mut().filter(|e| e.epoch == e.ns.epoch()).map(|e| {
+    // An entry that outlived its retention (not one of a bumped namespace or invalidated
+    // tag): it expired without a refresh, and its value is the next load's previous one,
+    // moved, not cloned.
+    let expired = dead.as_mut().filter(|e| !e.killed()).map(|e| {
         table.emit(&e.ns, EventKind::Expired, key, None);
         let age = Duration::from_nanos(n.saturating_sub(e.timing.written));
-        let extras = e.rare.take().map(|r| r.extras);
+        let extras = e.previous_extras();
         e.value
             .take()
             .map(|v| Previous::new(v, age, extras.as_ref()))
@@ -183,7 +184,9 @@ fn serve<V: Clone + Send + Sync + 'static>(
     let refresh = if may_refresh {
         let e = &node.entry;
         let age = Duration::from_nanos(n.saturating_sub(e.timing.written));
-        let previous = value.clone().map(|v| Previous::new(v, age, e.extras()));
+        let previous = value
+            .clone()
+            .map(|v| Previous::new(v, age, e.previous_extras().as_ref()));
         let flight = table.start_flight(shard, key, hash, ns.clone(), now).ok();
         flight.map(|f| LoadGuard::new(table.clone(), f, None, now).with_context(reason, previous))
     } else {
@@ -237,7 +240,10 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
             let until = Duration::from_nanos(e.timing.retain_until);
             let fallback = e.value.clone().map(|v| (v, until));
             let age = now.saturating_sub(Duration::from_nanos(e.timing.written));
-            let previous = e.value.clone().map(|v| Previous::new(v, age, e.extras()));
+            let previous = e
+                .value
+                .clone()
+                .map(|v| Previous::new(v, age, e.previous_extras().as_ref()));
             (e.ns.clone(), fallback, previous)
         }
         _ => (table.namespaces.get(namespace_of(key)), None, None),

@@ -13,7 +13,7 @@ use crate::budget::{Acquire, Budget, Permit};
 use crate::context::{LoadContext, LoadReason, Previous};
 use crate::error::{Error, LoadError};
 use crate::flight::{Flight, Outcome};
-use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
+use crate::loaded::{Answer, Extras, Keep, Loaded, MAX_META_BYTES};
 use crate::sync::Arc;
 use crate::sync::unchecked::Arc as StdArc;
 use crate::table::Table;
@@ -305,6 +305,9 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
                 None => return self.refuse(Error::NoPrevious),
             },
         };
+        if let Err(e) = self.table.check_tags(&mut self.keep) {
+            return self.refuse(e);
+        }
         self.keep.no_cache = !store;
         self.complete(Ok(value))
     }
@@ -323,12 +326,14 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         value: Option<V>,
         fresh: Duration,
         load_duration: Duration,
-        chosen: (Option<Duration>, Option<&str>),
+        extras: Extras,
     ) -> Result<Option<V>, Error> {
         // Zero would mean "the cache's TTL": the smallest TTL makes the entry stale at once.
         self.keep.ttl = Some(fresh.max(Duration::from_nanos(1)));
-        self.keep.extras.ttl = chosen.0;
-        self.keep.extras.meta = chosen.1.map(Into::into);
+        self.keep.extras = extras;
+        if let Err(e) = self.table.check_tags(&mut self.keep) {
+            return self.refuse(e);
+        }
         let now = self.table.now();
         self.end(Outcome::Loaded(value.clone()), load_duration, now);
         Ok(value)

@@ -181,6 +181,14 @@ pub struct MetricsSnapshot {
     pub weight: u64,
     /// Loads running now.
     pub loads_in_flight: u64,
+    /// Tag records held now (at most [`Builder::max_tags`](crate::Builder::max_tags)).
+    pub tags: u64,
+    /// Tags invalidated (hard: their entries became misses), one per tag of each call.
+    pub tag_invalidations: u64,
+    /// Tags expired (soft: their entries became stale), one per tag of each call.
+    pub tag_expirations: u64,
+    /// Tag records retired to stay within `max_tags` (their entries became misses).
+    pub retired_tags: u64,
 }
 
 impl MetricsSnapshot {

@@ -90,8 +90,31 @@ impl MetricsSnapshot {
                 "Loads running now.",
                 self.loads_in_flight,
             ),
+            ("herdless_tags", "Tag records held.", self.tags),
         ] {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        }
+        for (name, help, v) in [
+            (
+                "herdless_tag_invalidations_total",
+                "Tags invalidated (their entries became misses).",
+                self.tag_invalidations,
+            ),
+            (
+                "herdless_tag_expirations_total",
+                "Tags expired (their entries became stale).",
+                self.tag_expirations,
+            ),
+            (
+                "herdless_retired_tags_total",
+                "Tag records retired to stay within max_tags (their entries became misses).",
+                self.retired_tags,
+            ),
+        ] {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+            );
         }
         out
     }

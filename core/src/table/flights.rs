@@ -14,6 +14,7 @@ use crate::expiry::nanos;
 use crate::flight::{self, Flight, Outcome};
 use crate::loaded::Keep;
 use crate::sync::{Arc, Ordering};
+use crate::tags;
 
 impl<V: Clone> Table<V> {
     /// Makes the flight record of `key`'s load, led by the caller of this lookup, unless
@@ -38,7 +39,7 @@ impl<V: Clone> Table<V> {
             key,
             hash,
             ns,
-            now,
+            (now, self.tags.now()),
             cfg.soft_timeout,
             cfg.hard_timeout,
         ));
@@ -105,6 +106,10 @@ impl<V: Clone> Table<V> {
     ) {
         let n = nanos(now);
         let mut dropped = Vec::new();
+        // Resolved outside the shard's lock; the check against the load's start is made
+        // under it, so an older value never displaces anything.
+        let mut keep = keep;
+        let born = self.resolve_tags(&mut keep, flight.born);
         let wakers = {
             let mut shard = self.shard(flight.hash).write();
             let current = shard.remove_flight(flight);
@@ -114,7 +119,8 @@ impl<V: Clone> Table<V> {
             let storable = current
                 && !flight.is_withdrawn()
                 && !keep.no_cache
-                && flight.ns.epoch() == flight.epoch;
+                && flight.ns.epoch() == flight.epoch
+                && !tags::removed_since(&keep.tags, born);
             let entry = match &outcome {
                 Outcome::Loaded(v) if storable => Some(self.make_entry(
                     v.clone(),

@@ -37,6 +37,7 @@ use crate::rng::SharedRng;
 use crate::spawn::Spawn;
 use crate::sync::unchecked::Arc as StdArc;
 use crate::sync::{Arc, AtomicU64, AtomicUsize, Ordering, RwLock};
+use crate::tags::Tags;
 use crate::xfetch;
 
 /// The state of one cache, shared by its handles ([`Cache`](crate::Cache), guards, waiters).
@@ -51,6 +52,7 @@ pub(crate) struct Table<V> {
     shard_capacity: u64,
     hasher: hashbrown::DefaultHashBuilder,
     pub(crate) namespaces: Namespaces,
+    pub(crate) tags: Tags,
     pub(crate) clock: StdArc<dyn Clock>,
     /// The clock is the default [`SystemClock`](crate::SystemClock): the hit path reads it
     /// directly instead of through the trait object.
@@ -120,6 +122,7 @@ impl<V> Table<V> {
             shard_capacity: per_shard,
             hasher,
             namespaces: Namespaces::new(cfg.max_namespaces),
+            tags: Tags::new(cfg.max_tags),
             clock,
             system_clock,
             rng,
@@ -286,11 +289,16 @@ impl<V> Table<V> {
             entries += s.store.len() as u64;
             weight += s.store.weight();
         }
+        let tags = self.tags.counts();
         MetricsSnapshot {
             namespaces: self.namespaces.snapshot(),
             entries,
             weight,
             loads_in_flight: self.flights() as u64,
+            tags: tags.records,
+            tag_invalidations: tags.invalidations,
+            tag_expirations: tags.expirations,
+            retired_tags: tags.retired,
         }
     }
 }

@@ -12,9 +12,9 @@ use crate::error::Error;
 use crate::events::EventKind;
 use crate::expiry::{Phase, Timing, nanos};
 use crate::key::namespace_of;
-use crate::loaded::Keep;
+use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
 use crate::sync::Arc;
-use crate::{jitter, xfetch};
+use crate::{jitter, tags, xfetch};
 
 impl<V: Clone> Table<V> {
     /// The weight of `key`'s `entry` against the capacity; an entry heavier than a shard's
@@ -84,8 +84,25 @@ impl<V: Clone> Table<V> {
             timing,
             quiet_until,
             load_nanos,
-            rare: Rare::of(keep.extras),
+            rare: Rare::of(keep.extras, keep.tags, keep.born.unwrap_or(0)),
         }
+    }
+
+    /// Checks the tag names of `keep` (removing duplicates) against the bounds.
+    pub(crate) fn check_tags(&self, keep: &mut Keep) -> Result<(), Error> {
+        match &mut keep.extras.tags {
+            Some(names) => tags::check_all(names, self.cfg.max_tags_per_entry),
+            None => Ok(()),
+        }
+    }
+
+    /// Turns the (checked) tag names of `keep` into their records, and dates the entry:
+    /// `born` unless the driver gave its own. Returns the birth.
+    pub(crate) fn resolve_tags(&self, keep: &mut Keep, born: u64) -> u64 {
+        if let Some(names) = keep.extras.tags.take() {
+            keep.tags = self.tags.resolve(&names);
+        }
+        *keep.born.get_or_insert(born)
     }
 
     /// Stores `entry` in `shard` in place of `key`'s old one, evicting to stay within the
@@ -131,12 +148,23 @@ impl<V: Clone> Table<V> {
         self.write_keep(key, value, keep)
     }
 
-    /// [`write`](Self::write) with the lifetimes and metadata a loader chose (a value read
-    /// from a shared tier keeps them).
-    pub(crate) fn write_keep(&self, key: &str, value: Option<V>, keep: Keep) -> Result<(), Error> {
+    /// [`write`](Self::write) with the lifetimes, metadata and tags a loader chose (a value
+    /// read from a shared tier keeps them).
+    pub(crate) fn write_keep(
+        &self,
+        key: &str,
+        value: Option<V>,
+        mut keep: Keep,
+    ) -> Result<(), Error> {
         self.check_key(key)?;
         if keep.ttl == Some(Duration::ZERO) {
             return Err(Error::ZeroTtl);
+        }
+        self.check_tags(&mut keep)?;
+        let born = self.resolve_tags(&mut keep, self.tags.now());
+        if tags::removed_since(&keep.tags, born) {
+            // A shared tier's entry older than an invalidation of one of its tags.
+            return Ok(());
         }
         let hash = self.hash(key);
         let ns = self.namespaces.get(namespace_of(key));
@@ -157,6 +185,49 @@ impl<V: Clone> Table<V> {
         drop(dropped);
         self.deliver_events();
         self.detect(n);
+        Ok(())
+    }
+
+    /// `set_with`: a write with a loader's choices.
+    pub(crate) fn write_loaded(&self, key: &str, loaded: Loaded<V>) -> Result<(), Error> {
+        let Loaded {
+            answer,
+            extras,
+            store,
+        } = loaded;
+        let value = match answer {
+            Answer::Value(v) => v,
+            Answer::NotModified => return Err(Error::NoPrevious),
+        };
+        if let Some(len) = extras.meta.as_ref().map(|m| m.len()) {
+            if len > MAX_META_BYTES {
+                let max = MAX_META_BYTES;
+                return Err(Error::MetaTooLong { len, max });
+            }
+        }
+        let mut keep = Keep {
+            extras,
+            ..Keep::default()
+        };
+        if !store {
+            return self.check_tags(&mut keep);
+        }
+        self.write_keep(key, value, keep)
+    }
+
+    /// `invalidate_tags` (`hard`) and `expire_tags`: every tag checked, then all stamped
+    /// with one tick.
+    pub(crate) fn stamp_tags<T: AsRef<str>>(
+        &self,
+        names: impl IntoIterator<Item = T>,
+        hard: bool,
+    ) -> Result<(), Error> {
+        let names: Vec<T> = names.into_iter().collect();
+        let names: Vec<&str> = names.iter().map(AsRef::as_ref).collect();
+        for name in &names {
+            tags::check(name)?;
+        }
+        self.tags.stamp(&names, hard);
         Ok(())
     }
 
