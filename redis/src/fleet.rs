@@ -558,9 +558,13 @@ impl Fleet {
     /// process knew of before then, so that one in the same millisecond but before the
     /// write does not count against it) and caps its life at `born_ms + tag_retention`:
     /// no entry outlives the record of an invalidation that happened after its birth.
+    /// An entry dated already (`born_ms` set) is left as it is.
     pub(crate) fn date(&self, entry: &mut StoredEntry, began: Instant) {
         if entry.tags.is_empty() {
             entry.born_ms = 0;
+            return;
+        }
+        if entry.born_ms != 0 {
             return;
         }
         let ago = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -722,6 +726,13 @@ impl FleetLease {
         if let Some(h) = self.extender.take() {
             h.abort();
         }
+    }
+
+    /// Dates a tagged entry this lease will publish, as
+    /// [`publish_dated`](Self::publish_dated) does (the load began at `began`), so that
+    /// its caller sees the life the fleet will keep it for.
+    pub fn date(&self, entry: &mut StoredEntry, began: Instant) {
+        self.fleet.date(entry, began);
     }
 
     /// Stores a loaded `entry` for the fleet, as [`publish`](Self::publish) does.
