@@ -66,6 +66,12 @@ pub struct StoredEntry {
     pub ttl: Option<Duration>,
     /// The metadata its loader kept with it ([`Loaded::meta`](crate::Loaded::meta)).
     pub meta: Option<String>,
+    /// Its tags ([`Loaded::tags`](crate::Loaded::tags)); empty: none. An invalidation of
+    /// any of them at or after `born_ms` drops it for the whole fleet.
+    pub tags: Vec<String>,
+    /// When the load that produced it began (or the write happened), Unix milliseconds:
+    /// what its tags' invalidation stamps are compared with. 0 without tags.
+    pub born_ms: u64,
 }
 
 impl StoredEntry {
@@ -186,6 +192,17 @@ pub enum Notice<'a> {
     /// Notifications may have been lost (the subscription dropped and came back): every
     /// first-tier copy may be outdated.
     Lost,
+    /// Every entry carrying `tag` was invalidated (`soft`: expired, served stale within
+    /// grace while one refresh runs; else removed) at `stamp` (Unix ms on the fleet's time
+    /// line): entries born at or before it are affected.
+    Tagged {
+        /// The tag.
+        tag: &'a str,
+        /// The invalidation's stamp.
+        stamp: u64,
+        /// Expired (stale) rather than removed.
+        soft: bool,
+    },
     /// This process stopped listening to `namespace`'s notifications (it keeps a bounded
     /// number of subscriptions): its first-tier copies of the namespace may go outdated.
     Unwatched {

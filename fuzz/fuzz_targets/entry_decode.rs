@@ -2,7 +2,7 @@
 //!
 //! Invariants:
 //! - `decode` never panics;
-//! - it accepts exactly the bytes §2 calls an entry (formats 1 and 2) (checked against an independent reading
+//! - it accepts exactly the bytes §2 calls an entry (formats 1, 2 and 3) (checked against an independent reading
 //!   of the table, not against the decoder's own code);
 //! - an accepted entry re-encodes to the very same bytes (the format has one spelling per
 //!   entry), and any entry with ordered times and a whole number of microseconds survives
@@ -27,6 +27,36 @@ fn extension_end(b: &[u8]) -> Option<usize> {
     (b.len() >= at + len).then_some(at + len)
 }
 
+/// Where format 3's value starts, after its tags section at `at` (born_ms, a count of 1
+/// or more, each tag a length of 1 to 128 and UTF-8), or the first rule it breaks.
+fn tags_end(b: &[u8], at: usize) -> Result<usize, DecodeError> {
+    if b.len() < at + 9 {
+        return Err(DecodeError::Truncated);
+    }
+    let count = b[at + 8];
+    if count == 0 {
+        return Err(DecodeError::Malformed);
+    }
+    let mut at = at + 9;
+    for _ in 0..count {
+        let Some(&len) = b.get(at) else {
+            return Err(DecodeError::Truncated);
+        };
+        let len = usize::from(len);
+        if len == 0 || len > wire::MAX_TAG_BYTES {
+            return Err(DecodeError::Malformed);
+        }
+        if b.len() < at + 1 + len {
+            return Err(DecodeError::Truncated);
+        }
+        if std::str::from_utf8(&b[at + 1..at + 1 + len]).is_err() {
+            return Err(DecodeError::Malformed);
+        }
+        at += 1 + len;
+    }
+    Ok(at)
+}
+
 /// §2's rules, read directly off the byte layout.
 fn is_entry(b: &[u8]) -> bool {
     if b.len() < HEADER_LEN || b[0] != b'h' || b[1] != b'l' {
@@ -34,24 +64,29 @@ fn is_entry(b: &[u8]) -> bool {
     }
     let body = match b[2] {
         1 => HEADER_LEN,
-        2 => match extension_end(b) {
+        2 | 3 => match extension_end(b) {
             Some(end) => {
                 let meta = &b[HEADER_LEN + 10..end];
                 if meta.len() > herdless::MAX_META_BYTES
                     || std::str::from_utf8(meta).is_err()
-                    || (be(b, HEADER_LEN) == 0 && meta.is_empty())
+                    || (b[2] == 2 && be(b, HEADER_LEN) == 0 && meta.is_empty())
                 {
                     return false;
                 }
-                end
+                if b[2] == 2 {
+                    end
+                } else {
+                    match tags_end(b, end) {
+                        Ok(end) => end,
+                        Err(_) => return false,
+                    }
+                }
             }
             None => return false,
         },
         _ => return false,
     };
-    (b[3] == 1 || (b[3] == 0 && b.len() == body))
-        && be(b, 4) <= be(b, 12)
-        && be(b, 12) <= be(b, 20)
+    (b[3] == 1 || (b[3] == 0 && b.len() == body)) && be(b, 4) <= be(b, 12) && be(b, 12) <= be(b, 20)
 }
 
 /// An entry built from the fuzzer's bytes, with its times put in order.
@@ -73,10 +108,24 @@ fn entry_from(u: &mut Unstructured<'_>) -> arbitrary::Result<StoredEntry> {
         // Not empty (an empty meta is None) and within the cap.
         meta: Option::<String>::arbitrary(u)?
             .filter(|m| !m.is_empty() && m.len() <= herdless::MAX_META_BYTES),
+        // Non-empty tags within the bounds, and a birth only with them.
+        tags: Vec::<String>::arbitrary(u)?
+            .into_iter()
+            .filter(|t| !t.is_empty() && t.len() <= wire::MAX_TAG_BYTES)
+            .take(wire::MAX_TAGS)
+            .collect(),
+        born_ms: 0,
+    })
+    .and_then(|mut e| {
+        if !e.tags.is_empty() {
+            e.born_ms = u64::arbitrary(u)?;
+        }
+        Ok(e)
     })
 }
 
-/// The first rule of format 2's extension that `b` breaks (its header is whole).
+/// The first rule of format 2's (or 3's) extension and tags section that `b` breaks (its
+/// header is whole).
 fn extension_error(b: &[u8]) -> DecodeError {
     let at = HEADER_LEN + 10;
     if b.len() < at {
@@ -87,6 +136,10 @@ fn extension_error(b: &[u8]) -> DecodeError {
         DecodeError::Malformed
     } else if b.len() < at + len {
         DecodeError::Truncated
+    } else if b[2] == 3 && std::str::from_utf8(&b[at..at + len]).is_ok() {
+        tags_end(b, at + len)
+            .err()
+            .unwrap_or(DecodeError::Malformed)
     } else {
         DecodeError::Malformed
     }
@@ -108,11 +161,11 @@ fuzz_target!(|data: &[u8]| {
                 DecodeError::Foreign
             } else if data.len() < 3 {
                 DecodeError::Truncated
-            } else if data[2] != wire::FORMAT && data[2] != wire::FORMAT_EXTENDED {
+            } else if !(wire::FORMAT..=wire::FORMAT_TAGGED).contains(&data[2]) {
                 DecodeError::UnknownFormat(data[2])
             } else if data.len() < HEADER_LEN {
                 DecodeError::Truncated
-            } else if data[2] == wire::FORMAT_EXTENDED {
+            } else if data[2] != wire::FORMAT {
                 extension_error(data)
             } else {
                 DecodeError::Malformed
@@ -122,9 +175,11 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(entry) = entry_from(&mut Unstructured::new(data)) {
         let bytes = wire::encode(&entry);
-        let extension = match (&entry.ttl, &entry.meta) {
-            (None, None) => 0,
-            (_, meta) => 10 + meta.as_ref().map_or(0, String::len),
+        let tags: usize = entry.tags.iter().map(|t| 1 + t.len()).sum();
+        let extension = match (&entry.ttl, &entry.meta, entry.tags.is_empty()) {
+            (None, None, true) => 0,
+            (_, meta, true) => 10 + meta.as_ref().map_or(0, String::len),
+            (_, meta, false) => 10 + meta.as_ref().map_or(0, String::len) + 9 + tags,
         };
         assert_eq!(
             bytes.len(),

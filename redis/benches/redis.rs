@@ -29,6 +29,8 @@ fn entry(value: &[u8]) -> StoredEntry {
         epoch: 0,
         ttl: None,
         meta: None,
+        tags: Vec::new(),
+        born_ms: 0,
     }
 }
 

@@ -19,6 +19,7 @@ use crate::metrics::{Metrics, RedisMetrics, inc};
 use crate::notify::{Hub, MAX_SHARDED_SUBSCRIPTIONS};
 use crate::runtime::Runtime;
 use crate::scripts::SCRIPTS;
+use crate::tags::{StampCache, Stamps, TagTier};
 use crate::wire;
 
 /// Wall-clock Unix milliseconds: the fleet's shared time line (keep hosts on NTP).
@@ -76,6 +77,7 @@ pub struct RedisBuilder {
     threads: usize,
     handle: Option<Handle>,
     max_entry_bytes: usize,
+    tag_retention: Duration,
 }
 
 /// Default of [`RedisBuilder::max_entry_bytes`]: 8 MiB.
@@ -124,6 +126,16 @@ impl RedisBuilder {
         self
     }
 
+    /// How long a tag's invalidation record is kept after its last invalidation (default
+    /// one day, [`DEFAULT_TAG_RETENTION`](crate::tags::DEFAULT_TAG_RETENTION)). A tagged
+    /// entry lives at most this long after its birth, so no entry outlives the record of
+    /// an invalidation that happened after it was born. Every process of a fleet should
+    /// use the same value (PROTOCOL.md, "Tags").
+    pub fn tag_retention(mut self, d: Duration) -> Self {
+        self.tag_retention = d;
+        self
+    }
+
     /// Runs connections and timers on this tokio runtime instead of an own one. Its worker
     /// threads must keep running; the blocking API must not be called on them.
     pub fn runtime(mut self, handle: Handle) -> Self {
@@ -138,6 +150,7 @@ impl RedisBuilder {
             ("op_timeout", self.op_timeout),
             ("connect_timeout", self.connect_timeout),
             ("heartbeat", self.heartbeat),
+            ("tag_retention", self.tag_retention),
         ] {
             if d.is_zero() {
                 return Err(Error::Config(format!("`{name}` must not be zero")));
@@ -179,6 +192,8 @@ impl RedisBuilder {
             prefix: self.prefix,
             op_timeout: self.op_timeout,
             max_entry_bytes: self.max_entry_bytes,
+            tag_retention: self.tag_retention.min(crate::MAX_TTL),
+            tags_subscription: tokio::sync::OnceCell::new(),
             sharded,
             rt,
         });
@@ -217,6 +232,10 @@ struct Inner {
     prefix: String,
     op_timeout: Duration,
     max_entry_bytes: usize,
+    tag_retention: Duration,
+    /// The tags channel's subscription on a Cluster (kept apart from the namespaces'
+    /// bounded ones: it is never dropped).
+    tags_subscription: tokio::sync::OnceCell<()>,
     sharded: bool,
     // Last: connections and tasks go before their runtime.
     rt: Runtime,
@@ -252,6 +271,7 @@ fn builder(target: Target) -> RedisBuilder {
         threads: 1,
         handle: None,
         max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
+        tag_retention: crate::tags::DEFAULT_TAG_RETENTION,
     }
 }
 
@@ -269,6 +289,7 @@ impl RedisBackend {
     /// The fleet-level protocol driver over this backend.
     pub fn fleet(&self, options: FleetOptions) -> Fleet {
         Fleet::new(
+            Arc::new(self.clone()),
             Arc::new(self.clone()),
             self.inner.rt.handle().clone(),
             self.inner.metrics.clone(),
@@ -432,6 +453,141 @@ impl RedisBackend {
             3 => Acquired::Unshared,
             _ => return Err(Error::Protocol("acquire: unknown status")),
         })
+    }
+}
+
+impl RedisBackend {
+    /// Listens to the tags channel (once): before this process relies on tag stamps it
+    /// learned, it must hear of later invalidations. On a single server the one pattern
+    /// subscription covers it; on a Cluster it is one sharded subscription, never dropped.
+    async fn subscribe_tags(&self) -> Result<(), Error> {
+        let inner = &self.inner;
+        if inner.sharded {
+            let channel = keys::tags_channel(&inner.prefix);
+            inner
+                .tags_subscription
+                .get_or_try_init(|| inner.sub.ssubscribe(&channel))
+                .await?;
+        } else {
+            let pattern = keys::channel_pattern(&inner.prefix);
+            let (cell, _) = inner.hub.subscription(&pattern, usize::MAX);
+            cell.get_or_try_init(|| inner.sub.psubscribe(&pattern))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// `tags`' indices grouped by Cluster slot (one group on a single server).
+    fn slot_groups(&self, tags: &[String]) -> Vec<Vec<usize>> {
+        let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
+        for (i, t) in tags.iter().enumerate() {
+            let slot = match self.inner.sharded {
+                true => keys::slot(&keys::tag_key(&self.inner.prefix, t)),
+                false => 0,
+            };
+            match groups.iter_mut().find(|(s, _)| *s == slot) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((slot, vec![i])),
+            }
+        }
+        groups.into_iter().map(|(_, m)| m).collect()
+    }
+}
+
+impl TagTier for RedisBackend {
+    fn fetch_stamps<'a>(&'a self, tags: &'a [String]) -> BackendFuture<'a, Vec<Stamps>> {
+        self.op("tag_stamps", async move {
+            self.subscribe_tags().await?;
+            let mut out = vec![Stamps::default(); tags.len()];
+            for members in self.slot_groups(tags) {
+                let mut live = self.inner.cmd.live().await?;
+                let mut mget = redis::cmd("MGET");
+                for &i in &members {
+                    mget.arg(keys::tag_key(&self.inner.prefix, &tags[i]));
+                }
+                inc(&self.inner.metrics.tag_fetches);
+                let raw: Vec<Option<Vec<u8>>> = mget.query_async(&mut live).await?;
+                let now = now_ms();
+                for (&i, raw) in members.iter().zip(raw) {
+                    out[i] = match raw.map(|r| Stamps::parse(&r)) {
+                        None => Stamps::default(),
+                        Some(Some(s)) => s,
+                        // A record that is not one may have held any invalidation.
+                        Some(None) => {
+                            inc(&self.inner.metrics.corrupt_entries);
+                            Stamps {
+                                removed: now,
+                                expired: now,
+                            }
+                        }
+                    };
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn stamp_tags<'a>(
+        &'a self,
+        tags: &'a [String],
+        soft: bool,
+        now_ms: u64,
+    ) -> BackendFuture<'a, Vec<Stamps>> {
+        self.op("tag", async move {
+            self.subscribe_tags().await?;
+            let inner = &self.inner;
+            let channel = keys::tags_channel(&inner.prefix);
+            let mut out = vec![Stamps::default(); tags.len()];
+            for members in self.slot_groups(tags) {
+                let mut live = inner.cmd.live().await?;
+                let mut pipe = redis::pipe();
+                pipe.load_script(&SCRIPTS.tag).ignore();
+                for &i in &members {
+                    let mut inv = SCRIPTS.tag.key(keys::tag_key(&inner.prefix, &tags[i]));
+                    inv.arg(now_ms)
+                        .arg(if soft { "1" } else { "0" })
+                        .arg(ms_arg(inner.tag_retention))
+                        // A script may publish only on its keys' slot: on a Cluster the
+                        // notice follows as its own SPUBLISH.
+                        .arg(if inner.sharded { "" } else { channel.as_str() })
+                        .arg(&inner.hub.origin)
+                        .arg("0")
+                        .arg(&tags[i]);
+                    pipe.invoke_script(&inv);
+                }
+                let replies: Vec<(u64, u64, i64)> = pipe.query_async(&mut live).await?;
+                for (&i, (removed, expired, corrupt)) in members.iter().zip(replies) {
+                    if corrupt == 1 {
+                        inc(&inner.metrics.corrupt_entries);
+                    }
+                    inc(&inner.metrics.tag_invalidations);
+                    out[i] = Stamps { removed, expired };
+                    inner.hub.stamps.learn(&tags[i], out[i]);
+                }
+            }
+            if inner.sharded {
+                let kind = if soft { 'x' } else { 't' };
+                for (tag, s) in tags.iter().zip(&out) {
+                    let stamp = if soft { s.expired } else { s.removed };
+                    let message = format!("{kind}:{}:{stamp}:{tag}", inner.hub.origin);
+                    let mut live = inner.cmd.live().await?;
+                    redis::cmd("SPUBLISH")
+                        .arg(&channel)
+                        .arg(message)
+                        .query_async::<i64>(&mut live)
+                        .await?;
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn stamp_cache(&self) -> &StampCache {
+        &self.inner.hub.stamps
+    }
+
+    fn tag_retention(&self) -> Duration {
+        self.inner.tag_retention
     }
 }
 

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use crate::backend::{now_ms, random_secret};
 use crate::metrics::{Metrics, inc};
 use crate::runtime::block_on;
+use crate::tags::{Fate, Stamps, TagTier, fate, judged};
 
 /// Options of the fleet protocol.
 #[derive(Clone, Copy, Debug)]
@@ -30,6 +31,11 @@ pub struct FleetOptions {
     pub recheck: Duration,
     /// Longest wait for another process's load (default 5 s).
     pub wait_timeout: Duration,
+    /// How long this process trusts the invalidation stamps of a tag it read from the
+    /// tier (default 1 s; notifications update them meanwhile): a hit on a tagged entry
+    /// whose tags were all read within it is one round trip; otherwise its tags are read
+    /// too (one more). The bound on a lost tag notification for reads of the tier.
+    pub tag_check: Duration,
 }
 
 impl FleetOptions {
@@ -62,11 +68,14 @@ impl Default for FleetOptions {
             lease: Duration::from_secs(5),
             recheck: Duration::from_millis(250),
             wait_timeout: Duration::from_secs(5),
+            tag_check: Duration::from_secs(1),
         }
     }
 }
 
 /// What [`Fleet::lead`] decided.
+// Made and moved once per lead: boxing the entry would only add an allocation per hit.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum FleetOutcome {
     /// A fresh entry: another process's load, or one already there. Serve it.
@@ -80,6 +89,14 @@ pub enum FleetOutcome {
     Unshared,
 }
 
+/// An acquire's answer after its entry's tags were checked.
+enum Judged {
+    Ready(Acquired),
+    /// The tier served this version as fresh, but a tag of it was invalidated since its
+    /// birth: ask again with it as the version already held.
+    PastFresh(u64),
+}
+
 /// Counts a failed tier operation against a key (or namespace): the L1's per-namespace
 /// `backend_errors`, set by the fleet engine.
 pub type ErrorCounter = Arc<dyn Fn(&str) + Send + Sync>;
@@ -88,6 +105,7 @@ pub type ErrorCounter = Arc<dyn Fn(&str) + Send + Sync>;
 #[derive(Clone)]
 pub struct Fleet {
     backend: Arc<dyn Backend>,
+    tags: Arc<dyn TagTier>,
     rt: Handle,
     metrics: Arc<Metrics>,
     opts: FleetOptions,
@@ -115,12 +133,14 @@ impl<T> Drop for AbortOnDrop<T> {
 impl Fleet {
     pub(crate) fn new(
         backend: Arc<dyn Backend>,
+        tags: Arc<dyn TagTier>,
         rt: Handle,
         metrics: Arc<Metrics>,
         opts: FleetOptions,
     ) -> Self {
         Self {
             backend,
+            tags,
             rt,
             metrics,
             opts,
@@ -212,12 +232,15 @@ impl Fleet {
         // the tier itself is down.
         let mut watch = self.backend.watch(key).await.ok();
         let mut waited = false;
+        // Raised past an entry the tier finds fresh but its tags do not (PROTOCOL.md,
+        // "Tags"): asked again, the tier treats it as stale and hands out the lock.
+        let mut have = have_version;
         loop {
             let req = AcquireRequest {
                 now_ms: now_ms(),
                 lease: self.opts.lease,
                 secret: random_secret()?,
-                have_version,
+                have_version: have,
             };
             let secret = req.secret;
             let acquired = match self.backend.acquire(key, req).await {
@@ -226,6 +249,14 @@ impl Fleet {
                     self.forget_later(key, secret);
                     return Err(self.failed(key, e));
                 }
+            };
+            let acquired = match self.judge_acquired(acquired).await {
+                Ok(Judged::Ready(a)) => a,
+                Ok(Judged::PastFresh(version)) => {
+                    have = have.max(version);
+                    continue;
+                }
+                Err(e) => return Err(self.failed(key, e)),
             };
             match acquired {
                 Acquired::Fresh(e) => return Ok(FleetOutcome::Fresh(e)),
@@ -330,6 +361,18 @@ impl Fleet {
         };
         let mut out = Vec::with_capacity(keys.len());
         for ((key, req), acquired) in requests.iter().zip(answers) {
+            let acquired = match acquired {
+                Ok(a) => match self.judge_acquired(a).await {
+                    Ok(Judged::Ready(a)) => Ok(a),
+                    // Fresh in the tier, not by its tags: asked again alone, later.
+                    Ok(Judged::PastFresh(_)) => {
+                        out.push(None);
+                        continue;
+                    }
+                    Err(e) => Err(e),
+                },
+                Err(e) => Err(e),
+            };
             out.push(match acquired {
                 Err(e) => {
                     self.forget_later(key, req.secret);
@@ -370,10 +413,15 @@ impl Fleet {
 
     /// Reads `key` (one round trip): a fresh or within-grace entry of the current epoch.
     pub async fn read(&self, key: &str) -> Result<Option<StoredEntry>, herdless::Error> {
-        self.backend
-            .read(key, now_ms())
+        let now = now_ms();
+        let found = self
+            .backend
+            .read(key, now)
             .await
-            .map_err(|e| self.failed(key, e))
+            .map_err(|e| self.failed(key, e))?;
+        let Some(e) = found else { return Ok(None) };
+        let e = self.judge(e).await.map_err(|e| self.failed(key, e))?;
+        Ok(e.filter(|e| e.is_servable(now)))
     }
 
     /// Writes `entry` for the whole fleet (breaking any lock on the key, so a load already
@@ -381,8 +429,9 @@ impl Fleet {
     pub async fn set(
         &self,
         key: &str,
-        entry: StoredEntry,
+        mut entry: StoredEntry,
     ) -> Result<WriteOutcome, herdless::Error> {
+        self.date(&mut entry, Instant::now());
         self.backend
             .commit(key, entry, None)
             .await
@@ -403,6 +452,132 @@ impl Fleet {
             .bump(namespace)
             .await
             .map_err(|e| self.failed(namespace, e))
+    }
+
+    /// Invalidates every entry carrying one of `tags`, for the whole fleet (`soft`: expires
+    /// them instead: stale within their grace while one refresh runs), in O(1) per tag:
+    /// one round trip per Cluster slot group of the tags (one on a single server). The
+    /// other processes are told; this process's own L1 is the caller's to drop. Answers
+    /// each tag's stamp, in order.
+    pub async fn invalidate_tags(
+        &self,
+        tags: &[String],
+        soft: bool,
+    ) -> Result<Vec<u64>, herdless::Error> {
+        if tags.is_empty() {
+            return Ok(Vec::new());
+        }
+        let stamps = self
+            .tags
+            .stamp_tags(tags, soft, now_ms())
+            .await
+            .map_err(|e| self.failed(&tags[0], e))?;
+        Ok(stamps
+            .iter()
+            .map(|s| if soft { s.expired } else { s.removed })
+            .collect())
+    }
+
+    /// The invalidation stamps of `tags`: those this process read less than `tag_check`
+    /// ago (or heard of since), the others read from the tier in one round trip (per
+    /// Cluster slot group); all of them read from the tier with `fresh`.
+    pub(crate) async fn stamps(
+        &self,
+        tags: &[String],
+        fresh: bool,
+    ) -> Result<Vec<Stamps>, herdless::LoadError> {
+        let cache = self.tags.stamp_cache();
+        let mut out: Vec<Option<Stamps>> = tags
+            .iter()
+            .map(|t| match fresh {
+                true => None,
+                false => cache.recent(t, self.opts.tag_check),
+            })
+            .collect();
+        let missing: Vec<String> = tags
+            .iter()
+            .zip(&out)
+            .filter(|(_, s)| s.is_none())
+            .map(|(t, _)| t.clone())
+            .collect();
+        if !missing.is_empty() {
+            let fetched = self.tags.fetch_stamps(&missing).await?;
+            let mut fetched = missing.iter().zip(fetched);
+            for slot in out.iter_mut().filter(|s| s.is_none()) {
+                if let Some((t, s)) = fetched.next() {
+                    cache.learn(t, s);
+                    *slot = Some(s);
+                }
+            }
+        }
+        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// `entry` as its tags leave it now (`None`: removed); an untagged entry as it is,
+    /// without a round trip.
+    async fn judge(&self, entry: StoredEntry) -> Result<Option<StoredEntry>, herdless::LoadError> {
+        if entry.tags.is_empty() {
+            return Ok(Some(entry));
+        }
+        let stamps = self.stamps(&entry.tags, false).await?;
+        Ok(judged(entry, &stamps, now_ms()))
+    }
+
+    /// An acquire's answer with its entry judged by its tags.
+    async fn judge_acquired(&self, a: Acquired) -> Result<Judged, herdless::LoadError> {
+        let now = now_ms();
+        let servable = |e: Option<StoredEntry>| e.filter(|e| e.is_servable(now));
+        Ok(Judged::Ready(match a {
+            Acquired::Fresh(e) => {
+                let version = e.version;
+                match self.judge(e).await? {
+                    Some(e) if e.is_fresh(now) => Acquired::Fresh(e),
+                    _ => return Ok(Judged::PastFresh(version)),
+                }
+            }
+            Acquired::Locked {
+                token,
+                stale: Some(e),
+            } => Acquired::Locked {
+                token,
+                stale: servable(self.judge(e).await?),
+            },
+            Acquired::Contended {
+                stale: Some(e),
+                remaining,
+            } => Acquired::Contended {
+                stale: servable(self.judge(e).await?),
+                remaining,
+            },
+            other => other,
+        }))
+    }
+
+    /// Dates a tagged entry about to be written (`born_ms`: the wall clock at `began`, the
+    /// start of its load or the write, and past every invalidation of its tags this
+    /// process knew of before then, so that one in the same millisecond but before the
+    /// write does not count against it) and caps its life at `born_ms + tag_retention`:
+    /// no entry outlives the record of an invalidation that happened after its birth.
+    pub(crate) fn date(&self, entry: &mut StoredEntry, began: Instant) {
+        if entry.tags.is_empty() {
+            entry.born_ms = 0;
+            return;
+        }
+        let ago = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let cache = self.tags.stamp_cache();
+        let known = entry
+            .tags
+            .iter()
+            .filter_map(|t| cache.known_before(t, began))
+            .map(|s| s.removed.max(s.expired).saturating_add(1))
+            .max()
+            .unwrap_or(0);
+        entry.born_ms = now_ms().saturating_sub(ago).max(known);
+        let retention = u64::try_from(self.tags.tag_retention().as_millis()).unwrap_or(u64::MAX);
+        let last = entry.born_ms.saturating_add(retention);
+        entry.retain_until_ms = entry.retain_until_ms.min(last);
+        entry.stale_until_ms = entry.stale_until_ms.min(last);
+        entry.fresh_until_ms = entry.fresh_until_ms.min(last);
     }
 
     /// [`read`](Self::read), blocking.
@@ -454,6 +629,8 @@ pub fn new_entry(
         epoch: 0,
         ttl: None,
         meta: None,
+        tags: Vec::new(),
+        born_ms: 0,
     }
 }
 
@@ -547,9 +724,43 @@ impl FleetLease {
         }
     }
 
-    /// Stores `entry` for the fleet if this lease still holds the lock and the namespace
-    /// was not bumped, releases the lock, and wakes the waiters. If the commit never
-    /// reaches Redis (an error), the lock runs out by itself within one lease.
+    /// Stores a loaded `entry` for the fleet, as [`publish`](Self::publish) does.
+    ///
+    /// A tagged entry's load is dated by `began` (when the loader started): its tags'
+    /// stamps are read fresh first (one round trip), and if one of them was removed at or
+    /// after its birth it is not published (`Superseded`, counted in
+    /// `tag_rejected_commits`; the lock is released): a load that began before a tag
+    /// invalidation never stores its older value.
+    pub async fn publish_dated(
+        self,
+        mut entry: StoredEntry,
+        began: Instant,
+    ) -> Result<WriteOutcome, herdless::Error> {
+        if entry.tags.is_empty() {
+            return self.publish(entry).await;
+        }
+        self.fleet.date(&mut entry, began);
+        let stamps = match self.fleet.stamps(&entry.tags, true).await {
+            Ok(s) => s,
+            Err(e) => {
+                // Unchecked, it is not published: the lock runs out or is released.
+                let err = self.fleet.failed(&self.key, e);
+                let _ = self.release().await;
+                return Err(err);
+            }
+        };
+        if fate(entry.born_ms, stamps) == Fate::Removed {
+            inc(&self.fleet.metrics.tag_rejected_commits);
+            self.release().await?;
+            return Ok(WriteOutcome::Superseded);
+        }
+        self.publish(entry).await
+    }
+
+    /// Stores `entry` as it is (see [`publish_dated`](Self::publish_dated) for a tagged
+    /// one) if this lease still holds the lock and the namespace was not bumped, releases
+    /// the lock, and wakes the waiters. If the commit never reaches Redis (an error), the
+    /// lock runs out by itself within one lease.
     pub async fn publish(mut self, entry: StoredEntry) -> Result<WriteOutcome, herdless::Error> {
         self.finish();
         self.fleet

@@ -8,6 +8,8 @@
 //! <prefix>:{<tag>}:l:<key>    the lock: "<epoch>:<32 hex digits>"
 //! <prefix>:{<tag>}:e          the namespace epoch (INCR)
 //! <prefix>:{<tag>}:n          the notification channel
+//! <prefix>:{t:<escaped tag>}:t an entry tag's stamps: "<removed_ms>:<expired_ms>"
+//! <prefix>:{%tags}:n           the channel of every entry tag's invalidations
 //! ```
 //!
 //! `<tag>` is the namespace (the key's text before its first ':') with `%`, `{` and `}`
@@ -37,7 +39,14 @@ pub fn stem(prefix: &str, namespace: &str) -> String {
     if namespace.is_empty() {
         s.push('%');
     }
-    for c in namespace.chars() {
+    escape_into(&mut s, namespace);
+    s.push('}');
+    s
+}
+
+/// `text` with `%`, `{` and `}` percent-escaped, so a hash tag never ends early.
+fn escape_into(s: &mut String, text: &str) {
+    for c in text.chars() {
         match c {
             '%' => s.push_str("%25"),
             '{' => s.push_str("%7B"),
@@ -45,8 +54,24 @@ pub fn stem(prefix: &str, namespace: &str) -> String {
             c => s.push(c),
         }
     }
-    s.push('}');
+}
+
+/// The stamps key of an entry tag (PROTOCOL.md, "Tags"): `<prefix>:{t:<escaped tag>}:t`,
+/// its own hash tag, so the tags of a fleet spread over a Cluster. A namespace never
+/// contains `:`, so this never shares a name with a namespace's keys.
+pub fn tag_key(prefix: &str, tag: &str) -> String {
+    let mut s = String::with_capacity(prefix.len() + tag.len() + 7);
+    s.push_str(prefix);
+    s.push_str(":{t:");
+    escape_into(&mut s, tag);
+    s.push_str("}:t");
     s
+}
+
+/// The one channel of every entry tag's invalidations: `<prefix>:{%tags}:n`. No namespace
+/// escapes to `%tags`, and on a single server the pattern of [`channel_pattern`] covers it.
+pub fn tags_channel(prefix: &str) -> String {
+    format!("{prefix}:{{%tags}}:n")
 }
 
 /// The epoch key of a namespace.
@@ -171,6 +196,20 @@ mod tests {
         // Escaping keeps distinct namespaces distinct.
         assert_ne!(stem("p", "{x}"), stem("p", "%7Bx%7D"));
         assert_ne!(stem("p", ""), stem("p", "%"));
+    }
+
+    #[test]
+    fn tag_keys_have_their_own_slot_and_never_meet_a_namespace() {
+        assert_eq!(tag_key("hl", "product:42"), "hl:{t:product:42}:t");
+        assert_eq!(tag_key("hl", "a{b}%"), "hl:{t:a%7Bb%7D%25}:t");
+        assert_eq!(tags_channel("hl"), "hl:{%tags}:n");
+        assert_ne!(slot(&tag_key("hl", "x{")), slot(&tag_key("hl", "x")));
+        // The standalone pattern subscription hears the tags channel too.
+        assert_eq!(channel_pattern("hl"), "hl:{*}:n");
+        assert_eq!(namespace_of_channel("hl", &tags_channel("hl")), None);
+        for ns in ["t", "%tags", "", "%"] {
+            assert_ne!(channel("hl", ns), tags_channel("hl"));
+        }
     }
 
     #[test]

@@ -66,6 +66,7 @@ mod metrics;
 pub mod notify;
 mod runtime;
 pub mod scripts;
+pub mod tags;
 mod tiered;
 pub mod two_tier;
 pub mod wire;

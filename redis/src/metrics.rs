@@ -53,6 +53,9 @@ counters! {
     fleet_waits: "Waits for another process's load.",
     fleet_wait_rechecks: "Re-checks of a waited key without a notification (timer).",
     fleet_wait_timeouts: "Waits for another process's load that ended at wait_timeout.",
+    tag_invalidations: "Tags invalidated or expired by this process for the fleet.",
+    tag_fetches: "Round trips that read tags' invalidation stamps (a tagged entry whose tags were not known within tag_check, or a leader's check before its commit).",
+    tag_rejected_commits: "Loads not published because one of their tags was invalidated after the load began.",
 }
 
 pub(crate) fn inc(c: &AtomicU64) {

@@ -16,17 +16,19 @@ use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{Notify, OnceCell};
 
 use crate::metrics::{Metrics, inc};
+use crate::tags::StampCache;
 
 /// One parsed message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message<'a> {
-    /// `w` written, `r` released, `d` deleted (invalidated), `e` epoch bumped.
+    /// `w` written, `r` released, `d` deleted (invalidated), `e` epoch bumped, `t` a tag
+    /// removed, `x` a tag expired.
     pub kind: char,
     /// The publishing process's origin id.
     pub origin: &'a str,
-    /// The new version (`w`), the new epoch (`e`), else 0.
+    /// The new version (`w`), the new epoch (`e`), the tag's stamp (`t`, `x`), else 0.
     pub number: u64,
-    /// The key (`w`, `r`, `d`) or the namespace (`e`).
+    /// The key (`w`, `r`, `d`), the namespace (`e`) or the tag (`t`, `x`).
     pub key: &'a str,
 }
 
@@ -39,7 +41,7 @@ pub fn parse(payload: &[u8]) -> Option<Message<'_>> {
     let number = it.next()?.parse().ok()?;
     let key = it.next()?;
     let kind = match kind {
-        "w" | "r" | "d" | "e" => kind.chars().next()?,
+        "w" | "r" | "d" | "e" | "t" | "x" => kind.chars().next()?,
         _ => return None,
     };
     Some(Message {
@@ -87,6 +89,8 @@ pub(crate) struct Hub {
     /// The subscription connection dropped and has not confirmed a resubscription yet.
     disconnected: AtomicBool,
     metrics: Arc<Metrics>,
+    /// The tag stamps this process learned (notices update them, a loss drops them).
+    pub(crate) stamps: StampCache,
 }
 
 impl Hub {
@@ -99,6 +103,7 @@ impl Hub {
             subscriptions: Mutex::default(),
             disconnected: AtomicBool::new(false),
             metrics,
+            stamps: StampCache::default(),
         }
     }
 
@@ -231,6 +236,7 @@ impl Hub {
     /// every waiter re-checks, and the listeners drop whatever they keep.
     pub(crate) fn lost(&self) {
         inc(&self.metrics.notices_lost);
+        self.stamps.clear();
         self.wake_all();
         self.tell(Notice::Lost);
     }
@@ -240,12 +246,12 @@ impl Hub {
     /// cannot drop another namespace's copies or wake its waiters.
     pub(crate) fn on_channel_message(&self, channel: &[u8], payload: &[u8]) {
         let Some(m) = parse(payload) else { return };
-        let namespace = if m.kind == 'e' {
-            m.key
-        } else {
-            namespace_of(m.key)
+        let expected = match m.kind {
+            't' | 'x' => crate::keys::tags_channel(&self.prefix),
+            'e' => crate::keys::channel(&self.prefix, m.key),
+            _ => crate::keys::channel(&self.prefix, namespace_of(m.key)),
         };
-        if crate::keys::channel(&self.prefix, namespace).as_bytes() != channel {
+        if expected.as_bytes() != channel {
             return;
         }
         self.on_message(payload);
@@ -257,6 +263,18 @@ impl Hub {
         let own = m.origin == self.origin;
         if !own {
             inc(&self.metrics.notices);
+        }
+        if matches!(m.kind, 't' | 'x') {
+            let soft = m.kind == 'x';
+            self.stamps.notice(m.key, m.number, soft);
+            if !own {
+                self.tell(Notice::Tagged {
+                    tag: m.key,
+                    stamp: m.number,
+                    soft,
+                });
+            }
+            return;
         }
         if m.kind == 'e' {
             // A bump frees the namespace's locks for new leaders: everyone waiting retries.
@@ -359,6 +377,17 @@ mod tests {
         hub.on_channel_message(a.as_bytes(), b"d:other:0:a:1");
         hub.on_channel_message(a.as_bytes(), b"e:other:7:a");
         assert_eq!(seen.lock().unwrap().len(), 2);
+        // Tag notices count only on the tags channel.
+        hub.on_channel_message(a.as_bytes(), b"t:other:9:product:1");
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        let tags = crate::keys::tags_channel("hl");
+        hub.on_channel_message(tags.as_bytes(), b"d:other:0:a:1");
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        hub.on_channel_message(tags.as_bytes(), b"x:other:9:product:1");
+        assert_eq!(
+            seen.lock().unwrap()[2],
+            "Tagged { tag: \"product:1\", stamp: 9, soft: true }"
+        );
     }
 
     #[test]
@@ -369,10 +398,16 @@ mod tests {
         assert_eq!(m.number, 1_700_000_000_000_123);
         assert_eq!(m.key, "users:v1:profile:42");
         assert_eq!(parse(b"e:o:3:users").unwrap().key, "users");
+        let t = parse(b"t:o:1700000000000:product:42").unwrap();
+        assert_eq!(
+            (t.kind, t.number, t.key),
+            ('t', 1_700_000_000_000, "product:42")
+        );
+        assert_eq!(parse(b"x:o:5:seller:7").unwrap().kind, 'x');
         for junk in [
             &b""[..],
             b"hello",
-            b"x:o:1:k",
+            b"z:o:1:k",
             b"w:o:notanumber:k",
             b"w:o:1",
             b"\xff\xfe",

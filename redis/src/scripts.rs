@@ -25,7 +25,7 @@ end
 local function num(n) return string.format('%.0f', n) end
 local function valid(s)
   local h = s and string.sub(s, 1, 3)
-  return s and #s >= HEADER and (h == 'hl\1' or h == 'hl\2')
+  return s and #s >= HEADER and (h == 'hl\1' or h == 'hl\2' or h == 'hl\3')
 end
 local function get(k)
   local v = redis.pcall('GET', k)
@@ -191,6 +191,43 @@ notify(ARGV[3], ARGV[1], 'e', ARGV[2], n, ARGV[4])
 return {n, repaired}
 "#;
 
+/// `tag`: KEYS the tag's stamps key. ARGV now_ms, soft ("1": expire, "0": remove),
+/// retention_ms, channel ("" on a Cluster: the caller publishes), origin, sharded, tag.
+/// Stamps the removed (or expired) field with max(now_ms, its old value + 1), keeps the
+/// key for retention_ms and publishes `t` (removed) or `x` (expired) with the stamp.
+/// Returns `{removed, expired, corrupt}`: the stamps now, and 1 when the key held something
+/// else (it is read as "invalidated now", then written clean).
+const TAG: &str = r#"
+local now = tonumber(ARGV[1])
+local removed, expired, corrupt = 0, 0, 0
+local cur, bad = get(KEYS[1])
+if bad == 1 then corrupt = 1 end
+if cur then
+  local r, x = string.match(cur, '^(%d+):(%d+)$')
+  if r and #r <= 16 and #x <= 16 then
+    removed, expired = tonumber(r), tonumber(x)
+  else
+    corrupt = 1
+  end
+end
+-- An unreadable record may have held any invalidation: at least "now" for both.
+if corrupt == 1 then removed, expired = now, now end
+local kind, stamp = 't', 0
+if ARGV[2] == '1' then
+  kind = 'x'
+  stamp = math.max(now, expired + 1)
+  expired = stamp
+else
+  stamp = math.max(now, removed + 1)
+  removed = stamp
+end
+redis.call('SET', KEYS[1], num(removed) .. ':' .. num(expired), 'PX', ARGV[3])
+if ARGV[4] ~= '' then
+  notify(ARGV[6], ARGV[4], kind, ARGV[5], stamp, ARGV[7])
+end
+return {removed, expired, corrupt}
+"#;
+
 fn script(body: &str) -> Script {
     Script::new(&format!("{PRELUDE}{body}"))
 }
@@ -213,6 +250,8 @@ pub struct Scripts {
     pub invalidate: Script,
     /// The `bump` script (PROTOCOL.md, section 6).
     pub bump: Script,
+    /// The `tag` script (PROTOCOL.md, section 6).
+    pub tag: Script,
 }
 
 /// The scripts, shared by every backend of the process.
@@ -225,11 +264,12 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     unshare: script(UNSHARE),
     invalidate: script(INVALIDATE),
     bump: script(BUMP),
+    tag: script(TAG),
 });
 
 /// The prelude shared by all scripts and each script's own body, by name, as PROTOCOL.md
 /// quotes them (a test checks that it does, verbatim).
-pub fn parts() -> (&'static str, [(&'static str, &'static str); 8]) {
+pub fn parts() -> (&'static str, [(&'static str, &'static str); 9]) {
     (
         PRELUDE,
         [
@@ -241,12 +281,13 @@ pub fn parts() -> (&'static str, [(&'static str, &'static str); 8]) {
             ("unshare", UNSHARE),
             ("invalidate", INVALIDATE),
             ("bump", BUMP),
+            ("tag", TAG),
         ],
     )
 }
 
 /// The full source of every script, by name: the prelude followed by the body.
-pub fn sources() -> [(&'static str, String); 8] {
+pub fn sources() -> [(&'static str, String); 9] {
     [
         ("acquire", format!("{PRELUDE}{ACQUIRE}")),
         ("commit", format!("{PRELUDE}{COMMIT}")),
@@ -256,5 +297,6 @@ pub fn sources() -> [(&'static str, String); 8] {
         ("unshare", format!("{PRELUDE}{UNSHARE}")),
         ("invalidate", format!("{PRELUDE}{INVALIDATE}")),
         ("bump", format!("{PRELUDE}{BUMP}")),
+        ("tag", format!("{PRELUDE}{TAG}")),
     ]
 }

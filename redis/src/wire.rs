@@ -21,10 +21,16 @@
 //! 60      2   meta_len  bytes of metadata (at most herdless::MAX_META_BYTES)
 //! 62      n   meta    UTF-8 (an ETag, a version)
 //! 62+n    -   value bytes (empty for an absence)
+//! format 3 (format 2's extension, then the tags section):
+//! 62+n    8   born_ms   Unix ms when the load began (or the write happened)
+//! 70+n    1   tag_count 1 to MAX_TAGS
+//! 71+n    -   each tag: len (1 byte, 1 to herdless::MAX_TAG_BYTES), UTF-8 bytes
+//! ...     -   value bytes (empty for an absence)
 //! ```
 //!
-//! A writer uses format 1 when the loader chose neither, so a fleet that does not use them
-//! writes what older readers read.
+//! A writer uses format 1 when the loader chose neither, format 2 when it chose a ttl or
+//! metadata and the entry has no tags, and format 3 only for an entry with tags: one
+//! spelling per entry, so a fleet that does not use them writes what older readers read.
 
 use std::time::Duration;
 
@@ -36,6 +42,12 @@ pub const HEADER_LEN: usize = 52;
 pub const FORMAT: u8 = 1;
 /// The format with them (the extension after the header).
 pub const FORMAT_EXTENDED: u8 = 2;
+/// The format of an entry with tags (format 2's extension followed by the tags section).
+pub const FORMAT_TAGGED: u8 = 3;
+/// The most tags one entry's bytes may carry (its count is one byte).
+pub const MAX_TAGS: usize = 255;
+/// The longest tag the entry bytes carry (its length is one byte): the engine's own bound.
+pub const MAX_TAG_BYTES: usize = 128;
 /// Bytes of the extension before its metadata (format 2).
 const EXTENSION_LEN: usize = 10;
 const MAGIC: [u8; 2] = *b"hl";
@@ -50,7 +62,8 @@ pub enum DecodeError {
     Foreign,
     /// A format version this build does not know.
     UnknownFormat(u8),
-    /// Unknown flag bits, a value under an absence flag, or times out of order.
+    /// Unknown flag bits, a value under an absence flag, times out of order, or a bad
+    /// extension or tags section.
     Malformed,
 }
 
@@ -78,10 +91,26 @@ pub fn encode(entry: &StoredEntry) -> Vec<u8> {
     let ttl_ms = entry
         .ttl
         .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
-    let extended = !meta.is_empty() || ttl_ms != 0;
-    let mut out = Vec::with_capacity(HEADER_LEN + EXTENSION_LEN + meta.len() + value.len());
+    // Tags out of the wire's bounds are refused before an entry is encoded (the engine
+    // checks them when the load answers); these filters only keep the bytes well formed.
+    let tags: Vec<&str> = entry
+        .tags
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !t.is_empty() && t.len() <= MAX_TAG_BYTES)
+        .take(MAX_TAGS)
+        .collect();
+    let tagged = !tags.is_empty();
+    let extended = tagged || !meta.is_empty() || ttl_ms != 0;
+    let tags_len: usize = tags.iter().map(|t| 1 + t.len()).sum();
+    let mut out =
+        Vec::with_capacity(HEADER_LEN + EXTENSION_LEN + meta.len() + 9 + tags_len + value.len());
     out.extend_from_slice(&MAGIC);
-    out.push(if extended { FORMAT_EXTENDED } else { FORMAT });
+    out.push(match (tagged, extended) {
+        (true, _) => FORMAT_TAGGED,
+        (false, true) => FORMAT_EXTENDED,
+        (false, false) => FORMAT,
+    });
     out.push(if entry.value.is_some() { HAS_VALUE } else { 0 });
     let load_us = u64::try_from(entry.load_duration.as_micros()).unwrap_or(u64::MAX);
     for n in [
@@ -98,6 +127,14 @@ pub fn encode(entry: &StoredEntry) -> Vec<u8> {
         out.extend_from_slice(&ttl_ms.to_be_bytes());
         out.extend_from_slice(&(meta.len() as u16).to_be_bytes());
         out.extend_from_slice(meta.as_bytes());
+    }
+    if tagged {
+        out.extend_from_slice(&entry.born_ms.to_be_bytes());
+        out.push(tags.len() as u8);
+        for t in &tags {
+            out.push(t.len() as u8);
+            out.extend_from_slice(t.as_bytes());
+        }
     }
     out.extend_from_slice(value);
     out
@@ -124,7 +161,7 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
     if b.len() < 3 {
         return Err(DecodeError::Truncated);
     }
-    if b[2] != FORMAT && b[2] != FORMAT_EXTENDED {
+    if !(FORMAT..=FORMAT_TAGGED).contains(&b[2]) {
         return Err(DecodeError::UnknownFormat(b[2]));
     }
     if b.len() < HEADER_LEN {
@@ -132,7 +169,11 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
     }
     let (ttl, meta, body) = match b[2] {
         FORMAT => (None, None, HEADER_LEN),
-        _ => extension(b)?,
+        _ => extension(b, b[2] == FORMAT_TAGGED)?,
+    };
+    let (tags, born_ms, body) = match b[2] {
+        FORMAT_TAGGED => tags_section(b, body)?,
+        _ => (Vec::new(), 0, body),
     };
     let flags = b[3];
     if flags & !HAS_VALUE != 0 || (flags & HAS_VALUE == 0 && b.len() > body) {
@@ -148,6 +189,8 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
         load_duration: Duration::from_micros(u64_at(b, 28)),
         version: u64_at(b, 36),
         epoch: u64_at(b, 44),
+        tags,
+        born_ms,
     };
     if entry.stale_until_ms < entry.fresh_until_ms || entry.retain_until_ms < entry.stale_until_ms {
         return Err(DecodeError::Malformed);
@@ -155,9 +198,13 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
     Ok(entry)
 }
 
-/// Format 2's extension: the loader's ttl, its metadata, and where the value starts.
+/// Format 2's extension (also the start of format 3's): the loader's ttl, its metadata,
+/// and where what follows starts.
 #[allow(clippy::type_complexity)]
-fn extension(b: &[u8]) -> Result<(Option<Duration>, Option<String>, usize), DecodeError> {
+fn extension(
+    b: &[u8],
+    tagged: bool,
+) -> Result<(Option<Duration>, Option<String>, usize), DecodeError> {
     if b.len() < HEADER_LEN + EXTENSION_LEN {
         return Err(DecodeError::Truncated);
     }
@@ -170,12 +217,37 @@ fn extension(b: &[u8]) -> Result<(Option<Duration>, Option<String>, usize), Deco
     let meta = b.get(start..start + len).ok_or(DecodeError::Truncated)?;
     let meta = std::str::from_utf8(meta).map_err(|_| DecodeError::Malformed)?;
     // Format 2 is written only with something in its extension: one spelling per entry.
-    if ttl_ms == 0 && meta.is_empty() {
+    if !tagged && ttl_ms == 0 && meta.is_empty() {
         return Err(DecodeError::Malformed);
     }
     let ttl = (ttl_ms != 0).then(|| Duration::from_millis(ttl_ms));
     let meta = (!meta.is_empty()).then(|| meta.to_owned());
     Ok((ttl, meta, start + len))
+}
+
+/// Format 3's tags section at `at`: the tags, `born_ms`, and where the value starts. Every
+/// length is checked against the bytes present before anything is read or allocated.
+fn tags_section(b: &[u8], at: usize) -> Result<(Vec<String>, u64, usize), DecodeError> {
+    let head = b.get(at..at + 9).ok_or(DecodeError::Truncated)?;
+    let born_ms = u64_at(head, 0);
+    let count = usize::from(head[8]);
+    // Format 3 is written only with tags: one spelling per entry.
+    if count == 0 {
+        return Err(DecodeError::Malformed);
+    }
+    let mut tags = Vec::new();
+    let mut at = at + 9;
+    for _ in 0..count {
+        let len = usize::from(*b.get(at).ok_or(DecodeError::Truncated)?);
+        if len == 0 || len > MAX_TAG_BYTES {
+            return Err(DecodeError::Malformed);
+        }
+        let raw = b.get(at + 1..at + 1 + len).ok_or(DecodeError::Truncated)?;
+        let tag = std::str::from_utf8(raw).map_err(|_| DecodeError::Malformed)?;
+        tags.push(tag.to_owned());
+        at += 1 + len;
+    }
+    Ok((tags, born_ms, at))
 }
 
 #[cfg(test)]
@@ -193,6 +265,8 @@ mod tests {
             epoch: 7,
             ttl: None,
             meta: None,
+            tags: Vec::new(),
+            born_ms: 0,
         }
     }
 
@@ -224,9 +298,9 @@ mod tests {
         assert_eq!(decode(b"hello world"), Err(DecodeError::Foreign));
         assert_eq!(decode(b"{\"json\": true}"), Err(DecodeError::Foreign));
         assert_eq!(decode(&good[..30]), Err(DecodeError::Truncated));
-        let mut v3 = good.clone();
-        v3[2] = 3;
-        assert_eq!(decode(&v3), Err(DecodeError::UnknownFormat(3)));
+        let mut v4 = good.clone();
+        v4[2] = 4;
+        assert_eq!(decode(&v4), Err(DecodeError::UnknownFormat(4)));
         let mut flags = good.clone();
         flags[3] = 0x80;
         assert_eq!(decode(&flags), Err(DecodeError::Malformed));
@@ -240,7 +314,14 @@ mod tests {
         // formats.
         let mut extended = sample(Some(b"value"));
         extended.meta = Some("\"etag\"".into());
-        for good in [encode(&sample(Some(b"value"))), encode(&extended)] {
+        let mut tagged = sample(Some(b"value"));
+        tagged.tags = vec!["product:42".into(), "é".into()];
+        tagged.born_ms = 1_700_000_000_000;
+        for good in [
+            encode(&sample(Some(b"value"))),
+            encode(&extended),
+            encode(&tagged),
+        ] {
             for n in 0..good.len() {
                 let _ = decode(&good[..n]);
                 for x in [0u8, 1, 0x7f, 0xff] {
@@ -279,5 +360,49 @@ mod tests {
         let old = encode(&sample(Some(b"x")));
         assert_eq!(old[2], 1);
         assert_eq!(decode(&old).unwrap().meta, None);
+    }
+
+    #[test]
+    fn format_3_carries_the_tags_and_the_birth() {
+        for (v, meta) in [(Some(&b"page"[..]), Some("etag")), (None, None)] {
+            let mut e = sample(v);
+            e.meta = meta.map(Into::into);
+            e.tags = vec!["product:42".into(), "seller:7".into()];
+            e.born_ms = 1_699_999_999_000;
+            let bytes = encode(&e);
+            assert_eq!(&bytes[..3], b"hl\x03");
+            let m = meta.map_or(0, str::len);
+            let at = 62 + m;
+            assert_eq!(u64_at(&bytes, at), 1_699_999_999_000);
+            assert_eq!(bytes[at + 8], 2);
+            assert_eq!(bytes[at + 9], 10);
+            assert_eq!(&bytes[at + 10..at + 20], b"product:42");
+            assert_eq!(decode(&bytes), Ok(e));
+        }
+        // Without tags, formats 1 and 2 stay as they were (one spelling per entry).
+        assert_eq!(encode(&sample(Some(b"x")))[2], 1);
+        let good = {
+            let mut e = sample(Some(b"x"));
+            e.tags = vec!["t".into()];
+            e.born_ms = 5;
+            encode(&e)
+        };
+        // A tags section with no tag, an empty or overlong tag, bytes that are not UTF-8,
+        // or a count beyond the bytes present: not an entry.
+        let mut none = good.clone();
+        none[70] = 0;
+        assert_eq!(decode(&none), Err(DecodeError::Malformed));
+        let mut empty = good.clone();
+        empty[71] = 0;
+        assert_eq!(decode(&empty), Err(DecodeError::Malformed));
+        let mut long = good.clone();
+        long[71] = 200;
+        assert_eq!(decode(&long), Err(DecodeError::Malformed));
+        let mut utf = good.clone();
+        utf[72] = 0xff;
+        assert_eq!(decode(&utf), Err(DecodeError::Malformed));
+        let mut many = good[..73].to_vec();
+        many[70] = 255;
+        assert_eq!(decode(&many), Err(DecodeError::Truncated));
     }
 }

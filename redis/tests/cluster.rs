@@ -103,6 +103,8 @@ fn three_node_cluster() {
         epoch: 0,
         ttl: None,
         meta: None,
+        tags: Vec::new(),
+        born_ms: 0,
     };
     lease.publish_blocking(entry).unwrap();
     let (got, took) = waiter.join().unwrap();

@@ -33,6 +33,8 @@ fn write_expired(b: &RedisBackend, key: &str) {
         epoch: 0,
         ttl: None,
         meta: None,
+        tags: Vec::new(),
+        born_ms: 0,
     };
     block_on(b.commit(key, e, None)).unwrap().unwrap();
 }
@@ -130,6 +132,7 @@ fn a_leader_killed_holding_the_lock_blocks_the_key_for_at_most_one_lease() {
         lease,
         wait_timeout: Duration::from_millis(3500),
         recheck: Duration::from_millis(250),
+        ..FleetOptions::default()
     });
     let t = Instant::now();
     let waited = short.lead_blocking(key, 0);
@@ -150,6 +153,7 @@ fn a_leader_killed_holding_the_lock_blocks_the_key_for_at_most_one_lease() {
         lease,
         wait_timeout: Duration::from_secs(5),
         recheck: Duration::from_secs(5),
+        ..FleetOptions::default()
     });
     match fleet.lead_blocking(key, 0).unwrap() {
         FleetOutcome::Lead(l) => {
@@ -206,6 +210,8 @@ fn a_lost_notification_costs_at_most_one_recheck() {
         epoch: 0,
         ttl: None,
         meta: None,
+        tags: Vec::new(),
+        born_ms: 0,
     });
     let n = a.names(key);
     let mut c = srv.client();

@@ -39,6 +39,8 @@ fn entry(value: &[u8], fresh_ms: u64) -> StoredEntry {
         epoch: 0,
         ttl: None,
         meta: None,
+        tags: Vec::new(),
+        born_ms: 0,
     }
 }
 

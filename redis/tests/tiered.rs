@@ -286,6 +286,8 @@ fn backend_with_stale(srv: &common::Server, key: &str) -> RedisBackend {
         epoch: 0,
         ttl: None,
         meta: None,
+        tags: Vec::new(),
+        born_ms: 0,
     };
     herdless_redis::block_on(herdless::backend::Backend::commit(
         &backend, key, stale, None,

@@ -17,6 +17,7 @@ use crate::fleet::{Fleet, FleetOptions};
 use crate::metrics::{Metrics, RedisMetrics, inc};
 use crate::notify::Hub;
 use crate::runtime::Runtime;
+use crate::tags::{StampCache, Stamps, TagTier};
 use crate::wire;
 
 /// Parses a lock value `<epoch>:<hex>`: its epoch.
@@ -34,6 +35,7 @@ fn lock_epoch(v: &[u8]) -> Option<u64> {
 pub struct MemoryBuilder {
     store: MemoryStore,
     op_timeout: Duration,
+    tag_retention: Duration,
 }
 
 impl MemoryBuilder {
@@ -41,7 +43,15 @@ impl MemoryBuilder {
         Self {
             store,
             op_timeout: Duration::from_secs(1),
+            tag_retention: crate::tags::DEFAULT_TAG_RETENTION,
         }
+    }
+
+    /// How long a tag's record is kept, as
+    /// [`RedisBuilder::tag_retention`](crate::RedisBuilder::tag_retention) (default a day).
+    pub fn tag_retention(mut self, d: Duration) -> Self {
+        self.tag_retention = d;
+        self
     }
 
     /// Bound of every operation (default 1 s), as Redis's `op_timeout`.
@@ -54,6 +64,9 @@ impl MemoryBuilder {
     pub fn build(self) -> Result<MemoryBackend, Error> {
         if self.op_timeout.is_zero() {
             return Err(Error::Config("`op_timeout` must not be zero".into()));
+        }
+        if self.tag_retention.is_zero() {
+            return Err(Error::Config("`tag_retention` must not be zero".into()));
         }
         let metrics = Arc::new(Metrics::default());
         let origin = crate::backend::hex(&random_secret()?[..8]);
@@ -71,6 +84,7 @@ impl MemoryBuilder {
                 hub,
                 metrics,
                 op_timeout: self.op_timeout,
+                tag_retention: self.tag_retention.min(crate::MAX_TTL),
                 rt,
             }),
         })
@@ -82,6 +96,7 @@ struct MemoryInner {
     hub: Arc<Hub>,
     metrics: Arc<Metrics>,
     op_timeout: Duration,
+    tag_retention: Duration,
     rt: Runtime,
 }
 
@@ -127,6 +142,7 @@ impl MemoryBackend {
     /// The fleet protocol over this backend.
     pub fn fleet(&self, options: FleetOptions) -> Fleet {
         Fleet::new(
+            Arc::new(self.clone()),
             Arc::new(self.clone()),
             self.handle().clone(),
             self.inner.metrics.clone(),
@@ -526,6 +542,102 @@ impl Backend for MemoryBackend {
 
     fn listen(&self, listener: Listener) {
         self.inner.hub.listen(listener);
+    }
+}
+
+/// The tag script of PROTOCOL.md on the store's data: the stamps after, and whether the
+/// record was corrupt.
+fn stamp_tag(d: &mut super::Data, name: &str, soft: bool, now: u64, px: u64) -> (Stamps, bool) {
+    let (raw, bad) = d.get(name, now);
+    let mut corrupt = bad;
+    let mut s = match raw.as_deref().map(Stamps::parse) {
+        None => Stamps::default(),
+        Some(Some(s)) => s,
+        Some(None) => {
+            corrupt = true;
+            Stamps::default()
+        }
+    };
+    // An unreadable record may have held any invalidation: at least "now" for both.
+    if corrupt {
+        s = Stamps {
+            removed: now,
+            expired: now,
+        };
+    }
+    let field = if soft { &mut s.expired } else { &mut s.removed };
+    *field = now.max(*field + 1);
+    let text = format!("{}:{}", s.removed, s.expired);
+    d.set(name, text.into_bytes(), Some(px), now);
+    (s, corrupt)
+}
+
+impl TagTier for MemoryBackend {
+    fn fetch_stamps<'a>(&'a self, tags: &'a [String]) -> BackendFuture<'a, Vec<Stamps>> {
+        let owned = tags.to_vec();
+        let metrics = self.inner.metrics.clone();
+        inc(&metrics.tag_fetches);
+        self.op("tag_stamps", move |s, now| {
+            let mut d = s.data();
+            owned
+                .iter()
+                .map(|t| {
+                    // MGET: another type reads as nothing.
+                    let name = crate::keys::tag_key(PREFIX, t);
+                    match d.live(&name, now) {
+                        Some(Slot::Str(b)) => Stamps::parse(b).unwrap_or_else(|| {
+                            inc(&metrics.corrupt_entries);
+                            Stamps {
+                                removed: now,
+                                expired: now,
+                            }
+                        }),
+                        _ => Stamps::default(),
+                    }
+                })
+                .collect()
+        })
+    }
+
+    fn stamp_tags<'a>(
+        &'a self,
+        tags: &'a [String],
+        soft: bool,
+        now_ms: u64,
+    ) -> BackendFuture<'a, Vec<Stamps>> {
+        let (owned, origin) = (tags.to_vec(), self.origin().to_owned());
+        let (metrics, hub) = (self.inner.metrics.clone(), self.inner.hub.clone());
+        let px = ms(self.inner.tag_retention);
+        self.op("tag", move |s, now| {
+            let at = now_ms.max(now);
+            let mut out = Vec::with_capacity(owned.len());
+            for t in &owned {
+                let (stamps, corrupt) = {
+                    let name = crate::keys::tag_key(PREFIX, t);
+                    stamp_tag(&mut s.data(), &name, soft, at, px)
+                };
+                if corrupt {
+                    inc(&metrics.corrupt_entries);
+                }
+                inc(&metrics.tag_invalidations);
+                hub.stamps.learn(t, stamps);
+                let (kind, stamp) = match soft {
+                    true => ('x', stamps.expired),
+                    false => ('t', stamps.removed),
+                };
+                s.publish(kind, &origin, stamp, t);
+                out.push(stamps);
+            }
+            out
+        })
+    }
+
+    fn stamp_cache(&self) -> &StampCache {
+        &self.inner.hub.stamps
+    }
+
+    fn tag_retention(&self) -> Duration {
+        self.inner.tag_retention
     }
 }
 

@@ -326,8 +326,9 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         let (entry, _) = life.entry_own(bytes, took, lease.epoch(), self.ttl, &own);
         let fresh_until_ms = entry.fresh_until_ms;
         let (tt, guard, permit) = (self.tt.clone(), self.guard.take(), self.permit.take());
+        let began = self.started;
         Step::Tier(Pending::new(async move {
-            let published = lease.publish(entry).await;
+            let published = lease.publish_dated(entry, began).await;
             // Held until published: the budget counts the whole refresh.
             drop(permit);
             Reply::published(tt, guard, value, own, fresh_until_ms, published)

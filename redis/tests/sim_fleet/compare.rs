@@ -193,6 +193,8 @@ pub fn start(
         epoch: 0,
         ttl: None,
         meta: None,
+        tags: Vec::new(),
+        born_ms: 0,
     };
     block_on(backend.commit(KEY, prefill, None))
         .expect("runtime")
