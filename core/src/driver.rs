@@ -3,7 +3,9 @@
 //! [`Cache`]; everything here keeps a driver's decisions inside the engine's rules (its
 //! budget, its counters, its clock).
 
+use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::task::{Context, Poll};
 use core::time::Duration;
 
@@ -216,6 +218,14 @@ pub fn adopt_shared<V: Clone + Send + Sync + 'static>(
 /// [`SharedEntry::born`] to [`set_shared_entry`].
 pub fn tag_clock<V: Clone + Send + Sync + 'static>(cache: &Cache<V>) -> u64 {
     cache.table().tags.now()
+}
+
+/// Checks an entry's tags as [`Loaded::tags`](crate::Loaded::tags) are checked when stored
+/// (each 1 to [`MAX_TAG_BYTES`](crate::MAX_TAG_BYTES) bytes, at most `max` distinct) and
+/// removes duplicates, keeping the first of each: for a shared tier that writes the tags
+/// before its first tier does.
+pub fn check_tags(tags: &mut Vec<Box<str>>, max: usize) -> Result<(), Error> {
+    crate::tags::check_all(tags, max)
 }
 
 /// [`set_shared`] with tags and a birth ([`SharedEntry`]): not stored when one of its tags

@@ -27,9 +27,16 @@ pub fn apply_notice<V: Clone + Send + Sync + 'static>(
         // loaded alone stay: dropping them would let an older shared entry be served after
         // them.
         Notice::Lost => herdless::driver::retain(l1, |v| v.is_some_and(Versioned::is_local)),
-        // Until the L1 keeps tags, any shared copy may carry the tag.
-        Notice::Tagged { .. } => {
-            herdless::driver::retain(l1, |v| v.is_some_and(Versioned::is_local))
+        // A tag too long for the L1 is on no entry of it.
+        Notice::Tagged {
+            tag, soft: false, ..
+        } => {
+            let _ = l1.invalidate_tag(tag);
+        }
+        Notice::Tagged {
+            tag, soft: true, ..
+        } => {
+            let _ = l1.expire_tag(tag);
         }
     }
 }

@@ -17,6 +17,15 @@
 //!   A context-aware loader ([`TieredCache::get_or_load_with`],
 //!   [`Load::context`](two_tier::Load::context), [`Load::loaded_with`](two_tier::Load::loaded_with))
 //!   chooses lifetimes and metadata that hold for the whole fleet (entry format 2).
+//! - Tags ([`TieredCache::set_with`], [`TieredCache::invalidate_tag`],
+//!   [`TieredCache::expire_tag`]; [`TwoTier::set_with`], [`TwoTier::invalidate_tags`],
+//!   [`TwoTier::expire_tags`] for the bindings; a loader's
+//!   [`Loaded::tags`](herdless::Loaded::tags)): an invalidation of a tag drops every entry
+//!   carrying it in every process, in O(1). The shared entry carries its tags and birth
+//!   (entry format 3); each tag's invalidation stamps live in a key of their own, which
+//!   each process caches for `tag_check` (default 1 s) and keeps current by notification,
+//!   so a hit on a tagged key stays one round trip; a load that began before an
+//!   invalidation of one of its tags never stores (PROTOCOL.md, "Tags").
 //! - [`RedisBackend`]: the core's [`Backend`](herdless::backend::Backend) on Redis: a one-round-trip
 //!   read (value and namespace epoch in one `MGET`, one slot), an atomic read-or-lock script
 //!   (SET NX PX semantics with a 128-bit random token), token-checked extend / release /

@@ -1,6 +1,6 @@
 //! Entry tags on the shared tier (PROTOCOL.md, "Tags"): each tag's invalidation stamps
 //! live in one Redis key of their own; an entry carries its tags and `born_ms`, and a
-//! reader compares them. This process keeps the stamps it learned ([`StampCache`]) so that
+//! reader compares them. This process keeps the stamps it learned (its stamp cache) so that
 //! a hit on a hot tagged key stays one round trip: a tag is fetched again only when it is
 //! unknown or was fetched more than `tag_check` ago, and notifications update it between.
 

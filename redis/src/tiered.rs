@@ -25,6 +25,7 @@ use crate::runtime::block_on;
 use crate::two_tier::{Deadline, Get, Load, SharedTier, Step, TwoTier, Versioned};
 
 mod batch;
+mod tags;
 
 type L1Tweak<V> = Box<dyn FnOnce(Builder<Versioned<V>>) -> Builder<Versioned<V>> + Send>;
 
@@ -104,6 +105,13 @@ where
     /// Longest wait for another process without re-checking Redis (default 250 ms).
     pub fn recheck(mut self, d: Duration) -> Self {
         self.fleet.recheck = d;
+        self
+    }
+    /// How long the invalidation stamps of a tag read from Redis are trusted (default
+    /// 1 s; notifications update them meanwhile): the bound on a lost tag notification for
+    /// reads of Redis ([`FleetOptions::tag_check`](crate::FleetOptions::tag_check)).
+    pub fn tag_check(mut self, d: Duration) -> Self {
+        self.fleet.tag_check = d;
         self
     }
     /// Further L1 options (capacity, weigher, origin budget, clock...). TTLs, grace,

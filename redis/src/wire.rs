@@ -47,7 +47,7 @@ pub const FORMAT_TAGGED: u8 = 3;
 /// The most tags one entry's bytes may carry (its count is one byte).
 pub const MAX_TAGS: usize = 255;
 /// The longest tag the entry bytes carry (its length is one byte): the engine's own bound.
-pub const MAX_TAG_BYTES: usize = 128;
+pub const MAX_TAG_BYTES: usize = herdless::MAX_TAG_BYTES;
 /// Bytes of the extension before its metadata (format 2).
 const EXTENSION_LEN: usize = 10;
 const MAGIC: [u8; 2] = *b"hl";

@@ -161,6 +161,8 @@ fn kind(e: &Error) -> &'static str {
         Error::LoadTimeout { .. } => "load_timeout",
         Error::NoPrevious => "no_previous",
         Error::MetaTooLong { .. } => "meta_too_long",
+        Error::EmptyTag | Error::TagTooLong { .. } => "invalid_tag",
+        Error::TooManyTags { .. } => "too_many_tags",
         _ => "other",
     }
 }
@@ -230,7 +232,7 @@ fn call_many(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
 }
 
 /// The loader's answer of a step: its `value` (null: absent), shaped by `answer`
-/// (`ttl_ms`, `grace_ms`, `negative_ttl_ms`, `meta`, `not_modified`, `no_cache`).
+/// (`ttl_ms`, `grace_ms`, `negative_ttl_ms`, `meta`, `not_modified`, `no_cache`, `tags`).
 fn loaded(value: Value, answer: &Value) -> Loaded<Value> {
     // Without `answer`, null is a JSON value like any other (as before this field).
     let mut l = match (answer["not_modified"].as_bool(), value) {
@@ -254,7 +256,20 @@ fn loaded(value: Value, answer: &Value) -> Loaded<Value> {
     if answer["no_cache"].as_bool() == Some(true) {
         l = l.no_cache();
     }
+    if let Some(tags) = strings(&answer["tags"]) {
+        l = l.tags(tags);
+    }
     l
+}
+
+/// A JSON array of strings.
+fn strings(v: &Value) -> Option<Vec<String>> {
+    let a = v.as_array()?;
+    Some(
+        a.iter()
+            .map(|t| t.as_str().expect("a string").to_owned())
+            .collect(),
+    )
 }
 
 /// Checks `got` against the step's `expect` / `expect_error` / `within_ms` / `after_ms`.
@@ -352,8 +367,21 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
             }
             "get" => check(name, step, &p.get(&text("key")), started.elapsed()),
             "set" => {
-                let r = plain(p.set(&text("key"), step["value"].clone()));
+                let (key, value) = (text("key"), step["value"].clone());
+                let r = match strings(&step["tags"]) {
+                    Some(tags) => plain(p.set_with(&key, Loaded::value(value).tags(tags))),
+                    None => plain(p.set(&key, value)),
+                };
                 check(name, step, &r, started.elapsed());
+            }
+            "invalidate_tag" => {
+                let tags = strings(&step["tags"]).unwrap_or_else(|| vec![text("tag")]);
+                let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
+                let r = match step["soft"].as_bool() == Some(true) {
+                    true => p.expire_tags(&tags),
+                    false => p.invalidate_tags(&tags),
+                };
+                check(name, step, &plain(r), started.elapsed());
             }
             "invalidate" => {
                 let r = p.invalidate(&text("key")).map(|_| None);
@@ -458,7 +486,7 @@ fn tiers_of(s: &Value) -> Vec<String> {
 
 /// The optional features of the format (conformance/README.md, `requires`) this runner
 /// plays.
-const SUPPORTED: &[&str] = &["load_context"];
+const SUPPORTED: &[&str] = &["load_context", "tags"];
 
 /// Why this runner does not play `s`, if it does not.
 fn unsupported(s: &Value) -> Option<String> {

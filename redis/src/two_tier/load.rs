@@ -295,6 +295,14 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         } else {
             loaded
         };
+        // After the resolution: a not-modified answer keeps the previous entry's tags.
+        let tags = match self.tt.tags_of(&loaded) {
+            Ok(tags) => tags,
+            Err(e) => {
+                self.count_refused();
+                return self.fail(e);
+            }
+        };
         let value: Option<V> = loaded.found().expect("resolved").cloned();
         let own = Own::of(&loaded);
         let Some(lease) = self.lease.take().filter(|_| loaded.is_cached()) else {
@@ -323,7 +331,8 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
             .tt
             .shared_tier()
             .expect("a fleet load has a shared tier");
-        let (entry, _) = life.entry_own(bytes, took, lease.epoch(), self.ttl, &own);
+        let (mut entry, _) = life.entry_own(bytes, took, lease.epoch(), self.ttl, &own);
+        entry.tags = tags.clone();
         let fresh_until_ms = entry.fresh_until_ms;
         let (tt, guard, permit) = (self.tt.clone(), self.guard.take(), self.permit.take());
         let began = self.started;
@@ -331,7 +340,7 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
             let published = lease.publish_dated(entry, began).await;
             // Held until published: the budget counts the whole refresh.
             drop(permit);
-            Reply::published(tt, guard, value, own, fresh_until_ms, published)
+            Reply::published(tt, guard, (value, own, tags), fresh_until_ms, published)
         }))
     }
 

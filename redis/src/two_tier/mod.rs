@@ -35,6 +35,7 @@ mod load;
 mod many;
 mod ops;
 mod step;
+mod tags;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock, Weak};

@@ -22,6 +22,9 @@ pub enum Get<V: Clone + Send + Sync + 'static> {
 pub struct Read<V: Clone + Send + Sync + 'static> {
     tt: TwoTier<V>,
     key: String,
+    /// The L1's tag clock before the tier was read: a tag invalidated here meanwhile
+    /// keeps the entry out of the L1.
+    born: u64,
     found: Result<Option<StoredEntry>, Error>,
 }
 
@@ -53,8 +56,14 @@ impl<V: Clone + Send + Sync + 'static> Read<V> {
         let fresh = fresh_left(e.fresh_until_ms);
         if !fresh.is_zero() {
             let l1 = Versioned::shared(value.clone(), e.version);
-            let (ttl, meta) = (e.ttl, e.meta.as_deref());
-            let _ = herdless::driver::set_shared(self.tt.l1(), &self.key, l1, fresh, ttl, meta);
+            let shared = herdless::driver::SharedEntry {
+                fresh,
+                ttl: e.ttl,
+                meta: e.meta.as_deref(),
+                tags: &e.tags,
+                born: Some(self.born),
+            };
+            let _ = herdless::driver::set_shared_entry(self.tt.l1(), &self.key, Some(l1), shared);
         }
         Ok(Some(value))
     }
@@ -75,9 +84,15 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
             return Get::Ready(None);
         }
         let (fleet, tt, key) = (fleet.clone(), self.clone(), key.to_owned());
+        let born = herdless::driver::tag_clock(self.l1());
         Get::Tier(Pending::new(async move {
             let found = fleet.read(&key).await;
-            Read { tt, key, found }
+            Read {
+                tt,
+                key,
+                born,
+                found,
+            }
         }))
     }
 
@@ -192,7 +207,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     }
 
     /// The L1's key rules, checked before anything is written to the shared tier.
-    fn check_key(&self, key: &str) -> Result<(), Error> {
+    pub(crate) fn check_key(&self, key: &str) -> Result<(), Error> {
         let max = self.l1().options().max_key_len;
         if key.is_empty() {
             return Err(Error::EmptyKey);

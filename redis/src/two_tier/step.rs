@@ -119,6 +119,7 @@ enum Kind<V: Clone + Send + Sync + 'static> {
         guard: Option<LoadGuard<Versioned<V>>>,
         value: Option<V>,
         own: Own,
+        tags: Vec<String>,
         fresh_until_ms: u64,
         published: Result<WriteOutcome, Error>,
     },
@@ -201,8 +202,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
     pub(crate) fn published(
         tt: TwoTier<V>,
         guard: Option<LoadGuard<Versioned<V>>>,
-        value: Option<V>,
-        own: Own,
+        (value, own, tags): (Option<V>, Own, Vec<String>),
         fresh_until_ms: u64,
         published: Result<WriteOutcome, Error>,
     ) -> Self {
@@ -211,6 +211,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
             guard,
             value,
             own,
+            tags,
             fresh_until_ms,
             published,
         })
@@ -248,6 +249,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                 guard,
                 value,
                 own,
+                tags,
                 fresh_until_ms,
                 published,
             } => {
@@ -276,15 +278,20 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                     Some(version) => Versioned::shared(value, version),
                     None => Versioned::local(value),
                 });
-                Step::Done(unwrap(guard.complete_loaded(Ok(loaded_of(value, &own)))))
+                let loaded = loaded_of(value, &own, tags);
+                Step::Done(unwrap(guard.complete_loaded(Ok(loaded))))
             }
         }
     }
 }
 
-/// A loader's answer as the L1 keeps it: `value` with the lifetimes and metadata chosen.
-fn loaded_of<T>(value: Option<T>, own: &Own) -> Loaded<T> {
+/// A loader's answer as the L1 keeps it: `value` with the lifetimes, metadata and tags
+/// chosen.
+fn loaded_of<T>(value: Option<T>, own: &Own, tags: Vec<String>) -> Loaded<T> {
     let mut loaded = Loaded::from(value);
+    if !tags.is_empty() {
+        loaded = loaded.tags(tags);
+    }
     if let Some(t) = own.ttl {
         loaded = loaded.ttl(t);
     }
@@ -298,6 +305,18 @@ fn loaded_of<T>(value: Option<T>, own: &Own) -> Loaded<T> {
         loaded = loaded.meta(m.clone());
     }
     loaded
+}
+
+/// What the L1 keeps of a shared entry beside its value: fresh for `fresh`, its loader's
+/// ttl and metadata, its tags.
+fn shared_entry(e: &StoredEntry, fresh: Duration) -> driver::SharedEntry<'_> {
+    driver::SharedEntry {
+        fresh,
+        ttl: e.ttl,
+        meta: e.meta.as_deref(),
+        tags: &e.tags,
+        born: None,
+    }
 }
 
 /// The value out of its L1 wrapper.
@@ -325,9 +344,8 @@ fn asked<V: Clone + Send + Sync + 'static>(
     match outcome {
         Ok(FleetOutcome::Fresh(e) | FleetOutcome::Stale(e)) => match decode(host, &e) {
             Ok(value) => {
-                let fresh = fresh_left(e.fresh_until_ms);
-                let (ttl, meta) = (e.ttl, e.meta.as_deref());
-                let adopted = driver::adopt_with(guard, value, fresh, e.load_duration, ttl, meta);
+                let shared = shared_entry(&e, fresh_left(e.fresh_until_ms));
+                let adopted = driver::adopt_shared(guard, value, e.load_duration, shared);
                 Step::Done(unwrap(adopted))
             }
             Err(ce) if ce.is_interrupted() => {
@@ -382,7 +400,7 @@ fn lead<V: Clone + Send + Sync + 'static>(
     let Some((stale, e)) = stale else {
         return Load::fleet(tt, guard, lease, ttl, background).start(batch);
     };
-    let (took, own_ttl, meta) = (e.load_duration, e.ttl, e.meta.clone());
+    let (took, own_ttl, meta, tags) = (e.load_duration, e.ttl, e.meta.clone(), e.tags.clone());
     // The detached refresh is told the shared entry it refreshes (a conditional refresh
     // sends its ETag).
     let age = Duration::from_micros(crate::backend::now_us().saturating_sub(e.version));
@@ -395,13 +413,13 @@ fn lead<V: Clone + Send + Sync + 'static>(
     let value = stale.value.clone();
     // Stored already stale (within grace): served, and refreshed by whoever reads it next
     // once the detached load has published.
-    let _ = driver::adopt_with(
-        guard,
-        Some(stale),
-        Duration::ZERO,
-        took,
-        own_ttl,
-        meta.as_deref(),
-    );
+    let shared = driver::SharedEntry {
+        fresh: Duration::ZERO,
+        ttl: own_ttl,
+        meta: meta.as_deref(),
+        tags: &tags,
+        born: None,
+    };
+    let _ = driver::adopt_shared(guard, Some(stale), took, shared);
     Step::Stale(value, refresh)
 }
