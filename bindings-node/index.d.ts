@@ -66,6 +66,28 @@ export interface LoadContext<T = unknown> {
 }
 
 /**
+ * What a cache tells its listeners (`cache.on(name, listener)`, the `onEvent` option):
+ * `'evict'` (an entry evicted to stay within `capacity`), `'expire'` (an entry dropped past
+ * its lifetime with no refresh replacing it), `'loadError'` (a load failed), `'failSafe'` (a
+ * load failed and the stale value is served instead, for `failsafeBackoff`).
+ */
+export type CacheEventName = 'evict' | 'expire' | 'loadError' | 'failSafe'
+
+/** One event, as a listener receives it. */
+export interface CacheEvent {
+  /** What happened. */
+  readonly kind: CacheEventName
+  /** To which key. */
+  readonly key: string
+  /**
+   * For `'loadError'` and `'failSafe'`: what the load failed with, as `getOrLoad` would
+   * reject (the loader's own rejection as it is, or an `Error` with a `HERDLESS_*` code such
+   * as `HERDLESS_LOAD_TIMEOUT`); absent for the other kinds.
+   */
+  readonly error?: unknown
+}
+
+/**
  * A stampede-proof cache of JS values under string keys.
  *
  * Values are kept as they are (no serialisation): a hit returns the very object that was
@@ -175,6 +197,23 @@ export declare class Cache {
   warm(keys: readonly string[], loader: (key: string) => unknown, options?: WarmOptions): Promise<WarmReport>
   /** Counters, histograms and sizes at this moment, per namespace and in total. */
   metrics(): Metrics
+  /**
+   * Calls `listener` with a `CacheEvent` each time `event` happens: `'evict'`,
+   * `'expire'` (expired with no refresh), `'loadError'` or `'failSafe'`. Never on the
+   * hit path, and never making the cache wait: a listener runs on the event loop after
+   * the fact, and events that pile up faster than the event loop takes them are dropped
+   * (counted in `metrics().total.eventsDropped`). A listener that throws is reported
+   * with `process.emitWarning`. Returns the cache, like `EventEmitter.on`; an unknown
+   * event name throws a `TypeError` (code `HERDLESS_INVALID_ARGUMENT`).
+   */
+  on(event: CacheEventName, listener: (event: CacheEvent) => void): this
+  /** `on`, for the next such event only. */
+  once(event: CacheEventName, listener: (event: CacheEvent) => void): this
+  /**
+   * Removes the listener added last with `on(event, listener)` (or `once`); nothing when
+   * there is none. Returns the cache. With no listener left, the cache makes no events.
+   */
+  off(event: CacheEventName, listener: (event: CacheEvent) => void): this
   /** The metrics in Prometheus text exposition format. */
   prometheus(): string
   /**
@@ -383,6 +422,11 @@ export interface CacheOptions {
    * an object sets its thresholds (default: on, with the thresholds below).
    */
   detector?: boolean | DetectorOptions
+  /**
+   * Told every event of the cache, like a listener of every name given to `cache.on`
+   * (see `CacheEvent`); it cannot be removed with `off`.
+   */
+  onEvent?: (event: CacheEvent) => void
 }
 
 /**
@@ -449,6 +493,11 @@ export interface Counters {
   backendErrors: number
   /** Entries evicted to stay within capacity. */
   evictions: number
+  /**
+   * Events (`cache.on`) dropped because listeners fell behind: the engine's queue was
+   * full, or (in `total` only) the way to the event loop was.
+   */
+  eventsDropped: number
 }
 
 /**

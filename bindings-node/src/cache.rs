@@ -18,6 +18,7 @@ use crate::metrics::{Metrics, snapshot};
 use crate::options;
 use crate::tier::Codec;
 use crate::value::Val;
+use crate::wake::Wake;
 
 /// A stampede-proof cache of JS values under string keys.
 ///
@@ -191,6 +192,24 @@ fn answer<T>(
 }
 
 impl Cache {
+    fn listen<'env>(
+        &self,
+        env: &'env Env,
+        this: This<'env>,
+        event: Unknown<'env>,
+        listener: Unknown<'env>,
+        once: bool,
+    ) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let name = crate::events::Name::parse(js, event.raw())?;
+        self.inner
+            .listeners
+            .add(js, Some(name), listener.raw(), once)?;
+        self.inner.listening_changed();
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), this.object.raw()) })
+    }
+
     fn get_or_load_many_impl(
         &self,
         js: Js,
@@ -339,10 +358,16 @@ impl Cache {
     #[napi(constructor, ts_args_type = "options?: CacheOptions")]
     pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
         let js = Js(env.raw());
-        let parsed = options::parse(js, options.map(|o| o.raw()))?;
+        let mut parsed = options::parse(js, options.map(|o| o.raw()))?;
         let namespace = parsed.namespace.clone();
+        let on_event = parsed.on_event;
+        // Muted by `Inner::new` until a JS listener is registered.
+        let wake = Wake::new();
+        let listener = crate::events::engine_listener(wake.clone());
+        parsed.builder = std::mem::take(&mut parsed.builder).listener(listener);
         let (tt, codec) = engine(js, parsed)?;
-        let inner = Inner::new(js, tt, codec, namespace)?;
+        let this_obj = this.object.raw();
+        let inner = Inner::new(js, this_obj, tt, codec, namespace, wake, on_event)?;
         crate::fast::install(js, this.object.raw(), &inner)?;
         Ok(Self { inner })
     }
@@ -588,12 +613,70 @@ impl Cache {
     #[napi]
     pub fn metrics(&self) -> Metrics {
         let mut m = snapshot(&self.inner.l1.metrics());
+        m.total.events_dropped += self.inner.wake.events_dropped() as f64;
         m.redis = self
             .inner
             .tt
             .tier()
             .map(|t| crate::metrics::redis(&t.metrics()));
         m
+    }
+
+    /// Calls `listener` with a `CacheEvent` each time `event` happens: `'evict'`,
+    /// `'expire'` (expired with no refresh), `'loadError'` or `'failSafe'`. Never on the
+    /// hit path, and never making the cache wait: a listener runs on the event loop after
+    /// the fact, and events that pile up faster than the event loop takes them are dropped
+    /// (counted in `metrics().total.eventsDropped`). A listener that throws is reported
+    /// with `process.emitWarning`. Returns the cache, like `EventEmitter.on`; an unknown
+    /// event name throws a `TypeError` (code `HERDLESS_INVALID_ARGUMENT`).
+    #[napi(
+        ts_args_type = "event: CacheEventName, listener: (event: CacheEvent) => void",
+        ts_return_type = "this"
+    )]
+    pub fn on<'env>(
+        &self,
+        env: &'env Env,
+        this: This<'env>,
+        event: Unknown<'env>,
+        listener: Unknown<'env>,
+    ) -> Result<Unknown<'env>> {
+        self.listen(env, this, event, listener, false)
+    }
+
+    /// `on`, for the next such event only.
+    #[napi(
+        ts_args_type = "event: CacheEventName, listener: (event: CacheEvent) => void",
+        ts_return_type = "this"
+    )]
+    pub fn once<'env>(
+        &self,
+        env: &'env Env,
+        this: This<'env>,
+        event: Unknown<'env>,
+        listener: Unknown<'env>,
+    ) -> Result<Unknown<'env>> {
+        self.listen(env, this, event, listener, true)
+    }
+
+    /// Removes the listener added last with `on(event, listener)` (or `once`); nothing when
+    /// there is none. Returns the cache. With no listener left, the cache makes no events.
+    #[napi(
+        ts_args_type = "event: CacheEventName, listener: (event: CacheEvent) => void",
+        ts_return_type = "this"
+    )]
+    pub fn off<'env>(
+        &self,
+        env: &'env Env,
+        this: This<'env>,
+        event: Unknown<'env>,
+        listener: Unknown<'env>,
+    ) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let name = crate::events::Name::parse(js, event.raw())?;
+        self.inner.listeners.remove(js, name, listener.raw())?;
+        self.inner.listening_changed();
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), this.object.raw()) })
     }
 
     /// The metrics in Prometheus text exposition format.

@@ -104,6 +104,8 @@ pub(crate) struct Inner {
     pub(crate) codec: Codec,
     pub(crate) wake: Arc<Wake>,
     pub(crate) namespace: Option<String>,
+    /// The JS listeners of the engine's events.
+    pub(crate) listeners: crate::events::Listeners,
     absent: Ref,
     /// Sees each loader call (spans), when set: see [`Inner::set_observer`].
     observer: RefCell<Option<Ref>>,
@@ -118,19 +120,26 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The state of the cache object `this`, whose engine `tt` was built with `wake`'s
+    /// listener (`crate::events::engine_listener`); `on_event` is the `onEvent` option.
     pub(crate) fn new(
         js: Js,
+        this: Value,
         tt: TwoTier<Val>,
         codec: Codec,
         namespace: Option<String>,
+        wake: Arc<Wake>,
+        on_event: Option<Value>,
     ) -> Result<Rc<Self>> {
+        let listeners = crate::events::Listeners::new(js, this)?;
         let inner = Rc::new(Self {
             l1: tt.l1().clone(),
             tt,
             table: Table::new(js)?,
             codec,
-            wake: Wake::new(),
+            wake,
             namespace,
+            listeners,
             absent: js.reference(absent_symbol(js)?)?,
             observer: RefCell::new(None),
             calls: RefCell::new(HashMap::new()),
@@ -139,6 +148,10 @@ impl Inner {
             alive: Cell::new(false),
             pending: RefCell::new(None),
         });
+        if let Some(f) = on_event {
+            inner.listeners.add(js, None, f, false)?;
+        }
+        inner.listening_changed();
         inner.wake.connect(js, Rc::downgrade(&inner))?;
         Ok(inner)
     }

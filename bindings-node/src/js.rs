@@ -518,6 +518,38 @@ impl Js {
         let _ = napi_call!(napi_delete_reference(self.0, r));
     }
 
+    /// A reference to `v` that does not keep it alive.
+    pub(crate) fn weak_reference(self, v: Value) -> Result<WeakRef> {
+        let mut r = ptr::null_mut();
+        napi_call!(napi_create_reference(self.0, v, 0, &mut r))?;
+        Ok(WeakRef {
+            env: self.0,
+            raw: r,
+        })
+    }
+
+    /// Gives `obj` a property holding `value`, keyed by a new symbol: not enumerable, not
+    /// writable, reachable by no name (what the object keeps alive for the binding).
+    pub(crate) fn hide(self, obj: Value, description: &str, value: Value) -> Result<()> {
+        let mut key = ptr::null_mut();
+        napi_call!(napi_create_symbol(
+            self.0,
+            self.string(description)?,
+            &mut key
+        ))?;
+        let descriptor = sys::napi_property_descriptor {
+            utf8name: ptr::null(),
+            name: key,
+            method: None,
+            getter: None,
+            setter: None,
+            value,
+            attributes: sys::PropertyAttributes::default,
+            data: ptr::null_mut(),
+        };
+        napi_call!(napi_define_properties(self.0, obj, 1, &descriptor))
+    }
+
     /// A strong reference keeping `v` alive while the [`Ref`] lives.
     pub(crate) fn reference(self, v: Value) -> Result<Ref> {
         let mut r = ptr::null_mut();
@@ -634,6 +666,28 @@ impl Ref {
         let mut v = ptr::null_mut();
         napi_call!(napi_get_reference_value(js.0, self.raw, &mut v))?;
         Ok(v)
+    }
+}
+
+/// A reference that does not keep its value alive (see [`Js::weak_reference`]).
+pub(crate) struct WeakRef {
+    env: sys::napi_env,
+    raw: sys::napi_ref,
+}
+
+impl WeakRef {
+    /// The value, unless it was collected.
+    pub(crate) fn get(&self, js: Js) -> Result<Option<Value>> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_reference_value(js.0, self.raw, &mut v))?;
+        Ok((!v.is_null()).then_some(v))
+    }
+}
+
+impl Drop for WeakRef {
+    fn drop(&mut self) {
+        // SAFETY: as for `Ref`: never leaves the JS thread of `env` (it is !Send).
+        unsafe { sys::napi_delete_reference(self.env, self.raw) };
     }
 }
 

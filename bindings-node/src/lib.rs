@@ -7,6 +7,7 @@
 //!   loaders are JS functions whose promises finish the engine's loads; waiters and the
 //!   engine's steps are futures polled on the JS thread.
 //! - `context`: the load context handed to a loader that declares a parameter.
+//! - `events`: `on`/`off`/`once` and `onEvent`: the engine's events told to JS listeners.
 //! - [`call`]: a JS caller apart from the engine: its loader, its answer, its AbortSignal.
 //! - [`wake`]: how waiters' wakers, firing on any thread, reach the JS thread (one
 //!   thread-safe function, one drain for many waiters).
@@ -26,6 +27,7 @@ mod context;
 pub mod detector;
 mod driver;
 mod error;
+mod events;
 mod fast;
 mod js;
 pub mod key;

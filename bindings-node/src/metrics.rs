@@ -52,6 +52,9 @@ pub struct Counters {
     pub backend_errors: f64,
     /// Entries evicted to stay within capacity.
     pub evictions: f64,
+    /// Events (`cache.on`) dropped because listeners fell behind: the engine's queue was
+    /// full, or (in `total` only) the way to the event loop was.
+    pub events_dropped: f64,
 }
 
 /// A latency histogram.
@@ -190,6 +193,7 @@ fn counters(c: &CounterSnapshot) -> Counters {
         not_modified: c.not_modified as f64,
         backend_errors: c.backend_errors as f64,
         evictions: c.evictions as f64,
+        events_dropped: c.events_dropped as f64,
     }
 }
 

@@ -89,6 +89,10 @@ pub struct CacheOptions {
     /// an object sets its thresholds (default: on, with the thresholds below).
     #[napi(ts_type = "boolean | DetectorOptions")]
     pub detector: Option<()>,
+    /// Told every event of the cache, like a listener of every name given to `cache.on`
+    /// (see `CacheEvent`); it cannot be removed with `off`.
+    #[napi(ts_type = "(event: CacheEvent) => void")]
+    pub on_event: Option<()>,
 }
 
 /// A codec of your own (`new Cache({ codec: { encode, decode } })`): `encode` turns a
@@ -221,6 +225,8 @@ pub(crate) struct Parsed {
     pub(crate) namespace: Option<String>,
     /// The shared tier's options, when `redis` is given.
     pub(crate) redis: Option<RedisOptions>,
+    /// The `onEvent` function, checked to be one.
+    pub(crate) on_event: Option<Value>,
 }
 
 /// The options of the shared tier.
@@ -251,7 +257,8 @@ const COUNTS: [&str; 6] = [
     "maxNamespaces",
 ];
 const DURATIONS_REDIS: [&str; 1] = ["lease"];
-const OTHERS: [&str; 8] = [
+const OTHERS: [&str; 9] = [
+    "onEvent",
     "detector",
     "jitter",
     "beta",
@@ -583,6 +590,18 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
             ));
         }
     }
+    let on_event = js.get(obj, "onEvent")?;
+    let on_event = match js.type_of(on_event)? {
+        Type::Undefined => None,
+        Type::Function => Some(on_event),
+        t => {
+            return Err(bad(
+                js,
+                ErrorKind::Type,
+                &format!("option `onEvent` must be a function, got {}", t.name()),
+            ));
+        }
+    };
     let given = js.get(obj, "redis")?;
     let redis = if js.type_of(given)? == Type::Undefined {
         for name in ["redisPrefix", "codec", "lease"] {
@@ -607,6 +626,7 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
         builder: b,
         namespace,
         redis,
+        on_event,
     })
 }
 

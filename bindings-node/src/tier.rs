@@ -152,7 +152,7 @@ impl Host<Val> for JsHost<'_> {
 }
 
 /// `process.emitWarning(message, 'HerdlessWarning')`.
-fn warn(js: Js, message: &str) -> Result<()> {
+pub(crate) fn warn(js: Js, message: &str) -> Result<()> {
     let process = js.get(js.global()?, "process")?;
     let (message, kind) = (js.string(message)?, js.string("HerdlessWarning")?);
     js.call_method(process, "emitWarning", &[message, kind])?;

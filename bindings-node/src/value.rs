@@ -249,7 +249,7 @@ impl JsFailure {
 }
 
 /// The message of a thrown value, for Rust-side display only.
-fn describe(js: Js, e: Value) -> String {
+pub(crate) fn describe(js: Js, e: Value) -> String {
     let text = || -> Result<String> {
         if js.is_error(e)? {
             let m = js.get(e, "message")?;

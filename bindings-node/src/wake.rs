@@ -10,11 +10,15 @@
 //!
 //! The thread-safe function keeps the process alive only while some call waits on a wake
 //! ([`Wake::keep_alive`]), so a finished program exits normally.
+//!
+//! The engine's events (`cache.on(...)`, see [`crate::events`]) take a second thread-safe
+//! function of the same lifetime: bounded, never keeping the process alive, each event one
+//! call; one that finds its queue full is dropped and counted ([`Wake::events_dropped`]).
 
 use std::ffi::c_void;
 use std::ptr;
 use std::rc::Weak;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Wake as WakeTrait, Waker};
 
@@ -47,8 +51,14 @@ pub(crate) struct Wake {
     ready: Mutex<Vec<u64>>,
     scheduled: AtomicBool,
     tsfn: Mutex<Option<Tsfn>>,
+    /// The events' channel (see the module's doc).
+    events: Mutex<Option<Tsfn>>,
+    events_dropped: AtomicU64,
     exit_hook: Mutex<Option<ExitHook>>,
 }
+
+/// Most events on their way to the JS thread; the engine's own queue (1,024) is in front.
+const EVENT_QUEUE: usize = 1024;
 
 impl Wake {
     /// A channel not yet connected to the JS thread: wakes are queued and not signalled.
@@ -57,41 +67,24 @@ impl Wake {
             ready: Mutex::new(Vec::new()),
             scheduled: AtomicBool::new(false),
             tsfn: Mutex::new(None),
+            events: Mutex::new(None),
+            events_dropped: AtomicU64::new(0),
             exit_hook: Mutex::new(None),
         })
     }
 
-    /// Connects the channel to `inner`, on the JS thread of `js`. It starts unref'd.
+    /// Connects the channels to `inner`, on the JS thread of `js`. They start unref'd.
     pub(crate) fn connect(self: &Arc<Self>, js: Js, inner: Weak<Inner>) -> Result<()> {
-        let name = js.string("herdless.wake")?;
-        let context = Box::into_raw(Box::new(inner)).cast::<c_void>();
-        let mut tsfn = ptr::null_mut();
-        // SAFETY: JS thread (module rule); `context` is freed by `finalize` exactly once.
-        let status = unsafe {
-            sys::napi_create_threadsafe_function(
-                js.raw(),
-                ptr::null_mut(),
-                ptr::null_mut(),
-                name,
-                0,
-                1,
-                context,
-                Some(finalize),
-                context,
-                Some(drain_on_js_thread),
-                &mut tsfn,
-            )
-        };
-        if status != sys::Status::napi_ok {
-            // SAFETY: not handed to Node-API, so still ours.
-            drop(unsafe { Box::from_raw(context.cast::<Weak<Inner>>()) });
-            return Err(napi::Error::from_reason(
-                "cannot create the wake-up channel",
-            ));
-        }
-        // SAFETY: JS thread, live handle.
-        unsafe { sys::napi_unref_threadsafe_function(js.raw(), tsfn) };
-        *self.tsfn.lock().unwrap_or_else(|e| e.into_inner()) = Some(Tsfn(tsfn));
+        let tsfn = channel(js, "herdless.wake", 0, inner.clone(), drain_on_js_thread)?;
+        *self.tsfn.lock().unwrap_or_else(|e| e.into_inner()) = Some(tsfn);
+        let events = channel(
+            js,
+            "herdless.events",
+            EVENT_QUEUE,
+            inner,
+            crate::events::on_js_thread,
+        )?;
+        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(events);
         // Registered after the thread-safe function's own hook, so it runs before it.
         let arg = Arc::into_raw(self.clone());
         // SAFETY: JS thread; `arg` is reclaimed by `on_env_exit` or by `close`.
@@ -135,6 +128,36 @@ impl Wake {
                 };
             }
         }
+    }
+
+    /// Hands `event` to the JS thread, from any thread, without waiting: dropped (and
+    /// counted) when the channel's queue is full, dropped silently once it is closed (the
+    /// cache is going away).
+    pub(crate) fn send_event(&self, event: herdless::Event) {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(t) = &*events else { return };
+        let data = Box::into_raw(Box::new(event));
+        // SAFETY: a live handle (released only under this lock); `data` is the callback's
+        // to free once the call is queued.
+        let status = unsafe {
+            sys::napi_call_threadsafe_function(
+                t.0,
+                data.cast(),
+                sys::ThreadsafeFunctionCallMode::nonblocking,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            // SAFETY: not queued, so still ours.
+            drop(unsafe { Box::from_raw(data) });
+            if status == sys::Status::napi_queue_full {
+                self.events_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Events dropped because the events' channel was full.
+    pub(crate) fn events_dropped(&self) -> u64 {
+        self.events_dropped.load(Ordering::Relaxed)
     }
 
     /// The ids woken since the last call. Clears the "scheduled" mark first, so a wake that
@@ -183,17 +206,56 @@ impl Wake {
     }
 
     fn release(&self) {
-        let mut tsfn = self.tsfn.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(t) = tsfn.take() {
-            // SAFETY: the handle is live until this release, and is never used after it.
-            unsafe {
-                sys::napi_release_threadsafe_function(
-                    t.0,
-                    sys::ThreadsafeFunctionReleaseMode::abort,
-                )
-            };
+        for channel in [&self.tsfn, &self.events] {
+            let mut tsfn = channel.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(t) = tsfn.take() {
+                // SAFETY: the handle is live until this release, and is never used after it.
+                unsafe {
+                    sys::napi_release_threadsafe_function(
+                        t.0,
+                        sys::ThreadsafeFunctionReleaseMode::abort,
+                    )
+                };
+            }
         }
     }
+}
+
+/// The JS-thread callback of a thread-safe function.
+type CallJs = unsafe extern "C" fn(sys::napi_env, sys::napi_value, *mut c_void, *mut c_void);
+
+/// A thread-safe function of `inner` (its context, freed by `finalize`), unref'd, whose
+/// queue holds at most `queue` calls (0: unbounded).
+fn channel(js: Js, name: &str, queue: usize, inner: Weak<Inner>, call_js: CallJs) -> Result<Tsfn> {
+    let name = js.string(name)?;
+    let context = Box::into_raw(Box::new(inner)).cast::<c_void>();
+    let mut tsfn = ptr::null_mut();
+    // SAFETY: JS thread (module rule); `context` is freed by `finalize` exactly once.
+    let status = unsafe {
+        sys::napi_create_threadsafe_function(
+            js.raw(),
+            ptr::null_mut(),
+            ptr::null_mut(),
+            name,
+            queue,
+            1,
+            context,
+            Some(finalize),
+            context,
+            Some(call_js),
+            &mut tsfn,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: not handed to Node-API, so still ours.
+        drop(unsafe { Box::from_raw(context.cast::<Weak<Inner>>()) });
+        return Err(napi::Error::from_reason(
+            "cannot create a channel to the JS thread",
+        ));
+    }
+    // SAFETY: JS thread, live handle.
+    unsafe { sys::napi_unref_threadsafe_function(js.raw(), tsfn) };
+    Ok(Tsfn(tsfn))
 }
 
 struct CallWaker {
@@ -221,7 +283,7 @@ unsafe extern "C" fn drain_on_js_thread(
     if env.is_null() || context.is_null() {
         return;
     }
-    // SAFETY: `context` is the `Weak<Inner>` boxed in `Wake::new`, freed only by `finalize`,
+    // SAFETY: `context` is the `Weak<Inner>` boxed in `channel`, freed only by `finalize`,
     // which Node-API runs after the last call of this callback.
     let inner = unsafe { &*context.cast::<Weak<Inner>>() };
     if let Some(inner) = inner.upgrade() {
@@ -244,6 +306,6 @@ unsafe extern "C" fn on_env_exit(arg: *mut c_void) {
 }
 
 unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the box made in `Wake::new`; Node-API finalizes once.
+    // SAFETY: `data` is the box made in `channel`; Node-API finalizes once.
     drop(unsafe { Box::from_raw(data.cast::<Weak<Inner>>()) });
 }

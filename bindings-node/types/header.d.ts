@@ -64,3 +64,25 @@ export interface LoadContext<T = unknown> {
    */
   notModified(): NotModified
 }
+
+/**
+ * What a cache tells its listeners (`cache.on(name, listener)`, the `onEvent` option):
+ * `'evict'` (an entry evicted to stay within `capacity`), `'expire'` (an entry dropped past
+ * its lifetime with no refresh replacing it), `'loadError'` (a load failed), `'failSafe'` (a
+ * load failed and the stale value is served instead, for `failsafeBackoff`).
+ */
+export type CacheEventName = 'evict' | 'expire' | 'loadError' | 'failSafe'
+
+/** One event, as a listener receives it. */
+export interface CacheEvent {
+  /** What happened. */
+  readonly kind: CacheEventName
+  /** To which key. */
+  readonly key: string
+  /**
+   * For `'loadError'` and `'failSafe'`: what the load failed with, as `getOrLoad` would
+   * reject (the loader's own rejection as it is, or an `Error` with a `HERDLESS_*` code such
+   * as `HERDLESS_LOAD_TIMEOUT`); absent for the other kinds.
+   */
+  readonly error?: unknown
+}

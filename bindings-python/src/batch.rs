@@ -169,22 +169,8 @@ impl BatchRefresh {
 /// Runs a batch of refreshes on a new daemon thread. No thread (at interpreter shutdown):
 /// the batch is dropped, which hands its keys over.
 fn spawn(py: Python<'_>, handle: &Handle, many: Many<PyValue>, loader: Py<PyAny>) {
-    let start = || -> PyResult<()> {
-        let job = Py::new(
-            py,
-            BatchRefresh {
-                job: Mutex::new(Some((handle.clone(), many, loader))),
-            },
-        )?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("target", job)?;
-        kwargs.set_item("name", "herdless-refresh")?;
-        kwargs.set_item("daemon", true)?;
-        py.import("threading")?
-            .getattr("Thread")?
-            .call((), Some(&kwargs))?
-            .call_method0("start")?;
-        Ok(())
+    let job = BatchRefresh {
+        job: Mutex::new(Some((handle.clone(), many, loader))),
     };
-    let _ = start();
+    let _ = crate::blocking::start_refresh_thread(py, job);
 }

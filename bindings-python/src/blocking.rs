@@ -303,22 +303,25 @@ impl Refresh {
 /// Runs a background step on a new daemon thread. No thread (at interpreter shutdown): the
 /// step is dropped, which hands the load over; the caller is still served.
 fn spawn(py: Python<'_>, handle: &Handle, key: &str, step: Step<PyValue>, loader: Loader) {
-    let start = || -> PyResult<()> {
-        let job = Py::new(
-            py,
-            Refresh {
-                job: Mutex::new(Some((handle.clone(), key.to_owned(), step, loader))),
-            },
-        )?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("target", job)?;
-        kwargs.set_item("name", "herdless-refresh")?;
-        kwargs.set_item("daemon", true)?;
-        py.import("threading")?
-            .getattr("Thread")?
-            .call((), Some(&kwargs))?
-            .call_method0("start")?;
-        Ok(())
+    let job = Refresh {
+        job: Mutex::new(Some((handle.clone(), key.to_owned(), step, loader))),
     };
-    let _ = start();
+    let _ = start_refresh_thread(py, job);
+}
+
+/// Starts a daemon thread named `herdless-refresh` that calls `job` (a callable pyclass).
+pub(crate) fn start_refresh_thread<T: pyo3::PyClass + Into<pyo3::PyClassInitializer<T>>>(
+    py: Python<'_>,
+    job: T,
+) -> PyResult<()> {
+    let job = Py::new(py, job)?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("target", job)?;
+    kwargs.set_item("name", "herdless-refresh")?;
+    kwargs.set_item("daemon", true)?;
+    py.import("threading")?
+        .getattr("Thread")?
+        .call((), Some(&kwargs))?
+        .call_method0("start")?;
+    Ok(())
 }

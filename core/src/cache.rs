@@ -593,6 +593,15 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
         self.table.alerts()
     }
 
+    /// Mutes (`false`) or unmutes (`true`) the [listener](crate::Builder::listener): while
+    /// muted, the engine makes no event at all (nothing queued, nothing counted in
+    /// `events_dropped`), so a listener installed for callers that may or may not subscribe
+    /// (a binding's `cache.on(...)`) costs nothing until one does. Events queued before are
+    /// still told. A cache starts unmuted; without a listener this does nothing.
+    pub fn set_listening(&self, on: bool) {
+        self.table.set_listening(on);
+    }
+
     /// Loader calls running now under the origin budget (0 without a budget).
     pub fn budget_in_use(&self) -> usize {
         self.table.budget.as_ref().map_or(0, |b| b.in_use())

@@ -240,10 +240,9 @@ pub fn set_shared_entry<V: Clone + Send + Sync + 'static>(
     let keep = Keep {
         ttl: Some(entry.fresh.max(Duration::from_nanos(1))),
         extras: entry.extras(),
-        born: entry.born,
         ..Keep::default()
     };
-    cache.table().write_keep(key, value, keep)
+    cache.table().write_keep(key, value, keep, entry.born)
 }
 
 /// Stores `value` under `key` as [`Cache::set_with_ttl`] does (fresh for `fresh`), keeping
@@ -263,7 +262,7 @@ pub fn set_shared<V: Clone + Send + Sync + 'static>(
     };
     keep.extras.ttl = ttl;
     keep.extras.meta = meta.map(Into::into);
-    cache.table().write_keep(key, Some(value), keep)
+    cache.table().write_keep(key, Some(value), keep, None)
 }
 
 /// Records that the caller of `guard` was answered with its fail-safe value by the driver

@@ -130,7 +130,7 @@ pub enum Error {
     /// An entry was given more distinct tags than
     /// [`Builder::max_tags_per_entry`](crate::Builder::max_tags_per_entry).
     TooManyTags {
-        /// Its distinct tags.
+        /// How many tags it was given, duplicates included (more than `max` distinct).
         count: usize,
         /// The limit.
         max: usize,

@@ -68,6 +68,8 @@ pub(crate) struct Events {
     draining: AtomicBool,
     /// Something was pushed since the last drain began (read without the queue's lock).
     pending: AtomicBool,
+    /// Events are queued (not muted by [`Cache::set_listening`](crate::Cache::set_listening)).
+    listening: AtomicBool,
     listener: Listener,
 }
 
@@ -78,8 +80,19 @@ impl Events {
             capacity,
             draining: AtomicBool::new(false),
             pending: AtomicBool::new(false),
+            listening: AtomicBool::new(true),
             listener,
         }
+    }
+
+    /// Whether events are queued now (a relaxed load: a switch need not order anything).
+    #[inline]
+    pub(crate) fn listening(&self) -> bool {
+        self.listening.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_listening(&self, on: bool) {
+        self.listening.store(on, Ordering::Relaxed);
     }
 
     /// Queues `event`; `false` when it was dropped (the queue full or busy).

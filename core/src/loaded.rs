@@ -7,9 +7,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use crate::sync::Arc;
-use crate::tags::Tag;
-
 /// The longest [`Loaded::meta`] kept with an entry, in bytes: an ETag or a version string,
 /// not a second value. A longer one fails the load with
 /// [`Error::MetaTooLong`](crate::Error::MetaTooLong).
@@ -53,7 +50,7 @@ pub(crate) struct Extras {
     pub(crate) meta: Option<Box<str>>,
     /// Tag names; `Some(empty)`: explicitly none. An entry keeps its tags' records instead
     /// (see [`Rare`](crate::entry::Rare)), never these.
-    pub(crate) tags: Option<Vec<Box<str>>>,
+    pub(crate) tags: Option<Box<[Box<str>]>>,
 }
 
 impl Extras {
@@ -141,8 +138,9 @@ impl<V> Loaded<V> {
 
     /// One more tag (see [`tags`](Self::tags)).
     pub fn tag(mut self, tag: impl Into<String>) -> Self {
-        let tags = self.extras.tags.get_or_insert_with(Vec::new);
+        let mut tags = self.extras.tags.take().map_or_else(Vec::new, Vec::from);
         tags.push(tag.into().into_boxed_str());
+        self.extras.tags = Some(tags.into_boxed_slice());
         self
     }
 
@@ -225,9 +223,4 @@ pub(crate) struct Keep {
     pub(crate) ttl: Option<Duration>,
     pub(crate) extras: Extras,
     pub(crate) no_cache: bool,
-    /// The records of `extras.tags`, once resolved (the store takes them from there).
-    pub(crate) tags: Box<[Arc<Tag>]>,
-    /// The tag clock the entry was born at, when the driver knows it (a shared tier's
-    /// entry); otherwise the load's start or the write's moment.
-    pub(crate) born: Option<u64>,
 }

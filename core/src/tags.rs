@@ -109,21 +109,20 @@ pub(crate) fn check_all(tags: &mut Vec<Box<str>>, max: usize) -> Result<(), Erro
     for t in tags.iter() {
         check(t)?;
     }
-    // Small lists (16 by default): a quadratic pass allocates nothing.
-    let mut i = 0;
-    while i < tags.len() {
-        if tags[..i].contains(&tags[i]) {
-            tags.remove(i);
-        } else {
-            i += 1;
+    // Each name is compared with at most `max` kept ones (16 by default), and the pass stops
+    // at the first distinct name past `max`: a huge list costs O(len * max), never O(len^2).
+    let count = tags.len();
+    let mut kept: Vec<Box<str>> = Vec::with_capacity(count.min(max));
+    for t in tags.drain(..) {
+        if kept.contains(&t) {
+            continue;
         }
+        if kept.len() == max {
+            return Err(Error::TooManyTags { count, max });
+        }
+        kept.push(t);
     }
-    if tags.len() > max {
-        return Err(Error::TooManyTags {
-            count: tags.len(),
-            max,
-        });
-    }
+    *tags = kept;
     Ok(())
 }
 

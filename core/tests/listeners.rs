@@ -129,3 +129,39 @@ fn a_panicking_listener_loses_its_event_only() {
     assert_eq!(*calls.lock().unwrap(), 2);
     assert_eq!(cache.get("k:2"), Some(2));
 }
+
+#[test]
+fn a_muted_listener_makes_no_event_and_counts_no_drop() {
+    // A spawner that never runs its tasks: a queued event would stay queued, so a muted
+    // engine's events would show as a spawned drain or as drops once the queue is full.
+    let parked: Arc<Mutex<Vec<BoxFuture>>> = Arc::default();
+    let held = parked.clone();
+    let cache: Cache<u32> = Cache::builder()
+        .capacity(1)
+        .shards(1)
+        .event_queue(1)
+        .spawner(move |task| held.lock().unwrap().push(task))
+        .listener(|_| {})
+        .build()
+        .unwrap();
+    cache.set_listening(false);
+    for i in 0..5 {
+        cache.set(&format!("k:{i}"), i).unwrap(); // each set from the second evicts one
+    }
+    assert_eq!(cache.metrics().total().evictions, 4);
+    assert_eq!(cache.metrics().total().events_dropped, 0);
+    assert!(parked.lock().unwrap().is_empty(), "no drain was started");
+    cache.set_listening(true);
+    cache.set("k:5", 5).unwrap();
+    cache.set("k:6", 6).unwrap();
+    assert_eq!(
+        parked.lock().unwrap().len(),
+        1,
+        "unmuted: an event was queued"
+    );
+    assert_eq!(
+        cache.metrics().total().events_dropped,
+        1,
+        "the queue holds one"
+    );
+}

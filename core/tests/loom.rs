@@ -18,58 +18,17 @@
 
 #![cfg(herdless_loom)]
 
-use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+mod loom_support;
+
 use std::time::Duration;
 
-use herdless::{Cache, DefaultRng, Error, LoadError, Lookup, ManualClock, Waited, Waiter};
+use herdless::{Cache, Error, LoadError, Loaded, Lookup, ManualClock, Waited, Waiter};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
-use rand_core::SeedableRng;
+use loom_support::{cache, cache_with, model};
 
 const KEY: &str = "ns:k";
-
-/// Default preemption bound: 2 covers the classic register-versus-finish and
-/// check-then-act races while keeping each model to seconds.
-const PREEMPTIONS: usize = 2;
-
-/// Runs `f` under every interleaving loom explores and reports how many there were.
-fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
-    let runs = std::sync::Arc::new(StdAtomicUsize::new(0));
-    let counted = runs.clone();
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(PREEMPTIONS);
-    }
-    let bound = builder.preemption_bound;
-    builder.check(move || {
-        counted.fetch_add(1, StdOrdering::Relaxed);
-        f();
-    });
-    eprintln!(
-        "loom model {name}: {} interleavings (preemption bound {bound:?})",
-        runs.load(StdOrdering::Relaxed)
-    );
-}
-
-/// A cache on a virtual clock, with everything random pinned down: loom needs each
-/// execution to be a deterministic function of its schedule.
-fn cache_with(clock: &ManualClock, hard_timeout: Option<Duration>) -> Cache<u32> {
-    let mut b = Cache::builder()
-        .clock(clock.clone())
-        .shards(1)
-        .jitter(0.0)
-        .beta(0.0)
-        .rng(DefaultRng::seed_from_u64(7));
-    if let Some(t) = hard_timeout {
-        b = b.hard_timeout(t);
-    }
-    b.build().expect("valid options")
-}
-
-fn cache(clock: &ManualClock) -> Cache<u32> {
-    cache_with(clock, None)
-}
 
 /// How one caller of `call` got its value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -434,6 +393,32 @@ fn bump_during_load_is_not_overwritten() {
         assert_eq!(writer.join().unwrap(), 1);
         assert_eq!(cache.get(KEY), None, "the bump stays");
         assert_no_flight(&cache);
+    });
+}
+
+/// 5d. An `invalidate_tag` while a load answering with that tag runs: whichever comes
+///     first, the result is never served afterwards (not stored, or stored and dead), and
+///     a load that begins after the invalidation is stored.
+#[test]
+fn invalidate_tag_during_load_is_not_overwritten() {
+    model("invalidate_tag_during_load_is_not_overwritten", || {
+        let clock = ManualClock::new();
+        let cache = cache(&clock);
+        let guard = lead(&cache);
+        let writer = {
+            let cache = cache.clone();
+            thread::spawn(move || cache.invalidate_tag("t").unwrap())
+        };
+        let answer = guard.complete_loaded(Ok(Loaded::value(1).tag("t")));
+        assert_eq!(answer.unwrap(), Some(1));
+        writer.join().unwrap();
+        assert_eq!(cache.get(KEY), None, "the tag invalidation stays");
+        assert!(cache.peek(KEY).is_none());
+        let guard = lead(&cache);
+        guard
+            .complete_loaded(Ok(Loaded::value(2).tag("t")))
+            .unwrap();
+        assert_eq!(cache.get(KEY), Some(2), "a later load is stored");
     });
 }
 

@@ -332,6 +332,16 @@ fn bad_tags_are_refused_and_duplicates_count_once() {
         Err(Error::TooManyTags { count: 3, max: 2 })
     ));
     assert!(cache.peek("k").is_none(), "nothing written");
+    // A huge list is refused once a third distinct tag shows up, not after comparing every
+    // pair of its 200,000 names.
+    let huge: Vec<String> = (0..200_000).map(|i| format!("t{i}")).collect();
+    assert!(matches!(
+        set(huge),
+        Err(Error::TooManyTags {
+            count: 200_000,
+            max: 2
+        })
+    ));
     set(vec!["a".into(), "b".into(), "a".into()]).unwrap();
     assert_eq!(
         cache.peek("k").unwrap().tags,

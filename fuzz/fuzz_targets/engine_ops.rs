@@ -18,7 +18,11 @@
 //! - a batch (`get_or_load_many_async`, run when none of its keys is loading or in doubt
 //!   between fresh and stale) answers every key in the request's order: the hits as held,
 //!   the rest from its one loader call, which is asked for exactly the missing keys (once
-//!   each); what it loads is then held like a single load's result.
+//!   each); what it loads is then held like a single load's result;
+//! - tags: an entry carrying a tag invalidated since its birth is never served, one carrying
+//!   a tag expired since is served only stale; a load that began before an invalidation of
+//!   a tag it answers with is not stored (the model keeps the engine's tag clock, its
+//!   records and its rule for tags without a record: see core/src/tags.rs).
 #![no_main]
 
 use std::future::Future;
@@ -28,12 +32,14 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use herdless::{
-    Cache, DefaultRng, Error, HitState, LoadError, LoadGuard, Lookup, ManualClock, Waited, Waiter,
+    Cache, DefaultRng, Error, HitState, LoadError, LoadGuard, Loaded, Lookup, ManualClock, Waited,
+    Waiter,
 };
 use libfuzzer_sys::fuzz_target;
 use rand_core::SeedableRng;
 
 const KEYS: [&str; 4] = ["a:1", "a:2", "b:1", "b:2"];
+const TAGS: [&str; 3] = ["t:0", "t:1", "t:2"];
 /// Float rounding of jittered TTLs (seconds as f64, then nanoseconds).
 const SLACK: Duration = Duration::from_millis(1);
 
@@ -53,8 +59,8 @@ struct Config {
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
 enum How {
-    /// A value, with `set_ttl(seconds)` when given.
-    Value(Option<u8>),
+    /// A value, with `set_ttl(seconds)` when given, carrying the tags of the mask.
+    Value(Option<u8>, u8),
     Absent,
     Error,
     /// The driver's timeout (`fail(LoadTimeout)`), as the bindings enforce it.
@@ -82,6 +88,10 @@ enum Op {
     Lookup(u8),
     Finish(u8, How),
     Set(u8, Option<u8>),
+    /// A set carrying the tags of the mask.
+    SetTagged(u8, u8),
+    /// `invalidate_tag` (true) or `expire_tag`.
+    StampTag(u8, bool),
     SetAbsent(u8),
     Invalidate(u8),
     Bump(bool),
@@ -98,6 +108,10 @@ struct Written {
     fresh_min: Duration,
     fresh_max: Duration,
     grace: Duration,
+    /// Its tags (a mask of `TAGS`).
+    tags: u8,
+    /// One of its tags was expired since its birth: past its fresh time.
+    expired: bool,
 }
 
 impl Written {
@@ -106,6 +120,9 @@ impl Written {
     }
     /// Fresh or stale for sure at `now`.
     fn surely_live(&self, now: Duration) -> bool {
+        if self.expired && (self.grace.is_zero() || self.value.is_none()) {
+            return false; // expired by a tag without grace: dead
+        }
         now + SLACK < self.at + self.fresh_min + self.grace
     }
 }
@@ -126,6 +143,8 @@ struct Load {
     key: usize,
     guard: Option<LoadGuard<u32>>,
     superseded: bool,
+    /// The tag clock when it began.
+    born: u64,
     /// In the engine's flight table (at most one per key).
     in_table: bool,
     /// When the engine gives it up, if a hard timeout is configured.
@@ -152,6 +171,11 @@ struct Sim {
     loads: Vec<Load>,
     waiters: Vec<Waiting>,
     next_value: u32,
+    /// The engine's tag clock, its records (`(removed_at, expired_at)`, made on first use)
+    /// and its stamps of tags without a record.
+    tag_clock: u64,
+    records: [Option<(u64, u64)>; TAGS.len()],
+    unknown: (u64, u64),
 }
 
 impl Sim {
@@ -196,6 +220,9 @@ impl Sim {
             loads: Vec::new(),
             waiters: Vec::new(),
             next_value: 0,
+            tag_clock: 0,
+            records: [None; TAGS.len()],
+            unknown: (0, 0),
         }
     }
 
@@ -221,6 +248,49 @@ impl Sim {
             fresh_min: ttl.mul_f64(1.0 - j).saturating_sub(SLACK),
             fresh_max: ttl.mul_f64(1.0 + j) + SLACK,
             grace,
+            tags: 0,
+            expired: false,
+        }
+    }
+
+    /// The records of the tags of `mask`, made on first use; whether an entry of them born
+    /// at `born` is (removed, expired).
+    fn resolve(&mut self, mask: u8, born: u64) -> (bool, bool) {
+        let (mut removed, mut expired) = (false, false);
+        for t in 0..TAGS.len() {
+            if mask & (1 << t) != 0 {
+                let (r, e) = *self.records[t].get_or_insert(self.unknown);
+                removed |= r > born;
+                expired |= e > born;
+            }
+        }
+        (removed, expired)
+    }
+
+    /// `invalidate_tag` (`hard`) or `expire_tag` of tag `t`.
+    fn stamp(&mut self, t: usize, hard: bool) {
+        let r = if hard {
+            self.cache.invalidate_tag(TAGS[t])
+        } else {
+            self.cache.expire_tag(TAGS[t])
+        };
+        r.expect("valid tag");
+        self.tag_clock += 1;
+        let stamp = self.tag_clock;
+        match (&mut self.records[t], hard) {
+            (Some((r, _)), true) => *r = stamp,
+            (Some((_, e)), false) => *e = stamp,
+            (None, true) => self.unknown.0 = stamp,
+            (None, false) => self.unknown.1 = stamp,
+        }
+        for e in self.entries.iter_mut() {
+            if e.is_some_and(|w| w.tags & (1 << t) != 0) {
+                if hard {
+                    *e = None;
+                } else if let Some(w) = e {
+                    w.expired = true;
+                }
+            }
         }
     }
 
@@ -261,10 +331,14 @@ impl Sim {
             "served {value:?} past ttl + grace: {w:?} at {now:?}"
         );
         match state {
-            HitState::Fresh => assert!(now < w.at + w.fresh_max, "fresh past ttl: {w:?}"),
+            HitState::Fresh => {
+                assert!(!w.expired, "fresh after its tag was expired: {w:?}");
+                assert!(now < w.at + w.fresh_max, "fresh past ttl: {w:?}");
+            }
             HitState::Stale => {
                 assert!(value.is_some(), "a stale absence");
-                assert!(now + SLACK >= w.at + w.fresh_min, "stale before ttl: {w:?}");
+                let expired = w.expired || now + SLACK >= w.at + w.fresh_min;
+                assert!(expired, "stale before ttl: {w:?}");
             }
             HitState::FailSafe => panic!("fail-safe served without max_stale"),
         }
@@ -282,6 +356,7 @@ impl Sim {
             key,
             guard: Some(guard),
             superseded: false,
+            born: self.tag_clock,
             in_table: true,
             deadline,
             outcome: None,
@@ -365,7 +440,8 @@ impl Sim {
         let mut hit = [false; KEYS.len()];
         for &k in &keys {
             match self.entries[k] {
-                Some(w) if now + SLACK < w.at + w.fresh_min => hit[k] = true,
+                Some(w) if w.expired && !w.surely_live(now) => {}
+                Some(w) if now + SLACK < w.at + w.fresh_min && !w.expired => hit[k] = true,
                 Some(w) if now < w.stale_max() => return,
                 _ => {}
             }
@@ -488,16 +564,26 @@ impl Sim {
         let storable = !self.loads[i].superseded && !ended && !late;
         self.loads[i].in_table = false;
         let outcome = match how {
-            How::Value(ttl) => {
+            How::Value(ttl, tags) => {
                 let v = self.value();
                 let ttl = ttl.map(|s| Duration::from_secs(u64::from(s % 30 + 1)));
                 if let Some(t) = ttl {
                     guard.set_ttl(t);
                 }
-                let r = guard.complete(Ok(Some(v)));
+                let tags = tags % (1 << TAGS.len());
+                let r = if tags == 0 {
+                    guard.complete(Ok(Some(v)))
+                } else {
+                    let names = (0..TAGS.len()).filter(|t| tags & (1 << t) != 0);
+                    guard.complete_loaded(Ok(Loaded::value(v).tags(names.map(|t| TAGS[t]))))
+                };
                 assert!(matches!(r, Ok(Some(x)) if x == v), "{r:?}");
-                if storable {
-                    self.entries[key] = Some(self.written(Some(v), ttl));
+                // The engine resolves the tags whether it stores the value or not.
+                let (removed, expired) = self.resolve(tags, self.loads[i].born);
+                if storable && !removed {
+                    let mut w = self.written(Some(v), ttl);
+                    (w.tags, w.expired) = (tags, expired);
+                    self.entries[key] = Some(w);
                 }
                 Outcome::Loaded(Some(v))
             }
@@ -594,6 +680,24 @@ impl Sim {
                 self.supersede(|x| x == key);
                 self.entries[key] = Some(self.written(Some(v), ttl));
             }
+            Op::SetTagged(key, tags) => {
+                let (key, v) = (k(key), self.value());
+                let tags = tags % (1 << TAGS.len());
+                let names: Vec<&str> = (0..TAGS.len())
+                    .filter(|t| tags & (1 << t) != 0)
+                    .map(|t| TAGS[t])
+                    .collect();
+                self.cache
+                    .set_tagged(KEYS[key], v, &names)
+                    .expect("valid set");
+                self.supersede(|x| x == key);
+                let (removed, expired) = self.resolve(tags, self.tag_clock);
+                assert!(!(removed || expired), "a write is never older than a stamp");
+                let mut w = self.written(Some(v), None);
+                w.tags = tags;
+                self.entries[key] = Some(w);
+            }
+            Op::StampTag(t, hard) => self.stamp(usize::from(*t) % TAGS.len(), *hard),
             Op::SetAbsent(key) => {
                 let key = k(key);
                 self.cache.set_absent(KEYS[key]).expect("valid set");
@@ -624,7 +728,7 @@ impl Sim {
                 if let Some(v) = self.cache.get(KEYS[key]) {
                     let now = self.now();
                     let w = self.entries[key].expect("get served a value it does not hold");
-                    let state = if now < w.at + w.fresh_min {
+                    let state = if now < w.at + w.fresh_min && !w.expired {
                         HitState::Fresh
                     } else {
                         HitState::Stale

@@ -1,7 +1,7 @@
 // Type checks of the generated index.d.ts (run by `tsc --noEmit -p test/types`; never run).
 // Lines marked @ts-expect-error must fail to type-check, so the types are not just `any`.
 import { ABSENT, Cache, buildKey, testing } from 'herdless'
-import type { CacheOptions, CodecObject, DetectorOptions, Metrics, Peek, WarmReport } from 'herdless'
+import type { CacheEvent, CacheEventName, CacheOptions, CodecObject, DetectorOptions, Metrics, Peek, WarmReport } from 'herdless'
 
 interface User {
   id: number
@@ -129,3 +129,18 @@ async function contextUsage(): Promise<string> {
 void contextUsage
 // @ts-expect-error setTtl takes milliseconds as a number
 void cache.getOrLoad('k', (ctx) => ctx.setTtl('1s'))
+
+// Listeners (issue #20): on/once/off return the cache, the event is typed.
+const listened: Cache = cache
+  .on('evict', (e: CacheEvent) => {
+    const kind: CacheEventName = e.kind
+    const key: string = e.key
+    void kind
+    void key
+  })
+  .once('loadError', ({ error }) => void error)
+  .off('failSafe', () => {})
+void listened
+void new Cache({ onEvent: (e) => void e.kind })
+// @ts-expect-error an unknown event name
+cache.on('evicted', () => {})

@@ -109,7 +109,7 @@ impl<V: Clone> Table<V> {
         // Resolved outside the shard's lock; the check against the load's start is made
         // under it, so an older value never displaces anything.
         let mut keep = keep;
-        let born = self.resolve_tags(&mut keep, flight.born);
+        let (tags, born) = (self.resolve_tags(&mut keep), flight.born);
         let wakers = {
             let mut shard = self.shard(flight.hash).write();
             let current = shard.remove_flight(flight);
@@ -120,7 +120,7 @@ impl<V: Clone> Table<V> {
                 && !flight.is_withdrawn()
                 && !keep.no_cache
                 && flight.ns.epoch() == flight.epoch
-                && !tags::removed_since(&keep.tags, born);
+                && !tags::removed_since(&tags, born);
             let entry = match &outcome {
                 Outcome::Loaded(v) if storable => Some(self.make_entry(
                     v.clone(),
@@ -129,6 +129,7 @@ impl<V: Clone> Table<V> {
                     nanos(took),
                     n,
                     keep,
+                    (tags, born),
                 )),
                 _ => None,
             };

@@ -236,12 +236,20 @@ impl<V> Table<V> {
 
     /// Tells the listener, if any, of an event at `key` (of namespace `ns`); an event the
     /// queue cannot take is counted as dropped. Safe under the shard's lock: it never waits.
+    /// A muted listener costs one load: no allocation, no queueing, nothing counted.
     pub(crate) fn emit(&self, ns: &Namespace, kind: EventKind, key: &str, error: Option<Error>) {
-        if let Some(events) = &self.events {
+        if let Some(events) = self.events.as_ref().filter(|e| e.listening()) {
             let key = key.into();
             if !events.push(Event { kind, key, error }) {
                 ns.counters().events_dropped.inc();
             }
+        }
+    }
+
+    /// Mutes (`false`) or unmutes the listener; see [`Cache::set_listening`](crate::Cache::set_listening).
+    pub(crate) fn set_listening(&self, on: bool) {
+        if let Some(events) = &self.events {
+            events.set_listening(on);
         }
     }
 

@@ -1,6 +1,7 @@
 //! Entries made and stored: their lifetimes (jitter, XFetch's quiet time), their weight, and
 //! the writes that bypass the loader (`set`, `invalidate`, `clear`).
 
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::time::Duration;
 
@@ -14,6 +15,7 @@ use crate::expiry::{Phase, Timing, nanos};
 use crate::key::namespace_of;
 use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
 use crate::sync::Arc;
+use crate::tags::Tag;
 use crate::{jitter, tags, xfetch};
 
 impl<V: Clone> Table<V> {
@@ -45,6 +47,7 @@ impl<V: Clone> Table<V> {
     /// An entry written at `now`: a value lives its (jittered) TTL, then grace, then
     /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only. `keep`
     /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn make_entry(
         &self,
         value: Option<V>,
@@ -53,6 +56,7 @@ impl<V: Clone> Table<V> {
         load_nanos: u64,
         now: u64,
         keep: Keep,
+        (tags, born): (Box<[Arc<Tag>]>, u64),
     ) -> Entry<V> {
         let cfg = &self.cfg;
         let extras = Some(&keep.extras);
@@ -84,25 +88,27 @@ impl<V: Clone> Table<V> {
             timing,
             quiet_until,
             load_nanos,
-            rare: Rare::of(keep.extras, keep.tags, keep.born.unwrap_or(0)),
+            rare: Rare::of(keep.extras, tags, born),
         }
     }
 
     /// Checks the tag names of `keep` (removing duplicates) against the bounds.
     pub(crate) fn check_tags(&self, keep: &mut Keep) -> Result<(), Error> {
-        match &mut keep.extras.tags {
-            Some(names) => tags::check_all(names, self.cfg.max_tags_per_entry),
-            None => Ok(()),
-        }
+        let Some(names) = keep.extras.tags.take() else {
+            return Ok(());
+        };
+        let mut names = Vec::from(names);
+        tags::check_all(&mut names, self.cfg.max_tags_per_entry)?;
+        keep.extras.tags = Some(names.into_boxed_slice());
+        Ok(())
     }
 
-    /// Turns the (checked) tag names of `keep` into their records, and dates the entry:
-    /// `born` unless the driver gave its own. Returns the birth.
-    pub(crate) fn resolve_tags(&self, keep: &mut Keep, born: u64) -> u64 {
-        if let Some(names) = keep.extras.tags.take() {
-            keep.tags = self.tags.resolve(&names);
+    /// Takes the (checked) tag names out of `keep` and turns them into their records.
+    pub(crate) fn resolve_tags(&self, keep: &mut Keep) -> Box<[Arc<Tag>]> {
+        match keep.extras.tags.take() {
+            Some(names) => self.tags.resolve(&names),
+            None => Box::default(),
         }
-        *keep.born.get_or_insert(born)
     }
 
     /// Stores `entry` in `shard` in place of `key`'s old one, evicting to stay within the
@@ -145,7 +151,7 @@ impl<V: Clone> Table<V> {
             ttl,
             ..Keep::default()
         };
-        self.write_keep(key, value, keep)
+        self.write_keep(key, value, keep, None)
     }
 
     /// [`write`](Self::write) with the lifetimes, metadata and tags a loader chose (a value
@@ -155,14 +161,16 @@ impl<V: Clone> Table<V> {
         key: &str,
         value: Option<V>,
         mut keep: Keep,
+        born: Option<u64>,
     ) -> Result<(), Error> {
         self.check_key(key)?;
         if keep.ttl == Some(Duration::ZERO) {
             return Err(Error::ZeroTtl);
         }
         self.check_tags(&mut keep)?;
-        let born = self.resolve_tags(&mut keep, self.tags.now());
-        if tags::removed_since(&keep.tags, born) {
+        let born = born.unwrap_or_else(|| self.tags.now());
+        let tags = self.resolve_tags(&mut keep);
+        if tags::removed_since(&tags, born) {
             // A shared tier's entry older than an invalidation of one of its tags.
             return Ok(());
         }
@@ -178,7 +186,7 @@ impl<V: Clone> Table<V> {
             // Keep the measured load time so XFetch still knows how expensive the key is.
             let load_nanos = shard.store.get(hash, key).map_or(0, |o| o.entry.load_nanos);
             let epoch = ns.epoch();
-            let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep);
+            let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep, (tags, born));
             let weight = self.weigh(key, &entry)?;
             self.store(&mut shard, hash, key, entry, weight, n, &mut dropped);
         }
@@ -212,7 +220,7 @@ impl<V: Clone> Table<V> {
         if !store {
             return self.check_tags(&mut keep);
         }
-        self.write_keep(key, value, keep)
+        self.write_keep(key, value, keep, None)
     }
 
     /// `invalidate_tags` (`hard`) and `expire_tags`: every tag checked, then all stamped
