@@ -17,6 +17,7 @@ use crate::codec::PyHost;
 use crate::errors::{config_error, map_error};
 use crate::metrics::{redis_to_dict, snapshot_to_dict};
 use crate::options::{Options, duration, namespace};
+use crate::tags::tag_list;
 use crate::value::{absent, from_loader, to_caller};
 
 /// A stampede-proof cache of Python objects.
@@ -28,8 +29,15 @@ pub(crate) struct Cache {
     shared: bool,
 }
 
-/// What `_peek` answers: value, state, age, fresh_until, stale_until, load_duration.
-type PeekTuple = (Py<PyAny>, &'static str, f64, f64, f64, f64);
+/// What `_peek` answers: value, state, age, fresh_until, stale_until, load_duration, tags.
+type PeekTuple = (Py<PyAny>, &'static str, f64, f64, f64, f64, Vec<String>);
+
+impl Cache {
+    /// The most tags one entry may carry (the engine's `max_tags_per_entry`).
+    fn max_tags_per_entry(&self) -> usize {
+        self.handle.tt.l1().options().max_tags_per_entry
+    }
+}
 
 /// A per-call TTL in seconds, or None for the cache's.
 pub(crate) fn call_ttl(
@@ -168,16 +176,17 @@ impl Cache {
         })
     }
 
-    /// Stores `value` under `key` (`ABSENT`: caches an absence for `negative_ttl`). With
-    /// Redis: for the whole fleet (a load running anywhere will not overwrite it, and other
-    /// processes drop their copies).
-    #[pyo3(signature = (key, value, *, ttl=None))]
+    /// Stores `value` under `key` (`ABSENT`: caches an absence for `negative_ttl`), with
+    /// `tags` (an iterable of str) if given. With Redis: for the whole fleet (a load running
+    /// anywhere will not overwrite it, and other processes drop their copies).
+    #[pyo3(signature = (key, value, *, ttl=None, tags=None))]
     fn set(
         &self,
         py: Python<'_>,
         key: &str,
         value: Bound<'_, PyAny>,
         ttl: Option<Bound<'_, PyAny>>,
+        tags: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let ttl = call_ttl(py, ttl.as_ref())?;
         let value = from_loader(value)?;
@@ -188,10 +197,21 @@ impl Cache {
             ));
         }
         let tt = &self.handle.tt;
+        let tags = match tags.filter(|t| !t.is_none()) {
+            Some(t) => Some(tag_list(py, "tags", &t, self.max_tags_per_entry())?),
+            None => None,
+        };
         let host = PyHost::new(py, &self.handle.codec);
-        let write = match value {
-            Some(v) => tt.set(key, v, ttl, &host),
-            None => tt.set_absent(key),
+        let write = match (value, tags) {
+            (value, Some(tags)) => {
+                let mut loaded = herdless::Loaded::from(value).tags(tags);
+                if let Some(t) = ttl {
+                    loaded = loaded.ttl(t);
+                }
+                tt.set_with(key, loaded, &host)
+            }
+            (Some(v), None) => tt.set(key, v, ttl, &host),
+            (None, None) => tt.set_absent(key),
         };
         if let Some(err) = host.take_interrupt() {
             return Err(err);
@@ -212,6 +232,27 @@ impl Cache {
         let ns = self::namespace(py, "namespace", &namespace)?;
         let mut pending = self.handle.tt.bump(&ns);
         block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
+    }
+
+    /// Drops every entry carrying `tag`, in O(1) (with Redis: in the whole fleet). Hard by
+    /// default: those entries become misses, never served again (not even on a failed
+    /// load), and a load that began before this call does not store its older value.
+    /// `soft=True` expires them instead: served stale within their grace while one refresh
+    /// runs, kept as fail-safe values.
+    #[pyo3(signature = (tag, *, soft=false))]
+    fn invalidate_tag(&self, py: Python<'_>, tag: Bound<'_, PyAny>, soft: bool) -> PyResult<()> {
+        let tag = tag
+            .cast::<pyo3::types::PyString>()
+            .map_err(|_| crate::errors::config_type_error(py, "`tag` must be a str".into()))?;
+        crate::tags::stamp(py, &self.handle.tt, &[tag.to_str()?.to_owned()], soft)
+    }
+
+    /// `invalidate_tag` of each of `tags` (an iterable of str), at once: one round trip
+    /// with Redis. Every tag is checked before any is invalidated.
+    #[pyo3(signature = (tags, *, soft=false))]
+    fn invalidate_tags(&self, py: Python<'_>, tags: Bound<'_, PyAny>, soft: bool) -> PyResult<()> {
+        let tags = tag_list(py, "tags", &tags, usize::MAX)?;
+        crate::tags::stamp(py, &self.handle.tt, &tags, soft)
     }
 
     /// The value of `key`, calling `loader()` when it must be loaded; concurrent callers of
@@ -315,7 +356,7 @@ impl Cache {
     }
 
     /// `key`'s entry in this process's memory, touching nothing, as `(value, state, age,
-    /// fresh_until, stale_until, load_duration)` (seconds; the two ends on the cache's
+    /// fresh_until, stale_until, load_duration, tags)` (seconds; the two ends on the cache's
     /// clock), or None when there is none (see `herdless.Cache.peek`).
     fn _peek(&self, py: Python<'_>, key: &str) -> PyResult<Option<PeekTuple>> {
         let Some(p) = self.handle.tt.l1().peek(key) else {
@@ -333,6 +374,7 @@ impl Cache {
             p.fresh_until.as_secs_f64(),
             p.stale_until.as_secs_f64(),
             p.load_duration.as_secs_f64(),
+            p.tags.into_iter().map(String::from).collect(),
         )))
     }
 

@@ -38,6 +38,7 @@ struct Choices {
     grace: Option<Duration>,
     negative_ttl: Option<Duration>,
     meta: Option<String>,
+    tags: Option<Vec<String>>,
     no_cache: bool,
 }
 
@@ -70,6 +71,9 @@ impl LoadContext {
         }
         if let (Some(m), None) = (&c.meta, loaded.meta_set()) {
             loaded = loaded.meta(m.clone());
+        }
+        if let (Some(t), None) = (&c.tags, loaded.tags_set()) {
+            loaded = loaded.tags(t.iter().cloned());
         }
         if c.no_cache {
             loaded = loaded.no_cache();
@@ -108,6 +112,7 @@ impl LoadContext {
                     value: to_caller(py, Some(p.value.clone()))?,
                     age: p.age.as_secs_f64(),
                     meta: p.meta.as_deref().map(str::to_owned),
+                    tags: p.tags().iter().map(|t| String::from(&**t)).collect(),
                 };
                 Py::new(py, previous)
             })
@@ -143,6 +148,16 @@ impl LoadContext {
     #[setter]
     fn set_meta(&self, meta: Option<String>) {
         self.choices.lock().meta = meta;
+    }
+
+    /// The entry's tags (an iterable of str), replacing any set before: each
+    /// `cache.invalidate_tag(tag)` of one of them drops it. At most `max_tags_per_entry`
+    /// distinct tags of 1 to 128 bytes each; the engine checks them when the loader returns
+    /// (a bad one fails the load with `InvalidTag`).
+    fn set_tags(&self, py: Python<'_>, tags: Bound<'_, PyAny>) -> PyResult<()> {
+        let tags = crate::tags::tag_list(py, "tags", &tags, MAX_TAGS_READ)?;
+        self.choices.lock().tags = Some(tags);
+        Ok(())
     }
 
     /// Answer the callers and store nothing.
@@ -251,22 +266,26 @@ pub(crate) struct Previous {
     /// The metadata its loader kept, or None.
     #[pyo3(get)]
     meta: Option<String>,
+    /// Its tags (a load answering "not modified" keeps them unless it sets its own).
+    #[pyo3(get)]
+    tags: Vec<String>,
 }
 
 #[pymethods]
 impl Previous {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
-            "Previous(value={}, age={}, meta={:?})",
+            "Previous(value={}, age={}, meta={:?}, tags={:?})",
             self.value.bind(py).repr()?,
             self.age,
-            self.meta
+            self.meta,
+            self.tags
         ))
     }
 }
 
-/// A loader's answer with this entry's own lifetimes (seconds) and metadata:
-/// `Loaded(value, ttl=5.0, meta='"v7"')`, `Loaded(ABSENT, negative_ttl=1.0)`,
+/// A loader's answer with this entry's own lifetimes (seconds), metadata and tags:
+/// `Loaded(value, ttl=5.0, meta='"v7"', tags=["product:42"])`, `Loaded(ABSENT, negative_ttl=1.0)`,
 /// `Loaded(value, no_cache=True)`, or `Loaded.not_modified()`.
 #[pyclass(frozen, module = "herdless", name = "Loaded")]
 pub(crate) struct Loaded {
@@ -275,6 +294,7 @@ pub(crate) struct Loaded {
     grace: Option<Duration>,
     negative_ttl: Option<Duration>,
     meta: Option<String>,
+    tags: Option<Vec<String>>,
     no_cache: bool,
 }
 
@@ -286,6 +306,7 @@ impl Loaded {
             grace: None,
             negative_ttl: None,
             meta: None,
+            tags: None,
             no_cache: false,
         }
     }
@@ -294,7 +315,8 @@ impl Loaded {
 #[pymethods]
 impl Loaded {
     #[new]
-    #[pyo3(signature = (value, *, ttl=None, grace=None, negative_ttl=None, meta=None, no_cache=false))]
+    #[pyo3(signature = (value, *, ttl=None, grace=None, negative_ttl=None, meta=None, tags=None, no_cache=false))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         value: Py<PyAny>,
@@ -302,6 +324,7 @@ impl Loaded {
         grace: Option<Bound<'_, PyAny>>,
         negative_ttl: Option<Bound<'_, PyAny>>,
         meta: Option<String>,
+        tags: Option<Bound<'_, PyAny>>,
         no_cache: bool,
     ) -> PyResult<Self> {
         let d = |name, v: Option<Bound<'_, PyAny>>, positive| {
@@ -313,22 +336,48 @@ impl Loaded {
             grace: d("grace", grace, false)?,
             negative_ttl: d("negative_ttl", negative_ttl, true)?,
             meta,
+            tags: tags
+                .filter(|t| !t.is_none())
+                .map(|t| crate::tags::tag_list(py, "tags", &t, MAX_TAGS_READ))
+                .transpose()?,
             no_cache,
         })
     }
 
     /// "The previous value still holds": it is kept and its lifetime restarts.
     #[staticmethod]
-    #[pyo3(signature = (*, ttl=None, meta=None))]
+    #[pyo3(signature = (*, ttl=None, meta=None, tags=None))]
     fn not_modified(
         py: Python<'_>,
         ttl: Option<Bound<'_, PyAny>>,
         meta: Option<String>,
+        tags: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut l = Self::not_modified_answer();
         l.ttl = ttl.map(|t| duration(py, "ttl", &t, true)).transpose()?;
         l.meta = meta;
+        l.tags = tags
+            .filter(|t| !t.is_none())
+            .map(|t| crate::tags::tag_list(py, "tags", &t, MAX_TAGS_READ))
+            .transpose()?;
         Ok(l)
+    }
+
+    /// This answer with `tags` unless it sets its own (the decorator's `tags=`).
+    fn _or_tags(&self, py: Python<'_>, tags: Bound<'_, PyAny>) -> PyResult<Self> {
+        let tags = match &self.tags {
+            Some(own) => own.clone(),
+            None => crate::tags::tag_list(py, "tags", &tags, MAX_TAGS_READ)?,
+        };
+        Ok(Self {
+            value: self.value.as_ref().map(|v| v.clone_ref(py)),
+            ttl: self.ttl,
+            grace: self.grace,
+            negative_ttl: self.negative_ttl,
+            meta: self.meta.clone(),
+            tags: Some(tags),
+            no_cache: self.no_cache,
+        })
     }
 
     /// Whether this answers "not modified".
@@ -344,6 +393,10 @@ impl Loaded {
         })
     }
 }
+
+/// Tags read from an answer made before the cache is known (`Loaded(...)`): more than any
+/// `max_tags_per_entry` allows is refused by the engine anyway, this only bounds the reading.
+const MAX_TAGS_READ: usize = 4096;
 
 /// What a loader's return value means: a [`Loaded`], or a plain value (`ABSENT`: absent).
 pub(crate) fn to_loaded(value: Bound<'_, PyAny>) -> PyResult<CoreLoaded<PyValue>> {
@@ -367,6 +420,9 @@ pub(crate) fn to_loaded(value: Bound<'_, PyAny>) -> PyResult<CoreLoaded<PyValue>
     }
     if let Some(m) = &l.meta {
         loaded = loaded.meta(m.clone());
+    }
+    if let Some(t) = &l.tags {
+        loaded = loaded.tags(t.iter().cloned());
     }
     if l.no_cache {
         loaded = loaded.no_cache();

@@ -96,6 +96,19 @@ pub(crate) fn map_error(py: Python<'_>, e: Error) -> PyErr {
             Error::Backend(_) => herdless_err(py, "BackendError", message, &[]),
             Error::NoPrevious => herdless_err(py, "NoPrevious", message, &[]),
             Error::MetaTooLong { .. } => herdless_err(py, "MetaTooLong", message, &[]),
+            Error::EmptyTag => herdless_err(py, "EmptyTag", message, &[]),
+            Error::TagTooLong { len, max } => herdless_err(
+                py,
+                "TagTooLong",
+                message,
+                &[("length", int(len)?), ("limit", int(max)?)],
+            ),
+            Error::TooManyTags { count, max } => herdless_err(
+                py,
+                "TooManyTags",
+                message,
+                &[("count", int(count)?), ("limit", int(max)?)],
+            ),
             Error::ZeroTtl | Error::TtlTooLong { .. } => config_error(py, message),
             _ => herdless_err(py, "HerdlessError", message, &[]),
         })

@@ -7,7 +7,7 @@
 //! [`blocking`] (the blocking driver of the fleet engine), [`batch`] (its batch loads), [`asyncio`] (its steps for the
 //! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
 //! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
-//! herdless is busy), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
+//! herdless is busy), [`tags`] (tags from Python), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
 //! keys), [`metrics`], [`errors`].
 
 mod asyncio;
@@ -25,6 +25,7 @@ mod metrics;
 mod observe;
 mod options;
 mod shutdown;
+mod tags;
 mod testing;
 mod value;
 

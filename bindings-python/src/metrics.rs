@@ -11,7 +11,8 @@ fn histogram<'py>(py: Python<'py>, h: &HistogramSnapshot) -> PyResult<Bound<'py,
     (counts, h.sum.as_secs_f64()).into_pyobject(py)
 }
 
-/// `{"entries", "weight", "loads_in_flight", "namespaces": {name: {"counters": {...},
+/// `{"entries", "weight", "loads_in_flight", "tags", "tag_invalidations",
+/// "tag_expirations", "retired_tags", "namespaces": {name: {"counters": {...},
 /// "load_duration": (counts, sum_seconds), "lock_wait": (counts, sum_seconds)}}}`.
 pub(crate) fn snapshot_to_dict<'py>(
     py: Python<'py>,
@@ -21,6 +22,10 @@ pub(crate) fn snapshot_to_dict<'py>(
     out.set_item("entries", m.entries)?;
     out.set_item("weight", m.weight)?;
     out.set_item("loads_in_flight", m.loads_in_flight)?;
+    out.set_item("tags", m.tags)?;
+    out.set_item("tag_invalidations", m.tag_invalidations)?;
+    out.set_item("tag_expirations", m.tag_expirations)?;
+    out.set_item("retired_tags", m.retired_tags)?;
     let namespaces = PyDict::new(py);
     for ns in &m.namespaces {
         let counters = PyDict::new(py);

@@ -21,11 +21,13 @@ from herdless import (
     BackendError,
     BatchError,
     Cache,
+    InvalidTag,
     Loaded,
     LoadContext,
     LoadTimeout,
     MetaTooLong,
     NoPrevious,
+    TooManyTags,
     WaitTimeout,
 )
 from herdless.testing import MemoryStore
@@ -64,6 +66,10 @@ def _kind(exc: BaseException) -> str:
         return "no_previous"
     if isinstance(exc, MetaTooLong):
         return "meta_too_long"
+    if isinstance(exc, TooManyTags):
+        return "too_many_tags"
+    if isinstance(exc, InvalidTag):
+        return "invalid_tag"
     return f"other: {exc!r}"
 
 
@@ -152,8 +158,14 @@ def _answer(value: Any, answer: dict[str, Any] | None) -> Any:
         value = ABSENT
     secs = {k[: -len("_ms")]: v / 1000 for k, v in answer.items() if k.endswith("_ms")}
     if answer.get("not_modified"):
-        return Loaded.not_modified(ttl=secs.get("ttl"), meta=answer.get("meta"))
-    return Loaded(value, meta=answer.get("meta"), no_cache=answer.get("no_cache", False), **secs)
+        return Loaded.not_modified(ttl=secs.get("ttl"), meta=answer.get("meta"), tags=answer.get("tags"))
+    return Loaded(
+        value,
+        meta=answer.get("meta"),
+        tags=answer.get("tags"),
+        no_cache=answer.get("no_cache", False),
+        **secs,
+    )
 
 
 def _counter(name: str, what: str, want: Any, got: int) -> None:
@@ -244,7 +256,17 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
             elif op == "get":
                 _check(name, step, *timed(lambda: p.get(step["key"])))
             elif op == "set":
-                _check(name, step, *timed(lambda: p.set(step["key"], step["value"])))
+                _check(
+                    name,
+                    step,
+                    *timed(lambda: p.set(step["key"], step["value"], tags=step.get("tags"))),
+                )
+            elif op == "invalidate_tag":
+                soft = step.get("soft", False)
+                if "tags" in step:
+                    _check(name, step, *timed(lambda: p.invalidate_tags(step["tags"], soft=soft)))
+                else:
+                    _check(name, step, *timed(lambda: p.invalidate_tag(step["tag"], soft=soft)))
             elif op == "invalidate":
                 _check(name, step, *timed(lambda: p.invalidate(step["key"])))
             elif op == "bump":
@@ -296,7 +318,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 # The optional features of the format (conformance/README.md, ``requires``) this runner plays.
-SUPPORTED: frozenset[str] = frozenset({"load_context"})
+SUPPORTED: frozenset[str] = frozenset({"load_context", "tags"})
 
 
 def _skip_unsupported(scenario: dict[str, Any]) -> None:

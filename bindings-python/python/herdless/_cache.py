@@ -79,6 +79,8 @@ class Peek:
     load_duration: float
     """Seconds the key's last load took (what XFetch refreshes early by); kept when a ``set``
     replaces the value, 0 if the key was never loaded."""
+    tags: tuple[str, ...] = ()
+    """The entry's tags (``set(..., tags=...)``, ``ctx.set_tags``, ``@cached(tags=...)``)."""
 
 
 class _Tally:
@@ -271,6 +273,7 @@ class Cache(_native.Cache):
         namespace: str | None = None,
         version: int = 1,
         ignore: Collection[str] = (),
+        tags: Iterable[str] | Callable[..., Iterable[str]] | None = None,
     ) -> _decorator.Decorator: ...
     @overload
     def cached(self, func: F, /) -> Any: ...
@@ -284,6 +287,7 @@ class Cache(_native.Cache):
         namespace: str | None = None,
         version: int = 1,
         ignore: Collection[str] = (),
+        tags: Iterable[str] | Callable[..., Iterable[str]] | None = None,
     ) -> Any:
         """Caches a sync or async function's results, one key per distinct call.
 
@@ -294,6 +298,11 @@ class Cache(_native.Cache):
           function's module); ``cache.bump(namespace)`` invalidates all of its keys.
         - ``version``: the key's schema version; bump it when the result's shape changes.
         - ``ignore``: parameter names left out of the key (e.g. ``("self",)``, a client).
+        - ``tags``: the tags of each result (``cache.invalidate_tag(tag)`` drops it): a list
+          of str, or a function of the call's arguments (the function's own, ``self``
+          included) returning them, e.g. ``tags=lambda product_id: [f"product:{product_id}"]``.
+          Called only when a result is loaded; a function that returns ``Loaded(...,
+          tags=...)`` keeps its own tags.
 
         The default key is ``{namespace}:v{version}:{module}.{qualname}?{param}={value}&...``
         with every parameter (defaults applied). Argument values must be str, int, float,
@@ -314,6 +323,10 @@ class Cache(_native.Cache):
             _native.check_seconds("ttl", ttl)
         if namespace is not None:
             _native.check_namespace("namespace", namespace)
+        if isinstance(tags, str):
+            raise ConfigTypeError("`tags` is a list of tags (or a function returning one), not one tag")
+        if tags is not None and not callable(tags):
+            tags = tuple(tags)
 
         def decorate(fn: Callable[..., Any]) -> Any:
             if not callable(fn):
@@ -325,8 +338,9 @@ class Cache(_native.Cache):
                 ns = namespace or self.namespace or fn.__module__
                 keyer = _decorator.make_keyer(fn, ns, version, frozenset(ignore))
             if _is_async(fn):
-                return _decorator.wrap_async(self, fn, keyer, ttl)
-            wrapper = _native.CachedFunction(self, fn, keyer, ttl)
+                return _decorator.wrap_async(self, fn, keyer, ttl, tags)
+            load = fn if tags is None else _decorator.tagging(fn, tags)
+            wrapper = _native.CachedFunction(self, load, keyer, ttl)
             functools.update_wrapper(wrapper, fn)
             return wrapper
 
@@ -424,7 +438,7 @@ class Cache(_native.Cache):
         seen = self._peek(key)
         if seen is None:
             return None
-        value, state, age, fresh_until, stale_until, load_duration = seen
+        value, state, age, fresh_until, stale_until, load_duration, tags = seen
         return Peek(
             value,
             cast(Literal["fresh", "stale", "fail_safe"], state),
@@ -432,6 +446,7 @@ class Cache(_native.Cache):
             fresh_until,
             stale_until,
             load_duration,
+            tuple(tags),
         )
 
     def metrics(self) -> Metrics:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Collection, Coroutine
+from collections.abc import Callable, Collection, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
 from . import _aio, _native
@@ -90,11 +90,35 @@ def make_keyer(
     return _native.Keyer(namespace, version, entity, params, var_keyword)
 
 
+Tags = Iterable[str] | Callable[..., Iterable[str]]
+"""``@cached(tags=...)``: the tags of every result, or a function of the call's arguments."""
+
+
+def _with_tags(result: Any, tags: Tags, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``result`` as an answer carrying ``tags`` (a ``Loaded`` keeps its own tags)."""
+    chosen = tags(*args, **kwargs) if callable(tags) else tags
+    if isinstance(result, _native.Loaded):
+        return result._or_tags(chosen)
+    return _native.Loaded(result, tags=chosen)
+
+
+def tagging(func: Callable[..., Any], tags: Tags) -> Callable[..., Any]:
+    """``func``, its results answered with their tags: the loader a sync ``@cached``
+    calls. Only loads run it; a hit never does."""
+
+    @functools.wraps(func)
+    def load(*args: Any, **kwargs: Any) -> Any:
+        return _with_tags(func(*args, **kwargs), tags, args, kwargs)
+
+    return load
+
+
 def wrap_async(
     cache: Cache,
     func: Callable[P, Coroutine[Any, Any, R]],
     keyer: Callable[..., str],
     ttl: float | None,
+    tags: Tags | None = None,
 ) -> AsyncCachedFunction[P, R]:
     """The async twin of the native ``CachedFunction``: a real ``async def``, so that
     frameworks inspecting it see a coroutine function."""
@@ -117,7 +141,14 @@ def wrap_async(
         step = cache._lookup(k, ttl)
         if type(step) is _native._Done:
             return step.value  # type: ignore[no-any-return]
-        load = functools.partial(func, *args, **kwargs)
+        if tags is None:
+            load: Callable[[], Coroutine[Any, Any, Any]] = functools.partial(func, *args, **kwargs)
+        else:
+            chosen = tags
+
+            async def load() -> Any:
+                return _with_tags(await func(*args, **kwargs), chosen, args, kwargs)
+
         return await _aio.aget_or_load(cache, k, load, ttl, step)
 
     wrapper.key = key  # type: ignore[attr-defined]

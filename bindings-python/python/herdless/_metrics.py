@@ -130,6 +130,17 @@ class Metrics:
     """Their total weight (entries)."""
     loads_in_flight: int
     """Loads running now."""
+    tags: int = 0
+    """Tag records held now (one per tag in use, bounded like namespaces)."""
+    tag_invalidations: int = 0
+    """Tags invalidated (``invalidate_tag``: their entries became misses), one per tag of
+    each call."""
+    tag_expirations: int = 0
+    """Tags expired (``invalidate_tag(..., soft=True)``: their entries became stale), one
+    per tag of each call."""
+    retired_tags: int = 0
+    """Tag records retired to stay within the engine's bound on tags (their entries became
+    misses: a forgotten tag never brings an older entry back)."""
     redis: dict[str, int] | None = None
     """The Redis tier's counters (``l2_hits``, ``fleet_locks_acquired``, ``backend_errors``,
     ...), or None without ``redis=``."""
@@ -171,5 +182,9 @@ def from_native(raw: dict[str, Any]) -> Metrics:
         entries=raw["entries"],
         weight=raw["weight"],
         loads_in_flight=raw["loads_in_flight"],
+        tags=raw["tags"],
+        tag_invalidations=raw["tag_invalidations"],
+        tag_expirations=raw["tag_expirations"],
+        retired_tags=raw["retired_tags"],
         redis=raw.get("redis"),
     )

@@ -51,7 +51,8 @@ def _takes_context(loader: object) -> bool:
 
 @final
 class Previous:
-    """The entry a load may replace: its value, its age in seconds, its loader's metadata."""
+    """The entry a load may replace: its value, its age in seconds, its loader's metadata
+    and its tags."""
 
     @property
     def value(self) -> Any: ...
@@ -59,10 +60,13 @@ class Previous:
     def age(self) -> float: ...
     @property
     def meta(self) -> str | None: ...
+    @property
+    def tags(self) -> list[str]:
+        """Its tags (a "not modified" answer keeps them unless it sets its own)."""
 
 @final
 class Loaded:
-    """A loader's answer with the entry's own lifetimes (seconds) and metadata."""
+    """A loader's answer with the entry's own lifetimes (seconds), metadata and tags."""
 
     def __new__(
         cls,
@@ -72,11 +76,17 @@ class Loaded:
         grace: float | None = None,
         negative_ttl: float | None = None,
         meta: str | None = None,
+        tags: Iterable[str] | None = None,
         no_cache: bool = False,
     ) -> Self: ...
     @staticmethod
-    def not_modified(*, ttl: float | None = None, meta: str | None = None) -> Loaded:
-        """The previous value still holds: it is kept and its lifetime restarts."""
+    def not_modified(
+        *, ttl: float | None = None, meta: str | None = None, tags: Iterable[str] | None = None
+    ) -> Loaded:
+        """The previous value still holds: it is kept (with its tags, unless ``tags`` is
+        given) and its lifetime restarts."""
+    def _or_tags(self, tags: Iterable[str]) -> Loaded:
+        """This answer with ``tags`` unless it sets its own (the decorator's ``tags=``)."""
     @property
     def is_not_modified(self) -> bool: ...
 
@@ -94,6 +104,9 @@ class LoadContext:
     def set_ttl(self, seconds: float) -> None: ...
     def set_grace(self, seconds: float) -> None: ...
     def set_negative_ttl(self, seconds: float) -> None: ...
+    def set_tags(self, tags: Iterable[str]) -> None:
+        """The entry's tags (replacing any set before): ``cache.invalidate_tag(tag)`` of
+        one of them drops it. Checked by the engine when the loader returns."""
     @property
     def meta(self) -> str | None: ...
     @meta.setter
@@ -164,9 +177,21 @@ class Cache:
     def get(self, key: str) -> Any: ...
     @overload
     def get(self, key: str, default: _T) -> Any | _T: ...
-    def set(self, key: str, value: object, *, ttl: float | None = None) -> None: ...
+    def set(
+        self,
+        key: str,
+        value: object,
+        *,
+        ttl: float | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> None: ...
     def invalidate(self, key: str) -> bool: ...
     def bump(self, namespace: str) -> int: ...
+    def invalidate_tag(self, tag: str, *, soft: bool = False) -> None:
+        """Drops every entry carrying ``tag`` in O(1) (hard); ``soft=True`` expires them
+        (served stale within grace while one refresh runs)."""
+    def invalidate_tags(self, tags: Iterable[str], *, soft: bool = False) -> None:
+        """``invalidate_tag`` of each of ``tags`` at once (one round trip with Redis)."""
     def get_or_load(
         self,
         key: str,
@@ -187,7 +212,9 @@ class Cache:
         self, key: str, ttl: float | None = None, retry: _Retry | None = None
     ) -> _Step | _Wait: ...
     def _metrics(self) -> dict[str, Any]: ...
-    def _peek(self, key: str) -> tuple[Any, str, float, float, float, float] | None: ...
+    def _peek(
+        self, key: str
+    ) -> tuple[Any, str, float, float, float, float, list[str]] | None: ...
     def _flights_in_progress(self) -> int: ...
     def _alerts(self) -> list[dict[str, Any]]: ...
     def _hot_keys(self, n: int) -> list[tuple[str, int, int]]: ...

@@ -19,8 +19,10 @@ __all__ = [
     "ConfigError",
     "ConfigTypeError",
     "EmptyKey",
+    "EmptyTag",
     "HerdlessError",
     "InvalidKey",
+    "InvalidTag",
     "KeyBuildError",
     "KeyTooLong",
     "LoadTimeout",
@@ -28,7 +30,9 @@ __all__ = [
     "HotKeysFormatError",
     "MetaTooLong",
     "NoPrevious",
+    "TagTooLong",
     "TooManyFlights",
+    "TooManyTags",
     "UnsupportedKeyValue",
     "WaitTimeout",
 ]
@@ -65,6 +69,42 @@ class KeyTooLong(InvalidKey):
     def __init__(self, message: str, *, length: int, limit: int) -> None:
         super().__init__(message)
         self.length = length
+        self.limit = limit
+
+
+class InvalidTag(HerdlessError, ValueError):
+    """A tag cannot be used (``set(tags=...)``, ``ctx.set_tags``, ``invalidate_tag``)."""
+
+
+class EmptyTag(InvalidTag):
+    """A tag is the empty string."""
+
+
+class TagTooLong(InvalidTag):
+    """A tag is longer than 128 bytes (UTF-8)."""
+
+    length: int
+    """Length of the tag, in bytes."""
+    limit: int
+    """The longest tag, in bytes."""
+
+    def __init__(self, message: str, *, length: int, limit: int) -> None:
+        super().__init__(message)
+        self.length = length
+        self.limit = limit
+
+
+class TooManyTags(InvalidTag):
+    """An entry was given more distinct tags than the engine's per-entry cap (16)."""
+
+    count: int
+    """Its distinct tags."""
+    limit: int
+    """The most an entry may carry."""
+
+    def __init__(self, message: str, *, count: int, limit: int) -> None:
+        super().__init__(message)
+        self.count = count
         self.limit = limit
 
 

@@ -1,0 +1,76 @@
+//! Tags from Python: an iterable of str read into the engine's tags. Their rules (length,
+//! count, duplicates) are the engine's; this module only converts, and refuses a bare str,
+//! which Python would happily iterate as its characters.
+
+use herdless::Error;
+use herdless_redis::two_tier::TwoTier;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+use crate::block::block_on;
+use crate::errors::{config_type_error, map_error};
+use crate::value::PyValue;
+
+/// The tags in `v` (any iterable of str), in order. A str, or an item that is not a str,
+/// raises `ConfigTypeError` (a `TypeError`). Stops reading once it holds `limit + 1`
+/// distinct tags (the engine then refuses them with its `TooManyTags`): an endless iterator
+/// cannot fill memory, and no tag is silently dropped.
+pub(crate) fn tag_list(
+    py: Python<'_>,
+    name: &str,
+    v: &Bound<'_, PyAny>,
+    limit: usize,
+) -> PyResult<Vec<String>> {
+    if v.is_instance_of::<PyString>() {
+        return Err(config_type_error(
+            py,
+            format!("`{name}` is an iterable of tags, not one tag: wrap it in a list"),
+        ));
+    }
+    let items = v.try_iter().map_err(|_| {
+        config_type_error(
+            py,
+            format!("`{name}` must be an iterable of str, got {}", type_name(v)),
+        )
+    })?;
+    let (mut tags, mut distinct) = (Vec::new(), std::collections::HashSet::new());
+    for item in items {
+        let item = item?;
+        let s = item.cast::<PyString>().map_err(|_| {
+            config_type_error(
+                py,
+                format!("`{name}` holds a {}: tags are str", type_name(&item)),
+            )
+        })?;
+        let tag = s.to_str()?.to_owned();
+        distinct.insert(tag.clone());
+        tags.push(tag);
+        if distinct.len() > limit {
+            break;
+        }
+    }
+    Ok(tags)
+}
+
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type()
+        .qualname()
+        .map(|q| q.to_string())
+        .unwrap_or_default()
+}
+
+/// `invalidate_tags` (`soft=False`) or `expire_tags` (`soft=True`) of the fleet engine,
+/// waited for with the GIL released.
+pub(crate) fn stamp(
+    py: Python<'_>,
+    tt: &TwoTier<PyValue>,
+    tags: &[String],
+    soft: bool,
+) -> PyResult<()> {
+    let started: Result<_, Error> = match soft {
+        true => tt.expire_tags(tags),
+        false => tt.invalidate_tags(tags),
+    };
+    let mut pending = started.map_err(|e| map_error(py, e))?;
+    block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
+}
