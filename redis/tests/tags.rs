@@ -288,9 +288,8 @@ fn a_not_modified_refresh_of_a_shared_entry_keeps_its_tags() {
         })
         .unwrap();
     assert_eq!(got.as_deref(), Some("lamp"));
-    assert!(common::eventually(Duration::from_secs(3), || {
-        b.metrics().1.commits == 1
-    }));
+    let published = common::eventually(Duration::from_secs(3), || b.metrics().1.commits == 1);
+    assert!(published, "{:?}", b.metrics());
     // Republished with its tags: a hard invalidation still drops it.
     a.invalidate_tag("product:42").unwrap();
     assert_eq!(read(&b, "page:/lamp"), None);
