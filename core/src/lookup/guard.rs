@@ -1,5 +1,6 @@
 //! The leader's handle: the right and the duty to load one key.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use core::future::Future;
 use core::pin::Pin;
