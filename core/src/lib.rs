@@ -214,6 +214,7 @@ mod events;
 mod expiry;
 mod flight;
 mod hotkeys;
+mod invalidation;
 pub mod jitter;
 pub mod key;
 mod loaded;
