@@ -420,7 +420,7 @@ impl Fleet {
             .await
             .map_err(|e| self.failed(key, e))?;
         let Some(e) = found else { return Ok(None) };
-        let e = self.judge(e).await.map_err(|e| self.failed(key, e))?;
+        let e = self.judge(e, now).await.map_err(|e| self.failed(key, e))?;
         Ok(e.filter(|e| e.is_servable(now)))
     }
 
@@ -513,14 +513,18 @@ impl Fleet {
         Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
 
-    /// `entry` as its tags leave it now (`None`: removed); an untagged entry as it is,
-    /// without a round trip.
-    async fn judge(&self, entry: StoredEntry) -> Result<Option<StoredEntry>, herdless::LoadError> {
+    /// `entry` as its tags leave it at `now_ms` (`None`: removed; expired, it is no longer
+    /// fresh at `now_ms`); an untagged entry as it is, without a round trip.
+    async fn judge(
+        &self,
+        entry: StoredEntry,
+        now_ms: u64,
+    ) -> Result<Option<StoredEntry>, herdless::LoadError> {
         if entry.tags.is_empty() {
             return Ok(Some(entry));
         }
         let stamps = self.stamps(&entry.tags, false).await?;
-        Ok(judged(entry, &stamps, now_ms()))
+        Ok(judged(entry, &stamps, now_ms))
     }
 
     /// An acquire's answer with its entry judged by its tags.
@@ -530,7 +534,7 @@ impl Fleet {
         Ok(Judged::Ready(match a {
             Acquired::Fresh(e) => {
                 let version = e.version;
-                match self.judge(e).await? {
+                match self.judge(e, now).await? {
                     Some(e) if e.is_fresh(now) => Acquired::Fresh(e),
                     _ => return Ok(Judged::PastFresh(version)),
                 }
@@ -540,13 +544,13 @@ impl Fleet {
                 stale: Some(e),
             } => Acquired::Locked {
                 token,
-                stale: servable(self.judge(e).await?),
+                stale: servable(self.judge(e, now).await?),
             },
             Acquired::Contended {
                 stale: Some(e),
                 remaining,
             } => Acquired::Contended {
-                stale: servable(self.judge(e).await?),
+                stale: servable(self.judge(e, now).await?),
                 remaining,
             },
             other => other,
@@ -558,9 +562,13 @@ impl Fleet {
     /// process knew of before then, so that one in the same millisecond but before the
     /// write does not count against it) and caps its life at `born_ms + tag_retention`:
     /// no entry outlives the record of an invalidation that happened after its birth.
+    /// An entry dated already (`born_ms` set) is left as it is.
     pub(crate) fn date(&self, entry: &mut StoredEntry, began: Instant) {
         if entry.tags.is_empty() {
             entry.born_ms = 0;
+            return;
+        }
+        if entry.born_ms != 0 {
             return;
         }
         let ago = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -722,6 +730,13 @@ impl FleetLease {
         if let Some(h) = self.extender.take() {
             h.abort();
         }
+    }
+
+    /// Dates a tagged entry this lease will publish, as
+    /// [`publish_dated`](Self::publish_dated) does (the load began at `began`), so that
+    /// its caller sees the life the fleet will keep it for.
+    pub fn date(&self, entry: &mut StoredEntry, began: Instant) {
+        self.fleet.date(entry, began);
     }
 
     /// Stores a loaded `entry` for the fleet, as [`publish`](Self::publish) does.

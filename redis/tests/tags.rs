@@ -257,3 +257,41 @@ fn tags_on_a_cluster_spread_over_slots_and_reach_every_process() {
     assert_eq!(a.get("shop:/lamp").unwrap(), None);
     assert_eq!(read(&a, "blog:/lamp-review"), None);
 }
+
+#[test]
+fn a_not_modified_refresh_of_a_shared_entry_keeps_its_tags() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let p = common::unique("tg");
+    let mk = || {
+        TieredCache::builder(backend(&srv.url(), &p), Json)
+            .ttl(Duration::from_secs(60))
+            .grace(Duration::from_secs(60))
+            .build()
+            .expect("cache")
+    };
+    let (a, b): (Cache, Cache) = (mk(), mk());
+    a.set_with("page:/lamp", page("lamp", &["product:42"]).meta("\"v1\""))
+        .unwrap();
+    a.expire_tag("product:42").unwrap();
+    // b has no copy: it serves the stale shared entry and refreshes it for the fleet in
+    // the background, told the shared entry; the origin answers "not modified".
+    let got = b
+        .get_or_load_with("page:/lamp", |ctx| {
+            assert_eq!(
+                ctx.previous().and_then(|p| p.meta.clone()).as_deref(),
+                Some("\"v1\"")
+            );
+            Ok::<_, std::io::Error>(Loaded::not_modified())
+        })
+        .unwrap();
+    assert_eq!(got.as_deref(), Some("lamp"));
+    let published = common::eventually(Duration::from_secs(3), || b.metrics().1.commits == 1);
+    assert!(published, "{:?}", b.metrics());
+    // Republished with its tags: a hard invalidation still drops it.
+    a.invalidate_tag("product:42").unwrap();
+    assert_eq!(read(&b, "page:/lamp"), None);
+    assert_eq!(read(&a, "page:/lamp"), None);
+}

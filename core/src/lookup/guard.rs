@@ -1,5 +1,6 @@
 //! The leader's handle: the right and the duty to load one key.
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use core::future::Future;
 use core::pin::Pin;
@@ -30,12 +31,14 @@ pub struct LoadGuard<V: Clone + Send + Sync + 'static> {
     fallback: Fallback<V>,
     permit: Option<Permit>,
     began: Option<Duration>,
-    /// How the result is kept: a driver's ttl, the loader's lifetimes and metadata.
-    keep: Keep,
+    /// How the result is kept: a driver's ttl, the loader's lifetimes and metadata. Boxed
+    /// when set: a guard travels by value in every [`Lookup`](crate::Lookup), hits too.
+    keep: Option<Box<Keep>>,
     /// When the caller first arrived (before any hand-over), on the cache's clock.
     arrived: Duration,
     reason: LoadReason,
-    previous: Option<Previous<V>>,
+    /// Boxed for the same reason as `keep`.
+    previous: Option<Box<Previous<V>>>,
     /// The leader's caller said it no longer wants the result.
     released: bool,
     done: bool,
@@ -54,7 +57,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             fallback: Fallback::new(fallback),
             permit: None,
             began: None,
-            keep: Keep::default(),
+            keep: None,
             arrived,
             reason: LoadReason::First,
             previous: None,
@@ -70,14 +73,19 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         previous: Option<Previous<V>>,
     ) -> Self {
         self.reason = reason;
-        self.previous = previous;
+        self.previous = previous.map(Box::new);
         self
+    }
+
+    /// How the result is kept, made on first use.
+    fn keep(&mut self) -> &mut Keep {
+        self.keep.get_or_insert_with(Box::default)
     }
 
     /// Stores the loaded value with this TTL instead of the cache's (jitter still applies;
     /// a zero TTL is ignored). Absences keep `negative_ttl`.
     pub fn set_ttl(&mut self, ttl: Duration) {
-        self.keep.ttl = Some(ttl).filter(|t| !t.is_zero());
+        self.keep().ttl = Some(ttl).filter(|t| !t.is_zero());
     }
 
     /// Why this load runs.
@@ -92,13 +100,13 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
 
     /// The value this load may replace (see [`Previous`]).
     pub fn previous(&self) -> Option<&Previous<V>> {
-        self.previous.as_ref()
+        self.previous.as_deref()
     }
 
     /// Gives the load a previous value found elsewhere (a shared tier's stale entry), when
     /// the cache itself had none.
     pub fn set_previous(&mut self, previous: Previous<V>) {
-        self.previous.get_or_insert(previous);
+        self.previous.get_or_insert_with(|| Box::new(previous));
     }
 
     /// The context to hand a context-aware loader: the key, the reason, the previous value
@@ -108,7 +116,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             self.flight.clone(),
             self.table.clock.clone(),
             self.reason,
-            self.previous.clone(),
+            self.previous.as_deref().cloned(),
         )
     }
 
@@ -254,7 +262,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         // Past the hard timeout the load was given up (a blocking loader cannot be stopped
         // there): its late result answers its callers but is not kept.
         if self.flight.hard_deadline.is_some_and(|d| now >= d) {
-            self.keep.no_cache = true;
+            self.keep().no_cache = true;
         }
         match result {
             Ok(v) => {
@@ -293,22 +301,23 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         }
         let value = match answer {
             Answer::Value(v) => {
-                self.keep.extras = extras;
+                self.keep().extras = extras;
                 v
             }
             Answer::NotModified => match self.previous.take() {
                 Some(p) => {
-                    self.keep.extras = extras.or(p.extras.as_deref());
+                    self.keep().extras = extras.or(p.extras.as_deref());
                     self.flight.ns.counters().not_modified.inc();
                     Some(p.value)
                 }
                 None => return self.refuse(Error::NoPrevious),
             },
         };
-        if let Err(e) = self.table.check_tags(&mut self.keep) {
+        let keep = self.keep.get_or_insert_with(Box::default);
+        if let Err(e) = self.table.check_tags(keep) {
             return self.refuse(e);
         }
-        self.keep.no_cache = !store;
+        keep.no_cache = !store;
         self.complete(Ok(value))
     }
 
@@ -329,9 +338,10 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         extras: Extras,
     ) -> Result<Option<V>, Error> {
         // Zero would mean "the cache's TTL": the smallest TTL makes the entry stale at once.
-        self.keep.ttl = Some(fresh.max(Duration::from_nanos(1)));
-        self.keep.extras = extras;
-        if let Err(e) = self.table.check_tags(&mut self.keep) {
+        let keep = self.keep.get_or_insert_with(Box::default);
+        keep.ttl = Some(fresh.max(Duration::from_nanos(1)));
+        keep.extras = extras;
+        if let Err(e) = self.table.check_tags(keep) {
             return self.refuse(e);
         }
         let now = self.table.now();
@@ -420,7 +430,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         if matches!(outcome, Outcome::Abandoned) {
             self.flight.ns.counters().abandoned_loads.inc();
         }
-        let keep = core::mem::take(&mut self.keep);
+        let keep = self.keep.take().map_or_else(Keep::default, |k| *k);
         self.table.finish(&self.flight, outcome, took, keep, now);
         self.permit = None;
     }

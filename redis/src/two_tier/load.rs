@@ -50,6 +50,9 @@ pub struct Load<V: Clone + Send + Sync + 'static> {
     timer: Timer,
     /// A detached refresh's previous value: the shared entry it refreshes.
     previous: Option<Previous<V>>,
+    /// A detached refresh's previous tags (the shared entry's): a not-modified answer
+    /// keeps them, as the L1's previous entry keeps its own.
+    previous_tags: Vec<String>,
 }
 
 impl<V: Clone + Send + Sync + 'static> Load<V> {
@@ -77,6 +80,7 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
             soft_told: false,
             timer: Timer::default(),
             previous: None,
+            previous_tags: Vec::new(),
         }
     }
 
@@ -107,14 +111,17 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         lease: FleetLease,
         permit: OriginPermit,
         ttl: Option<Duration>,
-        previous: Option<Previous<V>>,
+        previous: Option<(Previous<V>, Vec<String>)>,
     ) -> Self {
         let hard = tt.l1().options().hard_timeout;
         let now = tt.l1().clock().now();
         let mut load = Self::new(tt, None, Some(lease), ttl, true);
         load.permit = Some(permit);
         load.hard = hard.map(|h| now.saturating_add(h));
-        load.previous = previous;
+        if let Some((previous, tags)) = previous {
+            load.previous = Some(previous);
+            load.previous_tags = tags;
+        }
         load
     }
 
@@ -284,6 +291,8 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
             self.count_refused();
             return self.fail(Error::MetaTooLong { len, max });
         }
+        // A not-modified answer that sets no tags keeps the previous entry's.
+        let keep_tags = loaded.is_not_modified() && loaded.tags_set().is_none();
         let loaded = if loaded.is_not_modified() {
             let Some(previous) = self.previous() else {
                 self.count_refused();
@@ -297,6 +306,7 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         };
         // After the resolution: a not-modified answer keeps the previous entry's tags.
         let tags = match self.tt.tags_of(&loaded) {
+            Ok(tags) if tags.is_empty() && keep_tags => self.previous_tags.clone(),
             Ok(tags) => tags,
             Err(e) => {
                 self.count_refused();
@@ -333,6 +343,9 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
             .expect("a fleet load has a shared tier");
         let (mut entry, _) = life.entry_own(bytes, took, lease.epoch(), self.ttl, &own);
         entry.tags = tags.clone();
+        // Dated by the loader's start, its life capped by the tags' retention: this
+        // process keeps it no longer than the fleet does.
+        lease.date(&mut entry, self.started);
         let fresh_until_ms = entry.fresh_until_ms;
         let (tt, guard, permit) = (self.tt.clone(), self.guard.take(), self.permit.take());
         let began = self.started;

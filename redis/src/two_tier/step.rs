@@ -408,8 +408,15 @@ fn lead<V: Clone + Send + Sync + 'static>(
     // The detached refresh calls the origin, so it takes a share of the budget; with none
     // free it is skipped (dropping the lease hands the key over) and a later read of the
     // still-stale copy tries again.
-    let refresh = driver::try_origin_permit(tt.l1())
-        .map(|permit| Load::detached(tt.clone(), lease, permit, ttl, Some(previous)));
+    let refresh = driver::try_origin_permit(tt.l1()).map(|permit| {
+        Load::detached(
+            tt.clone(),
+            lease,
+            permit,
+            ttl,
+            Some((previous, tags.clone())),
+        )
+    });
     let value = stale.value.clone();
     // Stored already stale (within grace): served, and refreshed by whoever reads it next
     // once the detached load has published.

@@ -75,6 +75,8 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let (mut entry, _) = life.entry_own(bytes, Duration::ZERO, 0, None, &own);
         entry.tags = tags;
         let (fleet, tt, key) = (self.fleet().expect("shared"), self.clone(), key.to_owned());
+        // Dated now, its life capped by the tags' retention (as the fleet keeps it).
+        fleet.date(&mut entry, std::time::Instant::now());
         Ok(Pending::new(async move {
             let tags = entry.tags.clone();
             let fresh_until_ms = entry.fresh_until_ms;
