@@ -29,6 +29,8 @@ export interface PreviousEntry<T = unknown> {
   readonly age: number
   /** What its loader set as `ctx.meta` (an ETag, a version), or undefined. */
   readonly meta: string | undefined
+  /** Its tags (a `notModified()` answer keeps them unless the loader sets its own). */
+  readonly tags: string[]
 }
 
 /**
@@ -55,6 +57,12 @@ export interface LoadContext<T = unknown> {
   setGrace(ms: number): void
   /** This absence's lifetime in milliseconds (> 0), when the loader answers `ABSENT`. */
   setNegativeTtl(ms: number): void
+  /**
+   * This entry's tags (replacing any set before): `invalidateTag` of one of them drops it.
+   * At most 16 distinct tags of 1 to 128 bytes; checked when the loader returns
+   * (`HERDLESS_INVALID_TAG`, `HERDLESS_TOO_MANY_TAGS`).
+   */
+  setTags(tags: readonly string[]): void
   /** Answer the callers and store nothing. */
   noCache(): void
   /**
@@ -122,14 +130,15 @@ export declare class Cache {
   read(key: string): Promise<unknown>
   /**
    * Stores `value` under `key` (`ABSENT` caches an absence for `negativeTtl`).
-   * `options.ttl` (ms) replaces the cache's TTL for this entry. A load of `key` already
+   * `options.ttl` (ms) replaces the cache's TTL for this entry; `options.tags` (an array
+   * of strings) tags it: `invalidateTag` of one of them drops it. A load of `key` already
    * running anywhere will not overwrite it. Without a shared tier this process has it at
    * once. With one, the promise resolves when the fleet has it (and this process with
    * it); when the tier fails it rejects (code `HERDLESS_BACKEND`) after dropping this
    * process's copy, and a value the codec cannot encode is refused (a `TypeError`, or
    * what your codec's `encode` threw).
    */
-  set(key: string, value: unknown, options?: { ttl?: number }): Promise<void>
+  set(key: string, value: unknown, options?: { ttl?: number; tags?: readonly string[] }): Promise<void>
   /**
    * Removes `key`'s entry (in the whole fleet with a shared tier); a load of `key`
    * already running will not write back its (older) result. Resolves to whether an
@@ -144,6 +153,21 @@ export declare class Cache {
    * moves on at once; a shared tier that fails rejects (code `HERDLESS_BACKEND`).
    */
   bump(namespace?: string): Promise<number>
+  /**
+   * Drops every entry carrying `tag`, in O(1) (in the whole fleet with a shared tier).
+   * Hard by default: those entries become misses, never served again (not even when a
+   * load fails), and a load that began before this call does not store its older value.
+   * `{ soft: true }` expires them instead: served stale within their grace while one
+   * refresh runs, kept as fail-safe values. This process applies it at once; the promise
+   * resolves when the fleet has it (a shared tier that fails rejects, code
+   * `HERDLESS_BACKEND`). A bad tag rejects with `HERDLESS_INVALID_TAG`.
+   */
+  invalidateTag(tag: string, options?: { soft?: boolean }): Promise<void>
+  /**
+   * `invalidateTag` of each of `tags` at once (one round trip with a shared tier). Every
+   * tag is checked before any is invalidated.
+   */
+  invalidateTags(tags: readonly string[], options?: { soft?: boolean }): Promise<void>
   /**
    * The value of `key`, loading it with `loader` if needed. Concurrent callers of one key
    * share one loader call; the others wait (at most `waitTimeout`) without blocking the
@@ -599,6 +623,23 @@ export interface Metrics {
   weight: number
   /** Loads running now. */
   loadsInFlight: number
+  /** Tag records held now (one per tag in use, bounded like namespaces). */
+  tags: number
+  /**
+   * Tags invalidated (`invalidateTag`: their entries became misses), one per tag of
+   * each call.
+   */
+  tagInvalidations: number
+  /**
+   * Tags expired (`invalidateTag(tag, { soft: true })`: their entries became stale), one
+   * per tag of each call.
+   */
+  tagExpirations: number
+  /**
+   * Tag records retired to stay within the engine's bound on tags (their entries became
+   * misses: a forgotten tag never brings an older entry back).
+   */
+  retiredTags: number
   /** The shared tier's counters (absent without the `redis` option). */
   redis?: RedisCounters
 }
@@ -641,6 +682,8 @@ export interface Peek {
    * `set` replaces the value, 0 if the key was never loaded.
    */
   loadDurationMs: number
+  /** The entry's tags (`set(key, value, { tags })`, `ctx.setTags`, `wrap`'s `tags`). */
+  tags: Array<string>
 }
 
 /** Counters of the shared tier (this process's view of the fleet). */
@@ -684,6 +727,15 @@ export interface RedisCounters {
   fleetWaitRechecks: number
   /** Waits for another process's load that ended at `waitTimeout`. */
   fleetWaitTimeouts: number
+  /** Tags invalidated or expired by this process for the fleet. */
+  tagInvalidations: number
+  /**
+   * Round trips that read tags' invalidation stamps (a tagged entry whose tags were not
+   * known recently enough, or a leader's check before its commit).
+   */
+  tagFetches: number
+  /** Loads not published because one of their tags was invalidated after the load began. */
+  tagRejectedCommits: number
 }
 
 /** Options of `cache.warm(keys, loader, options)`. */
@@ -727,6 +779,12 @@ export interface WrapOptions {
   ttl?: number
   /** Maps the arguments to the key's id (a key value) or to `{ id?, params? }`. */
   key?: (...args: any[]) => KeyValue | { id?: KeyValue; params?: Record<string, KeyValue> }
+  /**
+   * The tags of each memoised result (`invalidateTag` of one drops it): an array of
+   * strings, or a function of the call's arguments (with its `this`) returning one,
+   * called only when a result is loaded.
+   */
+  tags?: readonly string[] | ((...args: any[]) => readonly string[])
 }
 
 export declare namespace testing {

@@ -46,9 +46,9 @@ fn key_arg<'b>(js: Js, key: Value, room: &'b mut StrRoom) -> Result<StrBuf<'b>> 
     }
 }
 
-/// Refuses a key or namespace that is not valid Unicode (a lone surrogate).
+/// Refuses a key, namespace or tag that is not valid Unicode (a lone surrogate).
 #[cold]
-fn well_formed(js: Js, s: Value, what: &str) -> Result<()> {
+pub(crate) fn well_formed(js: Js, s: Value, what: &str) -> Result<()> {
     let ok = js.call_method(s, "isWellFormed", &[])?;
     if js.get_bool(ok)? {
         Ok(())
@@ -110,7 +110,11 @@ pub(crate) fn call_options(js: Js, opts: Option<Value>) -> Result<CallOptions> {
             ));
         }
     };
-    Ok(CallOptions { ttl, signal })
+    Ok(CallOptions {
+        ttl,
+        tags: None,
+        signal,
+    })
 }
 
 /// Turns a thrown exception into a rejected promise: promise-returning methods never throw.
@@ -242,16 +246,29 @@ impl Cache {
     fn set_impl(&self, js: Js, key: Value, value: Value, options: Option<Value>) -> Result<Value> {
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
-        let ttl = match options_arg(js, options, "set", &["ttl"])? {
-            Some(o) => options::ttl(js, o)?,
-            None => None,
-        };
+        let (mut ttl, mut tags) = (None, None);
+        if let Some(o) = options_arg(js, options, "set", &["ttl", "tags"])? {
+            ttl = options::ttl(js, o)?;
+            let t = js.get(o, "tags")?;
+            if js.type_of(t)? != Type::Undefined {
+                tags = Some(crate::tags::tag_list(js, t, "option `tags`")?);
+            }
+        }
         let inner = &self.inner;
-        let r = if inner.is_absent(js, value)? {
-            inner.tt.set_absent(key.as_str())
-        } else {
-            let v = inner.table.store(js, value)?;
-            inner.tt.set(key.as_str(), v, ttl, &inner.host(js))
+        let value = match inner.is_absent(js, value)? {
+            true => None,
+            false => Some(inner.table.store(js, value)?),
+        };
+        let r = match (value, tags) {
+            (value, Some(tags)) => {
+                let mut loaded = herdless::Loaded::from(value).tags(tags);
+                if let Some(t) = ttl {
+                    loaded = loaded.ttl(t);
+                }
+                inner.tt.set_with(key.as_str(), loaded, &inner.host(js))
+            }
+            (Some(v), None) => inner.tt.set(key.as_str(), v, ttl, &inner.host(js)),
+            (None, None) => inner.tt.set_absent(key.as_str()),
         };
         inner.run_woken(js)?;
         let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
@@ -302,6 +319,36 @@ impl Cache {
         let pending = self.inner.tt.bump(&ns);
         self.inner.op(js, pending, |js, inner, r| {
             answer(js, inner, r, |epoch| js.number(epoch as f64))
+        })
+    }
+
+    /// `invalidateTag` (one tag) and `invalidateTags` (an array): hard, or soft with
+    /// `{ soft: true }`.
+    fn stamp_impl(&self, js: Js, tags: Vec<String>, options: Option<Value>) -> Result<Value> {
+        let soft = match options_arg(js, options, "invalidateTag", &["soft"])? {
+            Some(o) => match js.get(o, "soft")? {
+                v if js.type_of(v)? == Type::Undefined => false,
+                v if js.type_of(v)? == Type::Boolean => js.get_bool(v)?,
+                _ => {
+                    return Err(error::throw_new(
+                        js,
+                        ErrorKind::Type,
+                        code::INVALID_OPTION,
+                        "option `soft` must be a boolean",
+                    ));
+                }
+            },
+            None => false,
+        };
+        let inner = &self.inner;
+        let r = match soft {
+            true => inner.tt.expire_tags(&tags),
+            false => inner.tt.invalidate_tags(&tags),
+        };
+        inner.run_woken(js)?;
+        let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
+        inner.op(js, pending, |js, inner, r| {
+            answer(js, inner, r, |()| js.undefined())
         })
     }
 
@@ -407,6 +454,7 @@ impl Cache {
                 let obj = js.object()?;
                 js.set(obj, "value", value)?;
                 js.set(obj, "state", js.string(state)?)?;
+                js.set(obj, "tags", crate::tags::to_array(js, &p.tags)?)?;
                 for (name, d) in [
                     ("ageMs", p.age),
                     ("freshUntilMs", p.fresh_until),
@@ -436,14 +484,15 @@ impl Cache {
     }
 
     /// Stores `value` under `key` (`ABSENT` caches an absence for `negativeTtl`).
-    /// `options.ttl` (ms) replaces the cache's TTL for this entry. A load of `key` already
+    /// `options.ttl` (ms) replaces the cache's TTL for this entry; `options.tags` (an array
+    /// of strings) tags it: `invalidateTag` of one of them drops it. A load of `key` already
     /// running anywhere will not overwrite it. Without a shared tier this process has it at
     /// once. With one, the promise resolves when the fleet has it (and this process with
     /// it); when the tier fails it rejects (code `HERDLESS_BACKEND`) after dropping this
     /// process's copy, and a value the codec cannot encode is refused (a `TypeError`, or
     /// what your codec's `encode` threw).
     #[napi(
-        ts_args_type = "key: string, value: unknown, options?: { ttl?: number }",
+        ts_args_type = "key: string, value: unknown, options?: { ttl?: number; tags?: readonly string[] }",
         ts_return_type = "Promise<void>"
     )]
     pub fn set<'env>(
@@ -488,6 +537,51 @@ impl Cache {
     ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
         let r = self.bump_impl(js, namespace.map(|n| n.raw()));
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
+    }
+
+    /// Drops every entry carrying `tag`, in O(1) (in the whole fleet with a shared tier).
+    /// Hard by default: those entries become misses, never served again (not even when a
+    /// load fails), and a load that began before this call does not store its older value.
+    /// `{ soft: true }` expires them instead: served stale within their grace while one
+    /// refresh runs, kept as fail-safe values. This process applies it at once; the promise
+    /// resolves when the fleet has it (a shared tier that fails rejects, code
+    /// `HERDLESS_BACKEND`). A bad tag rejects with `HERDLESS_INVALID_TAG`.
+    #[napi(
+        ts_args_type = "tag: string, options?: { soft?: boolean }",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn invalidate_tag<'env>(
+        &self,
+        env: &'env Env,
+        tag: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let r = crate::tags::tag_arg(js, tag.raw())
+            .and_then(|t| self.stamp_impl(js, vec![t], options.map(|o| o.raw())));
+        let p = rejecting(js, r)?;
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
+    }
+
+    /// `invalidateTag` of each of `tags` at once (one round trip with a shared tier). Every
+    /// tag is checked before any is invalidated.
+    #[napi(
+        ts_args_type = "tags: readonly string[], options?: { soft?: boolean }",
+        ts_return_type = "Promise<void>"
+    )]
+    pub fn invalidate_tags<'env>(
+        &self,
+        env: &'env Env,
+        tags: Unknown<'env>,
+        options: Option<Unknown<'env>>,
+    ) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let r = crate::tags::tag_list(js, tags.raw(), "`tags`")
+            .and_then(|t| self.stamp_impl(js, t, options.map(|o| o.raw())));
         let p = rejecting(js, r)?;
         // SAFETY: a value of this env, returned to it at once.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
@@ -579,7 +673,7 @@ impl Cache {
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let known = ["namespace", "entity", "version", "ttl", "key"];
+        let known = ["namespace", "entity", "version", "ttl", "key", "tags"];
         let opts = options_arg(js, options.map(|o| o.raw()), "wrap", &known)?;
         let f = crate::wrap::wrap(js, &self.inner, func.raw(), opts)?;
         // SAFETY: a value of this env, returned to it at once.
@@ -786,6 +880,8 @@ pub struct Peek {
     /// Milliseconds the key's last load took (what XFetch refreshes early by); kept when a
     /// `set` replaces the value, 0 if the key was never loaded.
     pub load_duration_ms: f64,
+    /// The entry's tags (`set(key, value, { tags })`, `ctx.setTags`, `wrap`'s `tags`).
+    pub tags: Vec<String>,
 }
 
 /// Per-call options of `getOrLoad`.

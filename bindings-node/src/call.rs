@@ -142,6 +142,9 @@ impl Answer {
 #[derive(Default)]
 pub(crate) struct CallOptions {
     pub(crate) ttl: Option<Duration>,
+    /// The tags of the value this call loads (`wrap`'s `tags`), unless the loader's
+    /// context sets its own.
+    pub(crate) tags: Option<std::rc::Rc<[String]>>,
     /// An AbortSignal (checked to be one by the caller of `Inner::start`).
     pub(crate) signal: Option<Value>,
 }

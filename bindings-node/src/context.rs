@@ -3,7 +3,7 @@
 //! a context object: `ctx.key`, `ctx.reason`, `ctx.previous` (`{ value, age, meta }`, age
 //! in ms), `ctx.signal` (an `AbortSignal` aborted when the engine's cancellation signal
 //! fires), and the answers `ctx.setTtl(ms)`, `ctx.setGrace(ms)`, `ctx.setNegativeTtl(ms)`,
-//! `ctx.meta = '...'`, `ctx.noCache()`, `return ctx.notModified()`. What the answer means
+//! `ctx.setTags([...])`, `ctx.meta = '...'`, `ctx.noCache()`, `return ctx.notModified()`. What the answer means
 //! is decided by the engine; this module only translates.
 
 use std::cell::RefCell;
@@ -44,6 +44,7 @@ struct Choices {
     ttl: Option<Duration>,
     grace: Option<Duration>,
     negative_ttl: Option<Duration>,
+    tags: Option<Vec<String>>,
     no_cache: bool,
 }
 
@@ -74,6 +75,7 @@ impl Ctx {
                     None => js.undefined()?,
                 };
                 js.set(o, "meta", meta)?;
+                js.set(o, "tags", crate::tags::to_array(js, p.tags())?)?;
                 o
             }
         };
@@ -104,6 +106,17 @@ impl Ctx {
             })?;
             js.set(object, name, f.raw())?;
         }
+        let c = Rc::clone(&choices);
+        let set_tags = env.create_function_from_closure::<Value, _, _>("setTags", move |cx| {
+            let js = Js(cx.env.raw());
+            let arg = match cx.length() {
+                0 => js.undefined()?,
+                _ => cx.get::<napi::Unknown>(0)?.raw(),
+            };
+            c.borrow_mut().tags = Some(crate::tags::tag_list(js, arg, "ctx.setTags")?);
+            js.undefined()
+        })?;
+        js.set(object, "setTags", set_tags.raw())?;
         let c = Rc::clone(&choices);
         let no_cache = env.create_function_from_closure::<Value, _, _>("noCache", move |cx| {
             c.borrow_mut().no_cache = true;
@@ -186,6 +199,9 @@ impl Ctx {
                     t.name()
                 )));
             }
+        }
+        if let Some(t) = &c.tags {
+            loaded = loaded.tags(t.iter().cloned());
         }
         if c.no_cache {
             loaded = loaded.no_cache();

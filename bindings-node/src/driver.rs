@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use herdless::{LoadError, Lookup, Retry, Waited, Waiter};
+use herdless::{LoadError, Loaded, Lookup, Retry, Waited, Waiter};
 use herdless_redis::two_tier::{Deadline, Load, Pending, Reply, Step};
 use herdless_redis::{TwoTier, Versioned};
 use napi::{Result, Status};
@@ -84,6 +84,8 @@ struct Call {
     answer: Answer,
     abort: Option<AbortWatch>,
     ttl: Option<Duration>,
+    /// The tags of the value it loads (see `CallOptions::tags`).
+    tags: Option<Rc<[String]>>,
     /// The load context handed to the loader, while it runs.
     ctx: Option<Box<Ctx>>,
     waker: Waker,
@@ -187,6 +189,7 @@ impl Inner {
         loader: Option<Loader>,
         answer: Answer,
         ttl: Option<Duration>,
+        tags: Option<Rc<[String]>>,
     ) -> (u64, Call) {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
@@ -197,6 +200,7 @@ impl Inner {
             answer,
             abort: None,
             ttl,
+            tags,
             ctx: None,
             waker,
             state: State::Start,
@@ -236,7 +240,7 @@ impl Inner {
         answer: Answer,
         first: EResult<Lookup<Entry>>,
     ) -> Result<()> {
-        let (id, mut call) = self.new_call(key, Some(loader), answer, options.ttl);
+        let (id, mut call) = self.new_call(key, Some(loader), answer, options.ttl, options.tags);
         if let Some(signal) = options.signal {
             if js.get_bool(js.get(signal, "aborted")?)? {
                 let reason = js.get(signal, "reason")?;
@@ -275,7 +279,7 @@ impl Inner {
                 Ok(true)
             }
         });
-        let (id, mut call) = self.new_call(String::new(), None, Answer::Nobody, None);
+        let (id, mut call) = self.new_call(String::new(), None, Answer::Nobody, None, None);
         call.state = State::Op(poll);
         self.put(id, call);
         self.poll(js, id)?;
@@ -353,8 +357,13 @@ impl Inner {
                 let answered = self.reply_with(js, &mut call, Ok(hit.value.map(|v| v.value)));
                 if let (Some(guard), Some(loader)) = (hit.refresh, call.loader.take()) {
                     if let Some(first) = self.tt.refresh(guard, have, call.ttl) {
-                        let (id, refresh) =
-                            self.new_call(call.key, Some(loader), Answer::Nobody, call.ttl);
+                        let (id, refresh) = self.new_call(
+                            call.key,
+                            Some(loader),
+                            Answer::Nobody,
+                            call.ttl,
+                            call.tags.take(),
+                        );
                         self.drive(js, id, refresh, first)?;
                     }
                 }
@@ -476,7 +485,13 @@ impl Inner {
                     Ok(v) => Ok(Some(self.table.store(js, v)?)),
                     Err(e) => Err(LoadError::new(JsFailure::caught(js, &self.table, e)?)),
                 };
-                load.loaded(result, &self.host(js))
+                match &call.tags {
+                    None => load.loaded(result, &self.host(js)),
+                    Some(tags) => {
+                        let tagged = result.map(|v| Loaded::from(v).tags(tags.iter().cloned()));
+                        load.loaded_with(tagged, &self.host(js))
+                    }
+                }
             }
             Some(mut ctx) => {
                 let result = match result {

@@ -26,6 +26,8 @@ pub(crate) mod code {
     pub(crate) const BATCH: &str = "HERDLESS_BATCH";
     pub(crate) const META_TOO_LONG: &str = "HERDLESS_META_TOO_LONG";
     pub(crate) const NO_PREVIOUS: &str = "HERDLESS_NO_PREVIOUS";
+    pub(crate) const INVALID_TAG: &str = "HERDLESS_INVALID_TAG";
+    pub(crate) const TOO_MANY_TAGS: &str = "HERDLESS_TOO_MANY_TAGS";
     pub(crate) const ERROR: &str = "HERDLESS_ERROR";
 }
 
@@ -71,6 +73,9 @@ pub(crate) fn to_js(js: Js, table: &Table, e: &herdless::Error) -> Result<Value>
         E::Backend(_) => (ErrorKind::Error, code::BACKEND),
         E::MetaTooLong { .. } => (ErrorKind::Range, code::META_TOO_LONG),
         E::NoPrevious => (ErrorKind::Error, code::NO_PREVIOUS),
+        E::EmptyTag => (ErrorKind::Type, code::INVALID_TAG),
+        E::TagTooLong { .. } => (ErrorKind::Range, code::INVALID_TAG),
+        E::TooManyTags { .. } => (ErrorKind::Range, code::TOO_MANY_TAGS),
         _ => (ErrorKind::Error, code::ERROR),
     };
     let err = js.error(kind, code, &e.to_string())?;
@@ -88,6 +93,14 @@ pub(crate) fn to_js(js: Js, table: &Table, e: &herdless::Error) -> Result<Value>
             js.set(err, "max", js.number(*max as f64)?)?;
         }
         E::TtlTooLong { max, .. } => js.set(err, "maxMs", js.number(millis(*max))?)?,
+        E::TagTooLong { len, max } => {
+            js.set(err, "length", js.number(*len as f64)?)?;
+            js.set(err, "max", js.number(*max as f64)?)?;
+        }
+        E::TooManyTags { count, max } => {
+            js.set(err, "count", js.number(*count as f64)?)?;
+            js.set(err, "max", js.number(*max as f64)?)?;
+        }
         _ => {}
     }
     Ok(err)

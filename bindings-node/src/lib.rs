@@ -33,6 +33,7 @@ mod js;
 pub mod key;
 pub mod metrics;
 pub mod options;
+mod tags;
 pub mod testing;
 mod tier;
 mod value;

@@ -127,6 +127,13 @@ pub struct RedisCounters {
     pub fleet_wait_rechecks: f64,
     /// Waits for another process's load that ended at `waitTimeout`.
     pub fleet_wait_timeouts: f64,
+    /// Tags invalidated or expired by this process for the fleet.
+    pub tag_invalidations: f64,
+    /// Round trips that read tags' invalidation stamps (a tagged entry whose tags were not
+    /// known recently enough, or a leader's check before its commit).
+    pub tag_fetches: f64,
+    /// Loads not published because one of their tags was invalidated after the load began.
+    pub tag_rejected_commits: f64,
 }
 
 /// The shared tier's counters as JS sees them.
@@ -150,6 +157,9 @@ pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
         fleet_waits: m.fleet_waits as f64,
         fleet_wait_rechecks: m.fleet_wait_rechecks as f64,
         fleet_wait_timeouts: m.fleet_wait_timeouts as f64,
+        tag_invalidations: m.tag_invalidations as f64,
+        tag_fetches: m.tag_fetches as f64,
+        tag_rejected_commits: m.tag_rejected_commits as f64,
     }
 }
 
@@ -166,6 +176,17 @@ pub struct Metrics {
     pub weight: f64,
     /// Loads running now.
     pub loads_in_flight: f64,
+    /// Tag records held now (one per tag in use, bounded like namespaces).
+    pub tags: f64,
+    /// Tags invalidated (`invalidateTag`: their entries became misses), one per tag of
+    /// each call.
+    pub tag_invalidations: f64,
+    /// Tags expired (`invalidateTag(tag, { soft: true })`: their entries became stale), one
+    /// per tag of each call.
+    pub tag_expirations: f64,
+    /// Tag records retired to stay within the engine's bound on tags (their entries became
+    /// misses: a forgotten tag never brings an older entry back).
+    pub retired_tags: f64,
     /// The shared tier's counters (absent without the `redis` option).
     pub redis: Option<RedisCounters>,
 }
@@ -229,6 +250,10 @@ pub(crate) fn snapshot(m: &MetricsSnapshot) -> Metrics {
         entries: m.entries as f64,
         weight: m.weight as f64,
         loads_in_flight: m.loads_in_flight as f64,
+        tags: m.tags as f64,
+        tag_invalidations: m.tag_invalidations as f64,
+        tag_expirations: m.tag_expirations as f64,
+        retired_tags: m.retired_tags as f64,
         redis: None,
     }
 }

@@ -99,6 +99,7 @@ impl Warm {
             let answer = Answer::Callback(Box::new(move |js, outcome| me.finished(js, k, outcome)));
             let options = CallOptions {
                 ttl: self.ttl,
+                tags: None,
                 signal: None,
             };
             inner.start(js, key, loader, options, answer, first)?;

@@ -32,6 +32,17 @@ pub struct WrapOptions {
         ts_type = "(...args: any[]) => KeyValue | { id?: KeyValue; params?: Record<string, KeyValue> }"
     )]
     pub key: Option<()>,
+    /// The tags of each memoised result (`invalidateTag` of one drops it): an array of
+    /// strings, or a function of the call's arguments (with its `this`) returning one,
+    /// called only when a result is loaded.
+    #[napi(ts_type = "readonly string[] | ((...args: any[]) => readonly string[])")]
+    pub tags: Option<()>,
+}
+
+/// `wrap`'s `tags` option.
+enum Tags {
+    Fixed(Rc<[String]>),
+    Of(Ref),
 }
 
 /// What every call of one wrapped function shares.
@@ -43,6 +54,7 @@ struct Wrapped {
     version: u32,
     ttl: Option<Duration>,
     key: Option<Ref>,
+    tags: Option<Tags>,
 }
 
 fn string_option(js: Js, obj: Option<Value>, name: &str) -> Result<Option<String>> {
@@ -132,10 +144,21 @@ impl Wrapped {
             return js.resolved(v);
         }
         let this = ctx.this::<Unknown>()?.raw();
+        let tags = match &self.tags {
+            None => None,
+            Some(Tags::Fixed(t)) => Some(Rc::clone(t)),
+            Some(Tags::Of(f)) => match js.call(f.get(js)?, this, &args)? {
+                Ok(t) => {
+                    Some(crate::tags::tag_list(js, t, "wrap's `tags` function result")?.into())
+                }
+                Err(e) => return Err(js.throw(e)),
+            },
+        };
         let loader = Loader::bound(js, self.func.get(js)?, this, &args)?;
         let (deferred, promise) = js.promise()?;
         let options = CallOptions {
             ttl: self.ttl,
+            tags,
             signal: None,
         };
         inner.start(js, key, loader, options, Answer::Promise(deferred), first)?;
@@ -168,8 +191,16 @@ pub(crate) fn wrap(js: Js, inner: &Rc<Inner>, func: Value, opts: Option<Value>) 
             "wrap needs `entity`: the function has no name",
         ));
     }
-    let (mut ver, mut ttl, mut key) = (1, None, None);
+    let (mut ver, mut ttl, mut key, mut tags) = (1, None, None, None);
     if let Some(o) = opts {
+        let t = js.get(o, "tags")?;
+        tags = match js.type_of(t)? {
+            Type::Undefined => None,
+            Type::Function => Some(Tags::Of(js.reference(t)?)),
+            _ => Some(Tags::Fixed(
+                crate::tags::tag_list(js, t, "wrap option `tags`")?.into(),
+            )),
+        };
         ver = version(js, o)?.unwrap_or(1);
         ttl = options::ttl(js, o)?;
         let k = js.get(o, "key")?;
@@ -192,6 +223,7 @@ pub(crate) fn wrap(js: Js, inner: &Rc<Inner>, func: Value, opts: Option<Value>) 
         version: ver,
         ttl,
         key,
+        tags,
     };
     // Check the namespace and entity now rather than at the first call.
     build(js, &wrapped.builder())?;

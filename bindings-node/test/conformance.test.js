@@ -65,7 +65,7 @@ class LoaderError extends Error {}
 /** The kind of an error, as the scenarios name them. */
 function kind(e) {
   if (e instanceof LoaderError) return 'load'
-  return { HERDLESS_BACKEND: 'backend', HERDLESS_WAIT_TIMEOUT: 'wait_timeout', HERDLESS_LOAD_TIMEOUT: 'load_timeout', HERDLESS_NO_PREVIOUS: 'no_previous', HERDLESS_META_TOO_LONG: 'meta_too_long' }[e?.code] ?? 'other'
+  return { HERDLESS_BACKEND: 'backend', HERDLESS_WAIT_TIMEOUT: 'wait_timeout', HERDLESS_LOAD_TIMEOUT: 'load_timeout', HERDLESS_NO_PREVIOUS: 'no_previous', HERDLESS_META_TOO_LONG: 'meta_too_long', HERDLESS_INVALID_TAG: 'invalid_tag', HERDLESS_TOO_MANY_TAGS: 'too_many_tags' }[e?.code] ?? 'other'
 }
 
 /** How `promise` ended, and when. */
@@ -82,6 +82,7 @@ function answer(ctx, step) {
   if (a.grace_ms !== undefined) ctx.setGrace(a.grace_ms)
   if (a.negative_ttl_ms !== undefined) ctx.setNegativeTtl(a.negative_ttl_ms)
   if (a.meta !== undefined) ctx.meta = a.meta
+  if (a.tags !== undefined) ctx.setTags(a.tags)
   if (a.no_cache) ctx.noCache()
   if (a.not_modified) return ctx.notModified()
   return step.value === null ? ABSENT : valueOf(step.value)
@@ -379,8 +380,14 @@ async function play(name, scenario, tier) {
           check(at, step, await outcome(p.read(step.key)), started)
           break
         case 'set':
-          check(at, step, await outcome(p.set(step.key, valueOf(step.value))), started)
+          check(at, step, await outcome(p.set(step.key, valueOf(step.value), step.tags === undefined ? undefined : { tags: step.tags })), started)
           break
+        case 'invalidate_tag': {
+          const soft = { soft: step.soft ?? false }
+          const call = step.tags !== undefined ? p.invalidateTags(step.tags, soft) : p.invalidateTag(step.tag, soft)
+          check(at, step, await outcome(call), started)
+          break
+        }
         case 'invalidate':
           check(at, step, await outcome(p.invalidate(step.key)), started)
           break
@@ -430,7 +437,7 @@ async function play(name, scenario, tier) {
 }
 
 // The optional features of the format (conformance/README.md, `requires`) this runner plays.
-const SUPPORTED = new Set(['load_context'])
+const SUPPORTED = new Set(['load_context', 'tags'])
 
 for (const [name, scenario] of scenarios) {
   const missing = (scenario.requires ?? []).filter((f) => !SUPPORTED.has(f))

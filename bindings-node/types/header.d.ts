@@ -29,6 +29,8 @@ export interface PreviousEntry<T = unknown> {
   readonly age: number
   /** What its loader set as `ctx.meta` (an ETag, a version), or undefined. */
   readonly meta: string | undefined
+  /** Its tags (a `notModified()` answer keeps them unless the loader sets its own). */
+  readonly tags: string[]
 }
 
 /**
@@ -55,6 +57,12 @@ export interface LoadContext<T = unknown> {
   setGrace(ms: number): void
   /** This absence's lifetime in milliseconds (> 0), when the loader answers `ABSENT`. */
   setNegativeTtl(ms: number): void
+  /**
+   * This entry's tags (replacing any set before): `invalidateTag` of one of them drops it.
+   * At most 16 distinct tags of 1 to 128 bytes; checked when the loader returns
+   * (`HERDLESS_INVALID_TAG`, `HERDLESS_TOO_MANY_TAGS`).
+   */
+  setTags(tags: readonly string[]): void
   /** Answer the callers and store nothing. */
   noCache(): void
   /**

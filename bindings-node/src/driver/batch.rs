@@ -58,7 +58,7 @@ impl Inner {
         options: CallOptions,
         answer: Answer,
     ) -> Result<()> {
-        let (id, mut call) = self.new_call(String::new(), None, answer, None);
+        let (id, mut call) = self.new_call(String::new(), None, answer, None, None);
         if let Some(signal) = options.signal {
             if js.get_bool(js.get(signal, "aborted")?)? {
                 let reason = js.get(signal, "reason")?;
@@ -111,7 +111,7 @@ impl Inner {
                     ManyStep::Wait(i, waiter) => b.now = Now::Wait(i, waiter),
                     ManyStep::Refresh(background) => {
                         let (rid, mut refresh) =
-                            self.new_call(String::new(), None, Answer::Nobody, None);
+                            self.new_call(String::new(), None, Answer::Nobody, None, None);
                         refresh.state = State::Batch(Box::new(Batch {
                             keys: Vec::new(),
                             many: *background,

@@ -38,6 +38,26 @@ async function usage(signal: AbortSignal): Promise<void> {
   void shared
   const removed: boolean = await cache.invalidate(key)
   const epoch: number = await cache.bump("users")
+  await cache.set(key, user, { ttl: 10, tags: ['product:42', 'seller:7'] })
+  const tagged: Promise<void> = cache.invalidateTag('product:42', { soft: true })
+  await cache.invalidateTags(['seller:7'])
+  void tagged
+  if (seen) {
+    const tags: string[] = seen.tags
+    void tags
+  }
+  await cache.getOrLoad('pages:1', (ctx) => {
+    ctx.setTags(['product:42'])
+    const before: string[] | undefined = ctx.previous?.tags
+    void before
+    return 'page'
+  })
+  const tagging = cache.wrap(async (id: number) => id, { entity: 'tagged', tags: (id: number) => [`product:${id}`] })
+  const fixed = cache.wrap(async (id: number) => id, { entity: 'fixed', tags: ['catalog'] })
+  void [tagging, fixed]
+  const m = cache.metrics()
+  const tagCounts: number[] = [m.tags, m.tagInvalidations, m.tagExpirations, m.retiredTags]
+  void tagCounts
 
   const profile = cache.wrap(async (id: number): Promise<User> => ({ id, name: 'x' }), { entity: 'profile', version: 2 })
   const p: User = await profile(3)
