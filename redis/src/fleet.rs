@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use herdless::backend::{AcquireRequest, Acquired, Backend, LockToken, StoredEntry, WriteOutcome};
 use tokio::runtime::Handle;
@@ -571,7 +571,13 @@ impl Fleet {
         if entry.born_ms != 0 {
             return;
         }
-        let ago = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+        // The start's own millisecond, rounded down once: now_ms() - elapsed_ms rounds
+        // both down and can land a millisecond after the start, past an invalidation
+        // stamped in the start's millisecond, which would then let the older value in.
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let start = u64::try_from(wall.saturating_sub(began.elapsed()).as_millis());
         let cache = self.tags.stamp_cache();
         let known = entry
             .tags
@@ -580,7 +586,7 @@ impl Fleet {
             .map(|s| s.removed.max(s.expired).saturating_add(1))
             .max()
             .unwrap_or(0);
-        entry.born_ms = now_ms().saturating_sub(ago).max(known);
+        entry.born_ms = start.unwrap_or(u64::MAX).max(known);
         let retention = u64::try_from(self.tags.tag_retention().as_millis()).unwrap_or(u64::MAX);
         let last = entry.born_ms.saturating_add(retention);
         entry.retain_until_ms = entry.retain_until_ms.min(last);
