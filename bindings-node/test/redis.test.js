@@ -193,6 +193,71 @@ print(json.dumps({'calls': calls, 'values': sorted(set(results))}))
   assert.match(n.values[0], /^loaded by (node|python|\d+)/)
 })
 
+test('tags across four processes of two languages: each invalidation drops exactly its pages', {
+  skip: !haveRedis ? 'redis-server is not on PATH' : !python ? 'HERDLESS_PYTHON (a Python with the herdless wheel) is not set' : false,
+  timeout: 90_000,
+}, async () => {
+  const p = prefix()
+  const env = { URL: url, PREFIX: p }
+  // A product page carries its product, its seller and its category.
+  const pages = {
+    'page:a': ['product:1', 'seller:7', 'category:3'],
+    'page:b': ['product:2', 'seller:7', 'category:4'],
+    'page:c': ['product:3', 'seller:8', 'category:3'],
+    'page:d': ['product:4', 'seller:8', 'category:4'],
+  }
+  const keys = Object.keys(pages)
+  // This process (Node) writes them and keeps its own copies in memory.
+  const cache = new Cache(options({ redisPrefix: p, ttl: 60_000 }))
+  for (const [key, tags] of Object.entries(pages)) await cache.set(key, `html of ${key}`, { tags })
+  const inMemory = () => keys.filter((k) => cache.get(k) !== undefined).join()
+  assert.equal(inMemory(), 'page:a,page:b,page:c,page:d')
+  const settles = (want, what) =>
+    within(10_000, (async () => { while (inMemory() !== want) await sleep(10) })(), what)
+
+  // Each other process reads every page (from Redis), invalidates one tag, reads again.
+  const py = `
+import json, os, herdless
+cache = herdless.Cache(ttl=60, redis=os.environ['URL'], redis_prefix=os.environ['PREFIX'])
+keys = ['page:a', 'page:b', 'page:c', 'page:d']
+before = [k for k in keys if cache.get(k) is not None]
+cache.invalidate_tag(os.environ['TAG'])
+after = [k for k in keys if cache.get(k) is not None]
+print(json.dumps({'before': before, 'after': after}))
+`
+  const node = `
+    const { Cache } = require(${JSON.stringify(require.resolve('herdless'))})
+    const cache = new Cache({ ttl: 60_000, redis: process.env.URL, redisPrefix: process.env.PREFIX })
+    const keys = ${JSON.stringify(keys)}
+    const present = async () => {
+      const out = []
+      for (const k of keys) if ((await cache.read(k)) !== undefined) out.push(k)
+      return out
+    }
+    ;(async () => {
+      const before = await present()
+      await cache.invalidateTag(process.env.TAG)
+      console.log(JSON.stringify({ before, after: await present() }))
+    })()
+  `
+  const step = async (cmd, args, tag) =>
+    JSON.parse(await within(30_000, run(cmd, args, { ...env, TAG: tag }), `${tag} in ${cmd}`))
+
+  assert.deepEqual(await step(python, ['-c', py], 'seller:7'), {
+    before: ['page:a', 'page:b', 'page:c', 'page:d'],
+    after: ['page:c', 'page:d'],
+  })
+  await settles('page:c,page:d', 'the seller:7 notification')
+  assert.deepEqual(await step(process.execPath, ['-e', node], 'category:3'), {
+    before: ['page:c', 'page:d'],
+    after: ['page:d'],
+  })
+  await settles('page:d', 'the category:3 notification')
+  assert.deepEqual(await step(python, ['-c', py], 'product:4'), { before: ['page:d'], after: [] })
+  await settles('', 'the product:4 notification')
+  for (const k of keys) assert.equal(await cache.read(k), undefined, k)
+})
+
 test('a set, an invalidate and a bump in one cache reach the other caches', { skip, timeout: 20_000 }, async () => {
   const p = prefix()
   const a = new Cache(options({ redisPrefix: p }))
