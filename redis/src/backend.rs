@@ -457,6 +457,39 @@ impl RedisBackend {
 }
 
 impl RedisBackend {
+    /// Listens to the notices of `key`'s namespace (once): a process keeping a copy of a
+    /// shared entry in its L1 (it loaded, wrote or read it) must hear of later changes.
+    async fn subscribe_namespace(&self, key: &str) -> Result<(), Error> {
+        let hub = &self.inner.hub;
+        if self.inner.sharded {
+            // Sharded pub/sub has no patterns: one subscription per namespace, at most
+            // MAX_SHARDED_SUBSCRIPTIONS; the one displaced is dropped, and with it the
+            // first tier's copies of its namespace (no notice would reach them now).
+            let ns = namespace_of(key);
+            let channel = keys::channel(&self.inner.prefix, ns);
+            let (cell, displaced) = hub.subscription(&channel, MAX_SHARDED_SUBSCRIPTIONS);
+            if let Some(old) = displaced {
+                if let Some(old_ns) = keys::namespace_of_channel(&self.inner.prefix, &old) {
+                    hub.unwatched(&old_ns);
+                }
+                let sub = self.inner.sub.clone();
+                self.inner.rt.handle().spawn(async move {
+                    let _ = sub.sunsubscribe(&old).await;
+                });
+            }
+            cell.get_or_try_init(|| self.inner.sub.ssubscribe(&channel))
+                .await?;
+        } else {
+            // One pattern for every namespace of the prefix: a process holds one
+            // subscription however many namespaces it touches.
+            let pattern = keys::channel_pattern(&self.inner.prefix);
+            let (cell, _) = hub.subscription(&pattern, usize::MAX);
+            cell.get_or_try_init(|| self.inner.sub.psubscribe(&pattern))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Listens to the tags channel (once): before this process relies on tag stamps it
     /// learned, it must hear of later invalidations. On a single server the one pattern
     /// subscription covers it; on a Cluster it is one sharded subscription, never dropped.
@@ -759,6 +792,14 @@ impl Backend for RedisBackend {
         token: Option<&'a LockToken>,
     ) -> BackendFuture<'a, WriteOutcome> {
         self.op("commit", async move {
+            // This process keeps what it writes in its L1: later changes by other
+            // processes (a write, a bump, a tag invalidation) must reach it even if it
+            // never leads a load. A subscription that fails now is tried again by the next
+            // write or load; it never fails the write itself.
+            let _ = self.subscribe_namespace(key).await;
+            if !entry.tags.is_empty() {
+                let _ = self.subscribe_tags().await;
+            }
             let n = self.names(key);
             let px = entry.retain_until_ms.saturating_sub(now_ms()).max(1);
             let bytes = wire::encode(&entry);
@@ -835,34 +876,8 @@ impl Backend for RedisBackend {
 
     fn watch<'a>(&'a self, key: &'a str) -> BackendFuture<'a, Box<dyn Watch>> {
         self.op("watch", async move {
-            let hub = &self.inner.hub;
-            if self.inner.sharded {
-                // Sharded pub/sub has no patterns: one subscription per namespace, at most
-                // MAX_SHARDED_SUBSCRIPTIONS; the one displaced is dropped, and with it the
-                // first tier's copies of its namespace (no notice would reach them now).
-                let ns = namespace_of(key);
-                let channel = keys::channel(&self.inner.prefix, ns);
-                let (cell, displaced) = hub.subscription(&channel, MAX_SHARDED_SUBSCRIPTIONS);
-                if let Some(old) = displaced {
-                    if let Some(old_ns) = keys::namespace_of_channel(&self.inner.prefix, &old) {
-                        hub.unwatched(&old_ns);
-                    }
-                    let sub = self.inner.sub.clone();
-                    self.inner.rt.handle().spawn(async move {
-                        let _ = sub.sunsubscribe(&old).await;
-                    });
-                }
-                cell.get_or_try_init(|| self.inner.sub.ssubscribe(&channel))
-                    .await?;
-            } else {
-                // One pattern for every namespace of the prefix: a process holds one
-                // subscription however many namespaces it touches.
-                let pattern = keys::channel_pattern(&self.inner.prefix);
-                let (cell, _) = hub.subscription(&pattern, usize::MAX);
-                cell.get_or_try_init(|| self.inner.sub.psubscribe(&pattern))
-                    .await?;
-            }
-            Ok(Box::new(hub.watch(key)) as Box<dyn Watch>)
+            self.subscribe_namespace(key).await?;
+            Ok(Box::new(self.inner.hub.watch(key)) as Box<dyn Watch>)
         })
     }
 

@@ -217,6 +217,36 @@ fn a_write_right_after_an_invalidation_of_its_tag_is_kept() {
     }
 }
 
+/// A process that only writes (it never leads a load, never reads a stamp) still hears of
+/// another's invalidation: its memory copies of what it wrote are dropped by the notice.
+#[test]
+fn a_process_that_only_writes_hears_of_tag_invalidations() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let p = common::unique("tg");
+    let a = cache_with(backend(&srv.url(), &p), Duration::from_secs(60));
+    let b = cache_with(backend(&srv.url(), &p), Duration::from_secs(60));
+    a.set_with("page:/lamp", page("lamp", &["product:42"]))
+        .unwrap();
+    a.set_with("page:/desk", page("desk", &["product:43"]))
+        .unwrap();
+    assert!(a.l1().peek("page:/lamp").is_some());
+    b.invalidate_tag("product:42").unwrap();
+    assert!(
+        common::eventually(Duration::from_secs(5), || a
+            .l1()
+            .peek("page:/lamp")
+            .is_none()),
+        "the writer's memory copy outlived the invalidation"
+    );
+    assert!(
+        a.l1().peek("page:/desk").is_some(),
+        "only its tag's pages drop"
+    );
+}
+
 #[test]
 fn tags_on_a_cluster_spread_over_slots_and_reach_every_process() {
     if !common::redis_available() {
