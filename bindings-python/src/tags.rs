@@ -13,8 +13,8 @@ use crate::value::PyValue;
 
 /// The tags in `v` (any iterable of str), in order. A str, or an item that is not a str,
 /// raises `ConfigTypeError` (a `TypeError`). Stops reading once it holds `limit + 1`
-/// distinct tags (the engine then refuses them with its `TooManyTags`): an endless iterator
-/// cannot fill memory, and no tag is silently dropped.
+/// distinct tags (the engine then refuses them with its `TooManyTags`) and keeps no repeat:
+/// a long or endless iterable cannot fill memory, and no distinct tag is silently dropped.
 pub(crate) fn tag_list(
     py: Python<'_>,
     name: &str,
@@ -33,7 +33,7 @@ pub(crate) fn tag_list(
             format!("`{name}` must be an iterable of str, got {}", type_name(v)),
         )
     })?;
-    let (mut tags, mut distinct) = (Vec::new(), std::collections::HashSet::new());
+    let mut tags: Vec<String> = Vec::new();
     for item in items {
         let item = item?;
         let s = item.cast::<PyString>().map_err(|_| {
@@ -42,10 +42,13 @@ pub(crate) fn tag_list(
                 format!("`{name}` holds a {}: tags are str", type_name(&item)),
             )
         })?;
-        let tag = s.to_str()?.to_owned();
-        distinct.insert(tag.clone());
-        tags.push(tag);
-        if distinct.len() > limit {
+        // A repeat is not kept (the engine keeps the first of each): what is held stays
+        // within `limit + 1` tags, however long the iterable.
+        let tag = s.to_str()?;
+        if !tags.iter().any(|t| t == tag) {
+            tags.push(tag.to_owned());
+        }
+        if tags.len() > limit {
             break;
         }
     }
