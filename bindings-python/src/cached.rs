@@ -15,6 +15,8 @@ use crate::value::to_caller;
 /// `get_or_load`, natively, so a hit costs a key and a lookup.
 #[pyclass(frozen, dict, module = "herdless", name = "CachedFunction")]
 pub(crate) struct CachedFunction {
+    /// Where the interpreter finds this callable's vectorcall ([`crate::vectorcall`]).
+    vectorcall: pyo3::ffi::vectorcallfunc,
     cache: Handle,
     func: Py<PyAny>,
     keyer: KeyFn,
@@ -27,6 +29,15 @@ thread_local! {
 
 /// Keys longer than this are not kept in the per-thread buffer (no memory held for outliers).
 const MAX_KEY_BUFFER: usize = 4096;
+
+/// This thread's key buffer, emptied. The key is written into it: a hit allocates nothing
+/// for it. Taken out while in use, so a loader calling a cached function (on this thread)
+/// gets a buffer of its own.
+fn take_buffer() -> String {
+    let mut key = KEY_BUFFER.with(|b| b.take());
+    key.clear();
+    key
+}
 
 /// Returns a key buffer to this thread, unless it grew too large to keep.
 fn give_back(key: String) {
@@ -41,6 +52,111 @@ enum KeyFn {
 }
 
 impl CachedFunction {
+    /// A call with its arguments as a tuple and a dict (`tp_call`, a bound method, and a
+    /// vectorcall the fast path does not key).
+    fn call(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let loader = || {
+            Loader::Call(
+                self.func.clone_ref(py),
+                args.clone().unbind(),
+                kwargs.map(|k| k.clone().unbind()),
+            )
+        };
+        let KeyFn::Native(keyer) = &self.keyer else {
+            let key = self.key_of(args, kwargs)?;
+            return get_or_load(&self.cache, py, &key, loader, self.ttl);
+        };
+        let mut key = take_buffer();
+        if let Err(e) = keyer.get().write_key(args, kwargs, &mut key) {
+            give_back(key);
+            return Err(e);
+        }
+        self.serve(py, key, || Ok(loader()))
+    }
+
+    /// A vectorcall: `args` holds `nargs` positional arguments, then one value per name
+    /// of `names`. A call of positional arguments only is keyed from the array itself
+    /// (its tuple is built only if a load needs it); any other goes through
+    /// [`call`](Self::call), unchanged.
+    pub(crate) fn vectorcall(
+        &self,
+        py: Python<'_>,
+        args: &[*mut pyo3::ffi::PyObject],
+        nargs: usize,
+        names: Option<Borrowed<'_, '_, PyTuple>>,
+    ) -> PyResult<Py<PyAny>> {
+        // SAFETY (every `from_ptr` below): the interpreter lends `args` for this call.
+        let arg = |i: usize| unsafe { Borrowed::from_ptr(py, args[i]) };
+        match (&self.keyer, names) {
+            (KeyFn::Native(keyer), None) if keyer.get().takes_positional(nargs) => {
+                let mut key = take_buffer();
+                if let Err(e) = keyer
+                    .get()
+                    .write_positional(py, nargs, |i| Ok(arg(i)), &mut key)
+                {
+                    give_back(key);
+                    return Err(e);
+                }
+                let loader = || {
+                    // Only a call that is not a plain hit needs the arguments as a tuple.
+                    let tuple = PyTuple::new(py, (0..nargs).map(arg))?;
+                    Ok(Loader::Call(self.func.clone_ref(py), tuple.unbind(), None))
+                };
+                self.serve(py, key, loader)
+            }
+            (_, names) => {
+                let tuple = PyTuple::new(py, (0..nargs).map(arg))?;
+                let kwargs = match names {
+                    Some(names) => {
+                        let d = PyDict::new(py);
+                        for (j, name) in names.iter().enumerate() {
+                            d.set_item(name, arg(nargs + j))?;
+                        }
+                        Some(d)
+                    }
+                    None => None,
+                };
+                self.call(py, &tuple, kwargs.as_ref())
+            }
+        }
+    }
+
+    /// Answers the call of `key` (this thread's buffer, given back here): a plain hit at
+    /// once, anything else through the driver with what `loader` makes (made before the
+    /// driver runs: it can fail, and only calls that are not plain hits get there).
+    fn serve(
+        &self,
+        py: Python<'_>,
+        key: String,
+        loader: impl FnOnce() -> PyResult<Loader>,
+    ) -> PyResult<Py<PyAny>> {
+        match self.cache.tt.l1().lookup(&key) {
+            // A plain hit is answered here, its answer built where it is returned: neither
+            // the engine's answer nor ours is moved through the driver's loop or held while
+            // the buffer goes back (large values, copied on the path most calls take).
+            Ok(Lookup::Hit(Hit {
+                value,
+                refresh: None,
+                ..
+            })) => {
+                give_back(key);
+                to_caller(py, value.map(|v| v.value))
+            }
+            step => {
+                let answer = loader().and_then(|loader| {
+                    get_or_load_from(&self.cache, py, &key, step, || loader, self.ttl)
+                });
+                give_back(key);
+                answer
+            }
+        }
+    }
+
     fn key_of(
         &self,
         args: &Bound<'_, PyTuple>,
@@ -79,6 +195,7 @@ impl CachedFunction {
             Err(_) => KeyFn::Python(keyer.unbind()),
         };
         Ok(Self {
+            vectorcall: crate::vectorcall::call,
             cache: cache.get().handle.clone(),
             func,
             keyer,
@@ -88,49 +205,13 @@ impl CachedFunction {
 
     #[pyo3(signature = (*args, **kwargs))]
     fn __call__(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        let loader = || {
-            Loader::Call(
-                self.func.clone_ref(py),
-                args.clone().unbind(),
-                kwargs.map(|k| k.clone().unbind()),
-            )
-        };
-        let KeyFn::Native(keyer) = &self.keyer else {
-            let key = self.key_of(args, kwargs)?;
-            return get_or_load(&self.cache, py, &key, loader, self.ttl);
-        };
-        // The key is written into this thread's reusable buffer: a hit allocates nothing
-        // for it. Taken out while in use, so a loader calling a cached function (on this
-        // thread) gets a buffer of its own.
-        let mut key = KEY_BUFFER.with(|b| b.take());
-        key.clear();
-        if let Err(e) = keyer.get().write_key(args, kwargs, &mut key) {
-            give_back(key);
-            return Err(e);
-        }
-        match self.cache.tt.l1().lookup(&key) {
-            // A plain hit is answered here, its answer built where it is returned: neither
-            // the engine's answer nor ours is moved through the driver's loop or held while
-            // the buffer goes back (large values, copied on the path most calls take).
-            Ok(Lookup::Hit(Hit {
-                value,
-                refresh: None,
-                ..
-            })) => {
-                give_back(key);
-                to_caller(py, value.map(|v| v.value))
-            }
-            step => {
-                let answer = get_or_load_from(&self.cache, py, &key, step, loader, self.ttl);
-                give_back(key);
-                answer
-            }
-        }
+        // From the next call on, `f(...)` comes through `vectorcall` (no argument tuple).
+        crate::vectorcall::enable(slf, &slf.get().vectorcall);
+        slf.get().call(slf.py(), args, kwargs)
     }
 
     /// The cache key of a call with these arguments.
@@ -206,7 +287,7 @@ impl BoundCachedFunction {
         args: &Bound<'_, PyTuple>,
         kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
-        self.func.get().__call__(py, &self.with_obj(args)?, kwargs)
+        self.func.get().call(py, &self.with_obj(args)?, kwargs)
     }
 
     /// The cache key of a call with these arguments.

@@ -334,19 +334,27 @@ impl Keyer {
         match kwargs {
             Some(k) if !k.is_empty() => out.push_str(&self.key_bound(args, Some(k))?),
             _ if given > self.positional => out.push_str(&self.key_bound(args, None)?),
-            _ => self.write_positional(args, given, out)?,
+            _ => self.write_positional(args.py(), given, |i| args.get_borrowed_item(i), out)?,
         }
         Ok(())
     }
 
-    /// The hit path: `given` positional arguments only, written straight into `out`.
-    fn write_positional(
+    /// Whether a call of `given` positional arguments and no keywords is keyed by
+    /// [`write_positional`](Self::write_positional) (more than the function takes is an
+    /// error that the binding path words).
+    pub(crate) fn takes_positional(&self, given: usize) -> bool {
+        given <= self.positional
+    }
+
+    /// The hit path: `given` positional arguments only (the `i`th borrowed by `arg(i)`:
+    /// from the call's tuple, or from a vectorcall's array), written straight into `out`.
+    pub(crate) fn write_positional<'a, 'py>(
         &self,
-        args: &Bound<'_, PyTuple>,
+        py: Python<'py>,
         given: usize,
+        arg: impl Fn(usize) -> PyResult<Borrowed<'a, 'py, PyAny>>,
         out: &mut String,
     ) -> PyResult<()> {
-        let py = args.py();
         out.reserve(self.prefix.len() + 24 * self.order.len());
         out.push_str(&self.prefix);
         for (&i, head) in self.order.iter().zip(&self.heads) {
@@ -354,7 +362,7 @@ impl Keyer {
             let spec = &self.specs[i];
             if i < given {
                 // Borrowed from the tuple: no reference taken and dropped per argument.
-                let v = args.get_borrowed_item(i)?;
+                let v = arg(i)?;
                 // An exact int that fits 64 bits (the common id): its canonical text is `#`
                 // and its decimal digits (`Param::to_canonical`), written in place without an
                 // allocation. The equivalence with the builder is tested on random calls.

@@ -3,7 +3,7 @@
 //!
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
 //! (`Cache(...)` keywords), [`cache`] (the cache), [`observe`] (loader calls seen by an
-//! observer: spans), [`cached`] (the decorated function),
+//! observer: spans), [`cached`] (the decorated function; [`vectorcall`], its calling convention),
 //! [`blocking`] (the blocking driver of the fleet engine), [`batch`] (its batch loads), [`asyncio`] (its steps for the
 //! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
 //! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
@@ -28,6 +28,7 @@ mod shutdown;
 mod tags;
 mod testing;
 mod value;
+mod vectorcall;
 
 use pyo3::prelude::*;
 

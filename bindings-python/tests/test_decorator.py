@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -305,3 +307,47 @@ def test_calls_store_under_their_key_at_every_length(cache: Cache) -> None:
         assert f(arg, 7) == arg.upper()
         assert cache.get(f.key(arg, 7)) == arg.upper()
     assert calls == args
+
+
+def test_every_calling_convention_gives_the_same_answers(cache: Cache) -> None:
+    # A decorated function is called by the interpreter's fast convention (an argument
+    # array: `f(1)`, `f(1, b=2)`, `f()`) or with a tuple and a dict (`f(*args, **kw)`,
+    # `functools.partial`, `map`, a bound method): every one keys and answers the same,
+    # errors included, on the first call and the later ones.
+    calls: list[tuple[Any, Any]] = []
+
+    @cache.cached(namespace="conv")
+    def f(a: Any = 0, b: Any = "x") -> tuple[Any, Any]:
+        calls.append((a, b))
+        return (a, b)
+
+    assert f() == (0, "x")
+    assert f() == (0, "x")
+    assert f(1) == (1, "x")
+    assert f(1) == f(*(1,)) == f(a=1) == f(**{"a": 1}) == f(1, "x") == f(1, b="x")
+    assert functools.partial(f, 1)() == (1, "x")
+    assert list(map(f, [1, 2, 1])) == [(1, "x"), (2, "x"), (1, "x")]
+    assert f(2, b="y") == f(*(2,), **{"b": "y"}) == (2, "y")
+    assert calls == [(0, "x"), (1, "x"), (2, "x"), (2, "y")]
+    assert cache.get(f.key(2, b="y")) == (2, "y")
+    loose: Any = f  # the calls below are wrong on purpose
+    wrong: list[tuple[type[Exception], str, list[Callable[[], object]]]] = [
+        (TypeError, "positional", [lambda: loose(1, 2, 3), lambda: loose(*(1, 2, 3))]),
+        (TypeError, "unexpected keyword", [lambda: loose(c=1), lambda: loose(**{"c": 1})]),
+        (TypeError, "multiple values", [lambda: loose(1, a=1), lambda: loose(*(1,), **{"a": 1})]),
+        (UnsupportedKeyValue, 'argument "a"', [lambda: loose([1]), lambda: loose(*([1],))]),
+    ]
+    for error, message, calls_of_it in wrong:
+        for call in calls_of_it:
+            with pytest.raises(error, match=message):
+                call()
+    assert len(calls) == 4
+
+    @cache.cached(namespace="conv")
+    def fails(a: int) -> int:
+        raise LookupError(a)
+
+    failing: list[Callable[[], object]] = [lambda: fails(1), lambda: fails(*(1,)), lambda: fails(a=1)]
+    for call in failing:
+        with pytest.raises(LookupError):
+            call()
