@@ -217,15 +217,16 @@ fn interleaved(url: &str, rounds: usize) -> (Vec<Duration>, Vec<Duration>) {
 
 /// An L1 hit through the tiered cache against the core engine's `get` and `get_or_load`
 /// hits, batches alternated so all see the same machine: per-call medians of (tiered
-/// get_or_load, core get_or_load, core get). A `u64` value: no allocation in any of them.
-fn l1_interleaved(url: &str, rounds: usize, batch: u32) -> [Duration; 3] {
+/// get_or_load, core get_or_load, core get, tiered get, the core `get` of the tiered
+/// cache's own L1). A `u64` value: no allocation in any of them.
+fn l1_interleaved(url: &str, rounds: usize, batch: u32) -> [Duration; 5] {
     let backend = RedisBackend::builder(url).prefix("l1").build().unwrap();
     let tiered: TieredCache<u64, Json> = TieredCache::builder(backend, Json).build().unwrap();
     let core: herdless::Cache<u64> = herdless::Cache::new();
     let load = || Ok::<_, std::io::Error>(Some(7u64));
     tiered.get_or_load("bench:l1", load).unwrap();
     core.get_or_load("bench:l1", load).unwrap();
-    let mut runs: [Vec<Duration>; 3] = Default::default();
+    let mut runs: [Vec<Duration>; 5] = Default::default();
     let mut time = |i: usize, f: &dyn Fn() -> u64| {
         let s = Instant::now();
         for _ in 0..batch {
@@ -246,6 +247,8 @@ fn l1_interleaved(url: &str, rounds: usize, batch: u32) -> [Duration; 3] {
                 .unwrap()
         });
         time(2, &|| core.get(black_box("bench:l1")).unwrap());
+        time(3, &|| tiered.get(black_box("bench:l1")).unwrap().unwrap());
+        time(4, &|| tiered.l1().get(black_box("bench:l1")).unwrap().value);
     }
     runs.map(|mut r| {
         r.sort();
@@ -272,11 +275,13 @@ fn main() {
         pct(&ours, 0.99),
         pct(&ours, 0.5).as_secs_f64() / pct(&raw, 0.5).as_secs_f64()
     );
-    let [tiered, core, get] = l1_interleaved(&url, 41, 20_000);
+    let [tiered, core, get, tiered_get, l1_get] = l1_interleaved(&url, 41, 20_000);
     println!(
-        "l1_hit interleaved (41 rounds x 20,000, u64): tiered get_or_load {tiered:?} | core get_or_load {core:?} | core get {get:?} | tiered/core get_or_load {:.2}, tiered/core get {:.2}",
+        "l1_hit interleaved (41 rounds x 20,000, u64): tiered get_or_load {tiered:?} | core get_or_load {core:?} | core get {get:?} | tiered get {tiered_get:?} | its L1's core get {l1_get:?} | tiered/core get_or_load {:.2}, tiered get_or_load/core get {:.2}, tiered/core get {:.2}, tiered get/its L1's get {:.2}",
         tiered.as_secs_f64() / core.as_secs_f64(),
-        tiered.as_secs_f64() / get.as_secs_f64()
+        tiered.as_secs_f64() / get.as_secs_f64(),
+        tiered_get.as_secs_f64() / get.as_secs_f64(),
+        tiered_get.as_secs_f64() / l1_get.as_secs_f64()
     );
     let mut lat = wakeup(&url, 300);
     lat.sort();

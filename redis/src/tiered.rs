@@ -21,7 +21,7 @@ use crate::codec::Codec;
 use crate::fleet::FleetOptions;
 use crate::lifetimes::Lifetimes;
 use crate::metrics::RedisMetrics;
-use crate::runtime::block_on;
+use crate::runtime::{block_on, on_own_thread};
 use crate::two_tier::{Deadline, Get, Load, SharedTier, Step, TwoTier, Versioned};
 
 mod batch;
@@ -523,9 +523,20 @@ where
         }
     }
 
-    /// [`get_async`](Self::get_async), blocking.
+    /// [`get_async`](Self::get_async), blocking. Refused on the backend's own threads
+    /// ([`crate::Error::BlockingInRuntime`], as [`Error::Backend`]), an L1 hit too: where a
+    /// call may block, it fails every time, not only on a miss.
     pub fn get(&self, key: &str) -> Result<Option<V>, Error> {
-        block_on(self.get_async(key))?
+        if on_own_thread() {
+            return Err(crate::Error::BlockingInRuntime.into());
+        }
+        // An L1 answer is returned here: no future, no thread waker (an `Arc` per call).
+        match self.tt.get(key) {
+            Get::Ready(v) => Ok(v),
+            Get::Tier(read) => block_on(read)?
+                .finish(&*self.codec)
+                .map_err(|e| Error::Load(LoadError::new(e))),
+        }
     }
 
     /// Stores `value` for the whole fleet (a load already running anywhere will not
