@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
 use herdless::Cache;
 use herdless_benches::keys;
+use herdless_benches::waiters::async_contenders;
 
 const CAPACITY: usize = 10_000;
 const POOL: usize = 1 << 20;
@@ -236,88 +237,6 @@ fn waiters_sync(c: &mut Criterion) {
     group.finish();
 }
 
-type Boxed<T> = std::pin::Pin<Box<dyn Future<Output = T> + Send>>;
-type AsyncCall = Arc<dyn Fn(bool) -> Boxed<u64> + Send + Sync>;
-type AsyncReset = Arc<dyn Fn() -> Boxed<()> + Send + Sync>;
-
-fn async_contenders() -> Vec<(&'static str, AsyncCall, AsyncReset)> {
-    let herdless: Cache<u64> = Cache::builder()
-        .ttl(Duration::from_secs(3600))
-        .build()
-        .unwrap();
-    let quick = Arc::new(quick_cache::sync::Cache::<String, u64>::new(CAPACITY));
-    let moka = moka::future::Cache::<String, u64>::new(CAPACITY as u64);
-    let (h1, q1, m1) = (herdless.clone(), quick.clone(), moka.clone());
-    vec![
-        (
-            "floor",
-            Arc::new(|leader| {
-                Box::pin(async move {
-                    if leader {
-                        tokio::time::sleep(LOAD).await;
-                    }
-                    1
-                })
-            }),
-            Arc::new(|| Box::pin(async {})),
-        ),
-        (
-            "herdless_get_or_load_async",
-            Arc::new(move |_| {
-                let h = herdless.clone();
-                Box::pin(async move {
-                    h.get_or_load_async(KEY, || async {
-                        tokio::time::sleep(LOAD).await;
-                        Ok::<_, Infallible>(Some(1))
-                    })
-                    .await
-                    .unwrap()
-                    .unwrap()
-                })
-            }),
-            Arc::new(move || {
-                h1.invalidate(KEY).unwrap();
-                Box::pin(async {})
-            }),
-        ),
-        (
-            "quick_cache_get_or_insert_async",
-            Arc::new(move |_| {
-                let q = quick.clone();
-                Box::pin(async move {
-                    q.get_or_insert_async(KEY, async {
-                        tokio::time::sleep(LOAD).await;
-                        Ok::<_, Infallible>(1)
-                    })
-                    .await
-                    .unwrap()
-                })
-            }),
-            Arc::new(move || {
-                q1.remove(KEY);
-                Box::pin(async {})
-            }),
-        ),
-        (
-            "moka_future_get_with",
-            Arc::new(move |_| {
-                let m = moka.clone();
-                Box::pin(async move {
-                    m.get_with_by_ref(KEY, async {
-                        tokio::time::sleep(LOAD).await;
-                        1
-                    })
-                    .await
-                })
-            }),
-            Arc::new(move || {
-                let m = m1.clone();
-                Box::pin(async move { m.invalidate(KEY).await })
-            }),
-        ),
-    ]
-}
-
 fn waiters_async(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -333,7 +252,7 @@ fn waiters_async(c: &mut Criterion) {
     for n in [1, 100, 5_000] {
         let contenders = {
             let _in_runtime = rt.enter();
-            async_contenders()
+            async_contenders(KEY, LOAD, CAPACITY)
         };
         for (name, call, reset) in contenders {
             group.bench_function(BenchmarkId::new(name, n), |b| {

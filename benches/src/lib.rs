@@ -2,6 +2,7 @@
 //! not timings: hit ratio, memory per entry, peak RSS); this library holds what they share.
 
 pub mod hit;
+pub mod waiters;
 pub mod zipf;
 
 use std::time::Duration;

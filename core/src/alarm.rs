@@ -36,11 +36,8 @@ pub(crate) fn arm(
         }
     }
     disarm(slot);
-    let alarm = Arc::new(Alarm {
-        deadline,
-        waker: Mutex::new(Some(waker.clone())),
-    });
-    clock.wake_at(deadline, Waker::from(alarm.clone()));
+    let alarm = Alarm::new(deadline, waker.clone());
+    alarm.start(clock);
     *slot = Some(alarm);
 }
 
@@ -53,6 +50,25 @@ pub(crate) fn disarm(slot: &mut Option<Arc<Alarm>>) {
 }
 
 impl Alarm {
+    /// An alarm that will wake `waker` at `deadline` once [started](Self::start).
+    pub(crate) fn new(deadline: Duration, waker: Waker) -> Arc<Self> {
+        Arc::new(Self {
+            deadline,
+            waker: Mutex::new(Some(waker)),
+        })
+    }
+
+    /// Gives the alarm to `clock`. Apart from [`new`](Self::new) so that an alarm can be
+    /// made under a lock and started outside it (a clock may fire it at once, inline).
+    pub(crate) fn start(self: &Arc<Self>, clock: &dyn Clock) {
+        clock.wake_at(self.deadline, Waker::from(self.clone()));
+    }
+
+    /// When it fires.
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
     /// Points a live alarm at `waker` (`Waker::clone_from` keeps it when it would wake the
     /// same task); `false` if it already fired.
     fn rearm(&self, waker: &Waker) -> bool {

@@ -1,17 +1,29 @@
 //! The single-flight record of one key: at most one per key in the shard's table,
 //! created by the caller that leads the load, finished exactly once (value, error, timeout or
-//! abandonment), waking every waiter. Waiters register a `Waker` under the record's mutex and
-//! the finisher takes the wakers under that same mutex, so no wake-up can be lost.
+//! abandonment), waking every waiter.
+//!
+//! The outcome is published once ([`Published`]): written under the record's lock, then read
+//! without it, so a herd of waiters woken together does not queue on that lock to read the
+//! same answer. Waiters register under the lock and the finisher publishes and takes their
+//! wakers under it, so no wake-up can be lost. The waiters' own deadlines share one clock
+//! timer per flight ([`waiters`]).
+
+mod waiters;
 
 use alloc::boxed::Box;
-use alloc::vec::Vec;
-use core::task::{Context, Poll, Waker};
+use alloc::task::Wake;
+use core::task::{Poll, Waker};
 use core::time::Duration;
 
+use self::waiters::Waiters;
+pub(crate) use self::waiters::Wakers;
+use crate::alarm;
 use crate::cancel::Signal;
+use crate::clock::Clock;
 use crate::epoch::Namespace;
 use crate::error::Error;
-use crate::sync::{Arc, AtomicUsize, Mutex, Ordering};
+use crate::sync::unchecked::Arc as StdArc;
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering, UnsafeCell};
 
 /// How a flight ended.
 pub(crate) enum Outcome<V> {
@@ -31,12 +43,6 @@ impl<V: Clone> Clone for Outcome<V> {
             Outcome::Abandoned => Outcome::Abandoned,
         }
     }
-}
-
-struct State<V> {
-    outcome: Option<Outcome<V>>,
-    /// Registered waiters; a slot is `None` once its waiter left.
-    wakers: Vec<Option<Waker>>,
 }
 
 pub(crate) struct Flight<V> {
@@ -65,7 +71,9 @@ pub(crate) struct Flight<V> {
     /// thread or task that would finish the load.
     #[cfg(feature = "std")]
     pid: u32,
-    state: Mutex<State<V>>,
+    /// How it ended, once it has.
+    outcome: Published<Outcome<V>>,
+    waiters: Mutex<Waiters>,
 }
 
 impl<V: Clone> Flight<V> {
@@ -94,10 +102,8 @@ impl<V: Clone> Flight<V> {
             interest: AtomicUsize::new(1),
             #[cfg(feature = "std")]
             pid: std::process::id(),
-            state: Mutex::new(State {
-                outcome: None,
-                wakers: Vec::new(),
-            }),
+            outcome: Published::new(),
+            waiters: Mutex::new(Waiters::new()),
         }
     }
 
@@ -112,48 +118,100 @@ impl<V: Clone> Flight<V> {
 
     /// Records the outcome if the flight has none yet and returns the wakers for the caller
     /// to [`wake_all`] (outside its locks); `None` when another outcome won.
-    pub(crate) fn set_outcome(&self, outcome: Outcome<V>) -> Option<Vec<Option<Waker>>> {
-        let mut st = self.state.lock();
-        if st.outcome.is_some() {
+    pub(crate) fn set_outcome(&self, outcome: Outcome<V>) -> Option<Wakers> {
+        let mut waiters = self.waiters.lock();
+        if self.outcome.is_published() {
             return None;
         }
-        st.outcome = Some(outcome);
-        let wakers = core::mem::take(&mut st.wakers);
-        drop(st);
+        // SAFETY: under `waiters`' lock, which every call of `publish` holds, and only once:
+        // published, the outcome is never written again.
+        unsafe { self.outcome.publish(outcome) };
+        let (wakers, mut timer) = waiters.end();
+        drop(waiters);
+        alarm::disarm(&mut timer);
         // Ended: whatever still runs for it (a loader past its hard timeout) is unwanted.
         self.cancel.fire();
         Some(wakers)
     }
 
-    /// The outcome if finished; otherwise registers `cx`'s waker in `slot`.
-    pub(crate) fn poll_outcome(
-        &self,
-        slot: &mut Option<usize>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Outcome<V>> {
-        let mut st = self.state.lock();
-        if let Some(o) = &st.outcome {
-            return Poll::Ready(o.clone());
-        }
-        match *slot {
-            Some(i) => match &mut st.wakers[i] {
-                Some(w) if w.will_wake(cx.waker()) => {}
-                w => *w = Some(cx.waker().clone()),
-            },
-            None => {
-                st.wakers.push(Some(cx.waker().clone()));
-                *slot = Some(st.wakers.len() - 1);
-            }
-        }
-        Poll::Pending
+    /// The outcome, once published: read without the lock.
+    pub(crate) fn outcome(&self) -> Option<Outcome<V>> {
+        self.outcome.read(Outcome::clone)
     }
 
     /// Forgets a waiter that left before the end (cancelled or timed out).
     pub(crate) fn deregister(&self, slot: usize) {
-        let mut st = self.state.lock();
-        if let Some(w) = st.wakers.get_mut(slot) {
-            *w = None;
+        self.waiters.lock().deregister(slot);
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Flight<V> {
+    /// The outcome if finished; otherwise registers `waker` in `slot`, to be woken at the
+    /// end or at `wake_at` (by the flight's timer on `clock`).
+    pub(crate) fn poll_outcome(
+        this: &Arc<Self>,
+        slot: &mut Option<usize>,
+        waker: &Waker,
+        wake_at: Duration,
+        clock: &StdArc<dyn Clock>,
+    ) -> Poll<Outcome<V>> {
+        let mut waiters = this.waiters.lock();
+        if let Some(o) = this.outcome() {
+            return Poll::Ready(o);
         }
+        let rearm = waiters.register(slot, waker, wake_at, |at| Self::timer(this, clock, at));
+        drop(waiters);
+        rearm.apply(&**clock);
+        Poll::Pending
+    }
+
+    /// The waker of the flight's timer for `deadline`.
+    fn timer(this: &Arc<Self>, clock: &StdArc<dyn Clock>, deadline: Duration) -> Waker {
+        Waker::from(StdArc::new(Timer {
+            flight: this.clone(),
+            clock: clock.clone(),
+            deadline,
+        }))
+    }
+
+    /// The flight's timer for `fired` went off: wakes the waiters due and re-arms.
+    fn expire(this: &Arc<Self>, clock: &StdArc<dyn Clock>, mut fired: Duration) {
+        loop {
+            let now = clock.now();
+            let mut waiters = this.waiters.lock();
+            if this.outcome.is_published() {
+                return;
+            }
+            let (woken, rearm) = waiters.fire(fired, now, |at| Self::timer(this, clock, at));
+            drop(waiters);
+            woken.into_iter().for_each(Waker::wake);
+            match rearm.starts_at() {
+                // Already due: fire again here rather than through the clock, which would
+                // call back inline, one stack frame deeper each time.
+                Some(at) if at <= clock.now() => {
+                    rearm.without_start();
+                    fired = at;
+                }
+                _ => return rearm.apply(&**clock),
+            }
+        }
+    }
+}
+
+/// What the clock wakes when a flight's timer goes off.
+struct Timer<V: Clone + Send + Sync + 'static> {
+    flight: Arc<Flight<V>>,
+    clock: StdArc<dyn Clock>,
+    deadline: Duration,
+}
+
+impl<V: Clone + Send + Sync + 'static> Wake for Timer<V> {
+    fn wake(self: StdArc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &StdArc<Self>) {
+        Flight::expire(&self.flight, &self.clock, self.deadline);
     }
 }
 
@@ -191,8 +249,51 @@ impl<V> Flight<V> {
 }
 
 /// Wakes the waiters a [`Flight::set_outcome`] returned.
-pub(crate) fn wake_all(wakers: Vec<Option<Waker>>) {
-    for w in wakers.into_iter().flatten() {
-        w.wake();
+pub(crate) fn wake_all(wakers: Wakers) {
+    wakers.wake_all();
+}
+
+/// A value written once and then read without a lock: `ready` is set (release) after the
+/// write, and a reader that sees it set (acquire) sees the value. The writers serialise on
+/// a lock of their own (the flight's), which is what makes the single write safe.
+struct Published<T> {
+    ready: AtomicBool,
+    value: UnsafeCell<Option<T>>,
+}
+
+// SAFETY: the value is written once, before `ready`, by a caller holding the flight's
+// lock, and only read (shared) after; `T: Send + Sync` as for any shared `&T`.
+unsafe impl<T: Send + Sync> Sync for Published<T> {}
+
+impl<T> Published<T> {
+    fn new() -> Self {
+        Self {
+            ready: AtomicBool::new(false),
+            value: UnsafeCell::new(None),
+        }
+    }
+
+    fn is_published(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// `f` of the value, once published.
+    fn read<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        if !self.is_published() {
+            return None;
+        }
+        // SAFETY: published: written before `ready` was set (and this load of it
+        // synchronised with that store), never written again.
+        self.value.with(|p| unsafe { (*p).as_ref() }.map(f))
+    }
+
+    /// Writes the value and publishes it.
+    ///
+    /// # Safety
+    /// Callers hold one same lock around every call, and call it at most once.
+    unsafe fn publish(&self, value: T) {
+        // SAFETY: no reader looks before `ready`, and the caller is the only writer.
+        self.value.with_mut(|p| unsafe { *p = Some(value) });
+        self.ready.store(true, Ordering::Release);
     }
 }

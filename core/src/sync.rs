@@ -28,6 +28,38 @@ pub(crate) type RwLock<T> = spin::RwLock<T>;
 #[cfg(herdless_loom)]
 pub(crate) use self::loom_locks::{Mutex, RwLock};
 
+#[cfg(not(herdless_loom))]
+pub(crate) use self::cell::UnsafeCell;
+/// A cell written through a raw pointer, with loom's interface (`with`, `with_mut`), so a
+/// lock-free publication built on it is checked under loom.
+#[cfg(herdless_loom)]
+pub(crate) use loom::cell::UnsafeCell;
+
+#[cfg(not(herdless_loom))]
+mod cell {
+    /// `core::cell::UnsafeCell` behind loom's interface.
+    #[derive(Debug, Default)]
+    pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> Self {
+            Self(core::cell::UnsafeCell::new(value))
+        }
+
+        /// Runs `f` on a pointer for reading.
+        #[inline]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        /// Runs `f` on a pointer for writing.
+        #[inline]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}
+
 /// Blocks the calling thread on a future: how the blocking API waits. Under loom, loom's
 /// `block_on`, so a model sees every wake-up of `Waiter::wait` and `LoadGuard::begin_blocking`
 /// (a lost one is a deadlock).

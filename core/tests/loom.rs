@@ -19,6 +19,9 @@
 #![cfg(herdless_loom)]
 
 mod loom_support;
+/// Models of the flight's waiters: its one clock timer and the published outcome.
+#[path = "loom/waiters.rs"]
+mod waiters;
 
 use std::time::Duration;
 

@@ -6,11 +6,9 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use super::fallback::Fallback;
-use crate::alarm::{self, Alarm};
 use crate::error::Error;
 use crate::flight::{Flight, Outcome};
 use crate::sync::Arc;
-use crate::sync::unchecked::Arc as StdArc;
 use crate::table::Table;
 
 /// What a waiter ends with, besides an error.
@@ -48,9 +46,8 @@ pub struct Waiter<V: Clone + Send + Sync + 'static> {
     fallback: Fallback<V>,
     arrived: Duration,
     deadline: Duration,
+    /// Its place among the flight's registered waiters, once it registered.
     slot: Option<usize>,
-    /// The clock timer of this wait (see [`Alarm`]).
-    timer: Option<StdArc<Alarm>>,
     done: bool,
 }
 
@@ -71,7 +68,6 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
             arrived,
             deadline,
             slot: None,
-            timer: None,
             done: false,
         }
     }
@@ -92,7 +88,6 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
     fn leave(&mut self) {
         self.done = true;
         self.flight.leave();
-        alarm::disarm(&mut self.timer);
         if let Some(slot) = self.slot.take() {
             self.flight.deregister(slot);
         }
@@ -101,7 +96,6 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
     /// This waiter's answer to the load's `outcome`.
     fn answer(&mut self, outcome: Outcome<V>, now: Duration) -> Result<Waited<V>, Error> {
         self.done = true;
-        alarm::disarm(&mut self.timer);
         self.slot = None;
         self.flight
             .ns
@@ -136,7 +130,8 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
         if this.flight.hard_deadline.is_some_and(|d| now >= d) {
             this.table.time_out(&this.flight);
         }
-        if let Poll::Ready(outcome) = this.flight.poll_outcome(&mut this.slot, cx) {
+        // Without the flight's lock: a herd woken together reads the answer side by side.
+        if let Some(outcome) = this.flight.outcome() {
             return Poll::Ready(this.answer(outcome, now));
         }
         let flight = this.flight.clone();
@@ -162,8 +157,10 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
         if let (Some(s), true) = (flight.soft_deadline, this.fallback.is_some()) {
             wake = wake.min(s);
         }
-        alarm::arm(&mut this.timer, wake, cx.waker(), &*this.table.clock);
-        Poll::Pending
+        match Flight::poll_outcome(&flight, &mut this.slot, cx.waker(), wake, &this.table.clock) {
+            Poll::Ready(outcome) => Poll::Ready(this.answer(outcome, now)),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 

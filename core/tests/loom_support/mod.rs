@@ -33,7 +33,17 @@ pub fn model(name: &str, f: impl Fn() + Sync + Send + 'static) {
 /// A cache on a virtual clock, with everything random pinned down: loom needs each
 /// execution to be a deterministic function of its schedule.
 pub fn cache_with(clock: &ManualClock, hard_timeout: Option<Duration>) -> Cache<u32> {
+    cache_waiting(clock, hard_timeout, Duration::from_secs(5))
+}
+
+/// [`cache_with`] with its waiters' `wait_timeout`.
+pub fn cache_waiting(
+    clock: &ManualClock,
+    hard_timeout: Option<Duration>,
+    wait_timeout: Duration,
+) -> Cache<u32> {
     let mut b = Cache::builder()
+        .wait_timeout(wait_timeout)
         .clock(clock.clone())
         .shards(1)
         .jitter(0.0)
