@@ -37,12 +37,15 @@ pub(crate) struct Entry<V> {
     quiet: QuietCode,
     /// Used since the eviction hand last passed (SIEVE's bit, set under the read lock).
     pub(crate) visited: AtomicBool,
-    has_value: bool,
+    /// 1 when `value` holds one. A byte, not a `bool`: a `bool` would be the niche of
+    /// `Option<Node>`, and the store's check for a free slot would read this byte, at the
+    /// node's far end (often the next cache line), instead of the key pointer it reads next.
+    has_value: u8,
 }
 
 impl<V> Drop for Entry<V> {
     fn drop(&mut self) {
-        if self.has_value {
+        if self.has_value() {
             // SAFETY: `has_value` says `value` is initialised; it is dropped once, here.
             unsafe { self.value.assume_init_drop() }
         }
@@ -86,7 +89,7 @@ impl<V> Entry<V> {
         load_nanos: u64,
         rare: Option<Box<Rare>>,
     ) -> Self {
-        let has_value = value.is_some();
+        let has_value = u8::from(value.is_some());
         Self {
             value: value.map_or(MaybeUninit::uninit(), MaybeUninit::new),
             ns,
@@ -106,19 +109,19 @@ impl<V> Entry<V> {
     #[inline]
     pub(crate) fn value(&self) -> Option<&V> {
         // SAFETY: `has_value` says `value` is initialised.
-        self.has_value
+        self.has_value()
             .then(|| unsafe { self.value.assume_init_ref() })
     }
 
     /// Whether it holds a value (not a cached absence).
     #[inline]
     pub(crate) fn has_value(&self) -> bool {
-        self.has_value
+        self.has_value != 0
     }
 
     /// Moves the value out, leaving a cached absence.
     pub(crate) fn take_value(&mut self) -> Option<V> {
-        let had = core::mem::replace(&mut self.has_value, false);
+        let had = core::mem::replace(&mut self.has_value, 0) != 0;
         // SAFETY: `has_value` said `value` was initialised; it is now marked as not, so it
         // is read out once and never dropped here.
         had.then(|| unsafe { self.value.assume_init_read() })
@@ -140,7 +143,7 @@ impl<V> Entry<V> {
     #[inline]
     pub(crate) fn ends(&self, life: &Lifetimes) -> Ends {
         let own_grace = self.rare.as_ref().and_then(|r| r.extras.grace);
-        life.ends(self.timing.fresh_until, self.has_value, own_grace)
+        life.ends(self.timing.fresh_until, self.has_value(), own_grace)
     }
 
     /// Whether its namespace was bumped since it was written.
