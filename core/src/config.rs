@@ -18,10 +18,12 @@ pub type Weigher<V> = StdArc<dyn Fn(&str, &V) -> u64 + Send + Sync>;
 
 /// Bytes charged per entry for herdless's own bookkeeping under
 /// [`Builder::max_bytes`]: the entry node, its slot in the shard's table and eviction ring,
-/// and allocator headers. Measured with a counting allocator at 137-210 bytes beyond key and
-/// value (1,000,000 down to 10,000 entries; BENCHMARKS.md, "Memory per entry"); with this
-/// charge a 1,000,000-key flood stays within 1.1x of the bound in RSS.
-pub const ENTRY_OVERHEAD_BYTES: u64 = 160;
+/// and allocator headers. Measured with a counting allocator at 79-121 bytes beyond key and
+/// a `u64` value (1,000,000 down to 10,000 entries; BENCHMARKS.md, "Memory per entry"), and
+/// at ~125 bytes of resident memory beyond key and value bytes for 64-byte `Vec<u8>` values
+/// (malloc's headers and rounding included); with this charge a 1,000,000-key flood stays
+/// within 1.1x of the bound in RSS.
+pub const ENTRY_OVERHEAD_BYTES: u64 = 128;
 
 /// The validated options of a cache.
 pub(crate) struct Config<V> {
@@ -356,8 +358,8 @@ impl<V> Builder<V> {
     /// Bounds the cache's memory in bytes: the capacity becomes `bytes`, and each entry
     /// weighs its key's length, `value_bytes(value)` (nothing for a cached absence) and
     /// [`ENTRY_OVERHEAD_BYTES`] for herdless's own bookkeeping, so that the bound holds for
-    /// what the process allocates (a 1,000,000 random-key flood: peak RSS growth 1.05x the
-    /// bound with 64-byte values, where weighing key and value bytes alone reaches 3x).
+    /// what the process allocates (a 1,000,000 random-key flood: peak RSS growth 0.98x the
+    /// bound with 64-byte values, where weighing key and value bytes alone reaches 2.4x).
     /// Cached absences are charged too: a flood of random absent ids cannot outgrow it.
     /// Replaces [`capacity`](Self::capacity) and [`weigher`](Self::weigher).
     ///

@@ -1,34 +1,55 @@
 //! What the cache keeps under a key: a value or a cached absence, with its timing; and what
 //! a reader may see of it ([`HitState`], [`Peek`]).
 
+use core::mem::MaybeUninit;
 use core::time::Duration;
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 use crate::epoch::Namespace;
-use crate::expiry::{Phase, Timing};
+use crate::expiry::{self, Ends, Lifetimes, LoadCode, Phase, QuietCode, Timing};
 use crate::loaded::Extras;
-use crate::sync::Arc;
+use crate::sync::{Arc, AtomicBool};
 use crate::tags::{self, Fate, Tag};
 
-/// One stored entry.
+/// One stored entry. Packed (56 bytes with a `u64` value, 72 in its store's node): the
+/// value's presence is a flag beside the small fields rather than `Option<V>`'s tag (8
+/// bytes of padding for a `V` without a niche), the epoch is kept in 32 bits (a namespace
+/// never goes past them: see [`Namespaces::bump`](crate::epoch::Namespaces::bump)), and
+/// the stale and retention deadlines are made from the cache's [`Lifetimes`] when asked.
 pub(crate) struct Entry<V> {
-    /// The value; `None` is a cached absence (negative caching).
-    pub(crate) value: Option<V>,
+    /// The value when `has_value`; a cached absence (negative caching) otherwise.
+    value: MaybeUninit<V>,
     /// The entry's namespace, held directly so the hit path checks the epoch without a lookup.
     pub(crate) ns: Arc<Namespace>,
-    /// The namespace epoch the entry was written under.
-    pub(crate) epoch: u64,
     pub(crate) timing: Timing,
+    /// What few entries have: one pointer in the common entry.
+    pub(crate) rare: Option<Box<Rare>>,
+    /// The namespace epoch the entry was written under.
+    epoch: u32,
+    /// How long the load that produced it took: XFetch's delta.
+    load: LoadCode,
+    /// Its weight against the capacity, set by the store that holds it.
+    pub(crate) weight: u32,
     /// Before this a read is fresh and beyond XFetch's reach (see [`crate::xfetch::reach_nanos`]),
     /// so the hit path rules out an early refresh with one compare instead of float maths.
-    pub(crate) quiet_until: u64,
-    /// How long the load that produced it took: XFetch's delta.
-    pub(crate) load_nanos: u64,
-    /// What few entries have: one pointer in the common entry (a node of a small value
-    /// fits two cache lines).
-    pub(crate) rare: Option<Box<Rare>>,
+    quiet: QuietCode,
+    /// Used since the eviction hand last passed (SIEVE's bit, set under the read lock).
+    pub(crate) visited: AtomicBool,
+    /// 1 when `value` holds one. A byte, not a `bool`: a `bool` would be the niche of
+    /// `Option<Node>`, and the store's check for a free slot would read this byte, at the
+    /// node's far end (often the next cache line), instead of the key pointer it reads next.
+    has_value: u8,
+}
+
+impl<V> Drop for Entry<V> {
+    fn drop(&mut self) {
+        if self.has_value() {
+            // SAFETY: `has_value` says `value` is initialised; it is dropped once, here.
+            unsafe { self.value.assume_init_drop() }
+        }
+    }
 }
 
 /// The parts of an entry that most entries do without.
@@ -59,6 +80,78 @@ impl Rare {
 }
 
 impl<V> Entry<V> {
+    /// An entry of `value` (`None`: a cached absence) written under `epoch` of `ns`.
+    pub(crate) fn new(
+        value: Option<V>,
+        (ns, epoch): (Arc<Namespace>, u64),
+        timing: Timing,
+        quiet_until: u64,
+        load_nanos: u64,
+        rare: Option<Box<Rare>>,
+    ) -> Self {
+        let has_value = u8::from(value.is_some());
+        Self {
+            value: value.map_or(MaybeUninit::uninit(), MaybeUninit::new),
+            ns,
+            timing,
+            rare,
+            // A namespace's epoch stays below `u32::MAX` (`Namespaces::bump`).
+            epoch: epoch as u32,
+            load: LoadCode::new(load_nanos),
+            weight: 0,
+            quiet: QuietCode::new(timing.written, quiet_until),
+            visited: AtomicBool::new(false),
+            has_value,
+        }
+    }
+
+    /// The value; `None` for a cached absence.
+    #[inline]
+    pub(crate) fn value(&self) -> Option<&V> {
+        // SAFETY: `has_value` says `value` is initialised.
+        self.has_value()
+            .then(|| unsafe { self.value.assume_init_ref() })
+    }
+
+    /// Whether it holds a value (not a cached absence).
+    #[inline]
+    pub(crate) fn has_value(&self) -> bool {
+        self.has_value != 0
+    }
+
+    /// Moves the value out, leaving a cached absence.
+    pub(crate) fn take_value(&mut self) -> Option<V> {
+        let had = core::mem::replace(&mut self.has_value, 0) != 0;
+        // SAFETY: `has_value` said `value` was initialised; it is now marked as not, so it
+        // is read out once and never dropped here.
+        had.then(|| unsafe { self.value.assume_init_read() })
+    }
+
+    /// How long the load that produced it took (XFetch's delta), in nanoseconds.
+    #[inline]
+    pub(crate) fn load_nanos(&self) -> u64 {
+        self.load.nanos()
+    }
+
+    /// Before this a read is fresh and out of XFetch's and refresh-ahead's reach.
+    #[inline]
+    pub(crate) fn quiet_until(&self) -> u64 {
+        self.quiet.until(self.timing.written)
+    }
+
+    /// Its stale and retention deadlines under the cache's `life`.
+    #[inline]
+    pub(crate) fn ends(&self, life: &Lifetimes) -> Ends {
+        let own_grace = self.rare.as_ref().and_then(|r| r.extras.grace);
+        life.ends(self.timing.fresh_until, self.has_value(), own_grace)
+    }
+
+    /// Whether its namespace was bumped since it was written.
+    #[inline]
+    fn bumped(&self) -> bool {
+        self.epoch != self.ns.epoch() as u32
+    }
+
     /// The loader's own lifetimes and metadata, if it chose any.
     #[inline]
     pub(crate) fn extras(&self) -> Option<&Extras> {
@@ -85,7 +178,7 @@ impl<V> Entry<V> {
     /// Whether the entry was invalidated (its namespace bumped, or one of its tags
     /// invalidated), as opposed to expired: nothing of it may be served or kept.
     pub(crate) fn killed(&self) -> bool {
-        self.epoch != self.ns.epoch()
+        self.bumped()
             || self
                 .rare
                 .as_ref()
@@ -103,16 +196,16 @@ impl<V> Entry<V> {
         self.rare.get_or_insert_with(Box::default).backoff_until = until;
     }
 
-    /// The entry's phase, `Dead` once its namespace was bumped or one of its tags
-    /// invalidated; past its fresh time once one of its tags was expired.
+    /// The entry's phase under the cache's `life`, `Dead` once its namespace was bumped or
+    /// one of its tags invalidated; past its fresh time once one of its tags was expired.
     #[inline]
-    pub(crate) fn phase(&self, now: u64) -> Phase {
-        if self.epoch != self.ns.epoch() {
+    pub(crate) fn phase(&self, now: u64, life: &Lifetimes) -> Phase {
+        if self.bumped() {
             return Phase::Dead;
         }
-        let phase = self.timing.phase(now);
+        let phase = expiry::phase(now, self.timing.fresh_until, || self.ends(life));
         match &self.rare {
-            Some(r) if !r.tags.is_empty() => self.tagged_phase(phase, r),
+            Some(r) if !r.tags.is_empty() => self.tagged_phase(phase, r, life),
             _ => phase,
         }
     }
@@ -122,23 +215,24 @@ impl<V> Entry<V> {
     /// no grace, and dead with neither, as a naturally expired entry would be. Out of line:
     /// the untagged hit path stays as small as before tags.
     #[inline(never)]
-    fn tagged_phase(&self, phase: Phase, r: &Rare) -> Phase {
-        let t = &self.timing;
+    fn tagged_phase(&self, phase: Phase, r: &Rare, life: &Lifetimes) -> Phase {
+        let fresh_until = self.timing.fresh_until;
+        let ends = || self.ends(life);
         match (tags::fate(&r.tags, r.born), phase) {
             (Fate::Removed, _) => Phase::Dead,
-            (Fate::Expired, Phase::Fresh) if t.stale_until > t.fresh_until => Phase::Stale,
-            (Fate::Expired, Phase::Fresh) if t.retain_until > t.fresh_until => Phase::FailSafe,
+            (Fate::Expired, Phase::Fresh) if ends().stale_until > fresh_until => Phase::Stale,
+            (Fate::Expired, Phase::Fresh) if ends().retain_until > fresh_until => Phase::FailSafe,
             (Fate::Expired, Phase::Fresh) => Phase::Dead,
             (_, phase) => phase,
         }
     }
 
     /// What [`Cache::peek`](crate::Cache::peek) reports at `now`; `None` once dead.
-    pub(crate) fn peek(&self, now: u64) -> Option<Peek<V>>
+    pub(crate) fn peek(&self, now: u64, life: &Lifetimes) -> Option<Peek<V>>
     where
         V: Clone,
     {
-        let state = match self.phase(now) {
+        let state = match self.phase(now, life) {
             Phase::Fresh => HitState::Fresh,
             Phase::Stale => HitState::Stale,
             Phase::FailSafe => HitState::FailSafe,
@@ -146,12 +240,12 @@ impl<V> Entry<V> {
         };
         let t = &self.timing;
         Some(Peek {
-            value: self.value.clone(),
+            value: self.value().cloned(),
             state,
             age: Duration::from_nanos(now.saturating_sub(t.written)),
             fresh_until: Duration::from_nanos(t.fresh_until),
-            stale_until: Duration::from_nanos(t.stale_until),
-            load_duration: Duration::from_nanos(self.load_nanos),
+            stale_until: Duration::from_nanos(self.ends(life).stale_until),
+            load_duration: Duration::from_nanos(self.load_nanos()),
             meta: self.extras().and_then(|e| e.meta.clone()),
             tags: self.tag_names(),
         })

@@ -34,6 +34,18 @@ impl Namespace {
         self.epoch.load(Ordering::Acquire)
     }
 
+    /// One more epoch, never past [`MAX_EPOCH`]; the epoch now.
+    fn advance(&self) -> u64 {
+        let step = |e: u64| (e < MAX_EPOCH).then_some(e + 1);
+        match self
+            .epoch
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, step)
+        {
+            Ok(e) => e + 1,
+            Err(e) => e,
+        }
+    }
+
     /// The namespace's counters.
     #[inline]
     pub(crate) fn counters(&self) -> &Counters {
@@ -65,6 +77,9 @@ impl Record for Namespace {
     }
 }
 
+/// The last epoch of a namespace record: entries keep theirs in 32 bits.
+pub(crate) const MAX_EPOCH: u64 = u32::MAX as u64;
+
 /// Name under which the counters of retired namespaces are kept.
 pub(crate) const RETIRED: &str = "__retired__";
 
@@ -78,19 +93,31 @@ impl Namespaces {
 
     /// The namespace named `name`, created on first use.
     pub(crate) fn get(&self, name: &str) -> Arc<Namespace> {
-        self.registry.get(name, Namespace::new, |ns| {
-            ns.epoch.fetch_add(1, Ordering::AcqRel);
-            self.retired.metrics.absorb(&ns.metrics);
-            self.retired.counters().retired_namespaces.inc();
-        })
+        self.registry
+            .get(name, Namespace::new, |ns| self.retire(ns))
+    }
+
+    /// A record leaves the registry: bumped, its counters kept under [`RETIRED`].
+    fn retire(&self, ns: &Namespace) {
+        ns.advance();
+        self.retired.metrics.absorb(&ns.metrics);
+        self.retired.counters().retired_namespaces.inc();
     }
 
     /// Invalidates every entry of `name`; returns the new epoch. A namespace without a
     /// record holds nothing (no entry or load of it exists): nothing is created for it.
+    /// Entries keep their epoch in 32 bits, so an epoch never wraps around to theirs: the
+    /// bump that reaches [`MAX_EPOCH`] also retires the record, as a full registry would
+    /// (every entry and load of it stays a miss, and the name's next use starts a new one).
     pub(crate) fn bump(&self, name: &str) -> u64 {
-        self.registry.with(name, |ns| {
-            ns.map_or(0, |ns| ns.epoch.fetch_add(1, Ordering::AcqRel) + 1)
-        })
+        let (epoch, ns) = self.registry.with(name, |ns| match ns {
+            Some(ns) => (ns.advance(), Some(ns.clone())),
+            None => (0, None),
+        });
+        if let Some(ns) = ns.filter(|_| epoch >= MAX_EPOCH) {
+            self.registry.remove(&ns, |ns| self.retire(ns));
+        }
+        epoch
     }
 
     pub(crate) fn snapshot(&self) -> Vec<NamespaceMetrics> {
@@ -103,5 +130,28 @@ impl Namespaces {
         }
         out.sort_by(|a, b| a.namespace.cmp(&b.namespace));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries keep their epoch in 32 bits: the bump that would let it wrap around retires
+    /// the record instead, so no old entry ever matches its namespace again.
+    #[test]
+    fn an_epoch_never_passes_32_bits_and_the_last_bump_retires_the_record() {
+        let ns = Namespaces::new(16);
+        let old = ns.get("users");
+        old.epoch.store(MAX_EPOCH - 2, Ordering::Relaxed);
+        assert_eq!(ns.bump("users"), MAX_EPOCH - 1);
+        assert!(Arc::ptr_eq(&old, &ns.get("users")), "not retired yet");
+        assert_eq!(ns.bump("users"), MAX_EPOCH);
+        let new = ns.get("users");
+        assert!(!Arc::ptr_eq(&old, &new), "retired at the last epoch");
+        assert_eq!((old.epoch(), new.epoch()), (MAX_EPOCH, 0));
+        // Retirement (here by the registry) never moves it past the last epoch either.
+        old.advance();
+        assert_eq!(old.epoch(), MAX_EPOCH);
     }
 }

@@ -90,6 +90,18 @@ impl<R: Record> Registry<R> {
         None
     }
 
+    /// Retires `record` now if it is still its name's record: `retire` runs on it under the
+    /// registry's lock.
+    pub(crate) fn remove(&self, record: &Arc<R>, retire: impl FnOnce(&R)) {
+        let mut t = self.inner.write();
+        let name = record.name();
+        if t.map.get(name).is_some_and(|r| Arc::ptr_eq(r, record)) {
+            t.map.remove(name);
+            t.hand.retain(|r| !Arc::ptr_eq(r, record));
+            retire(record);
+        }
+    }
+
     /// Calls `f` on every record.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&R)) {
         for r in self.inner.read().map.values() {

@@ -11,10 +11,12 @@ use core::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
+use self::key::Key;
 use crate::entry::Entry;
-use crate::expiry::Phase;
-use crate::sync::{AtomicBool, Ordering};
+use crate::expiry::{Lifetimes, Phase};
+use crate::sync::Ordering;
 
+mod key;
 #[cfg(test)]
 mod tests;
 
@@ -38,14 +40,13 @@ fn same_key(a: &str, b: &str) -> bool {
     }
 }
 
-/// One entry in the shard. Its hash is not kept (the table's hasher makes it again when the
-/// table grows or the entry is evicted): a hit reads the node, and a smaller node spans
-/// fewer cache lines.
+/// One entry in the shard: 72 bytes with a `u64` value (the key a thin pointer, the
+/// entry's weight and SIEVE bit in the entry's own padding). Its hash is not kept (the
+/// table's hasher makes it again when the table grows or the entry is evicted): a hit reads
+/// the node, and a smaller node spans fewer cache lines.
 pub(crate) struct Node<V> {
-    pub(crate) key: Box<str>,
+    key: Key,
     pub(crate) entry: Entry<V>,
-    visited: AtomicBool,
-    weight: u64,
     /// Towards the head (newer entries).
     newer: u32,
     /// Towards the tail (older entries).
@@ -56,9 +57,16 @@ impl<V> Node<V> {
     /// Marks the entry as used, for SIEVE. A load first: no cache-line write when already set.
     #[inline]
     pub(crate) fn touch(&self) {
-        if !self.visited.load(Ordering::Relaxed) {
-            self.visited.store(true, Ordering::Relaxed);
+        let visited = &self.entry.visited;
+        if !visited.load(Ordering::Relaxed) {
+            visited.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// The entry's key.
+    #[inline]
+    pub(crate) fn key(&self) -> &str {
+        self.key.as_str()
     }
 }
 
@@ -73,12 +81,18 @@ pub(crate) struct Store<V, S = DefaultHashBuilder> {
     hand: u32,
     weight: u64,
     capacity: u64,
+    /// The cache's lifetimes, for the phase of an entry the hand reaches.
+    life: Lifetimes,
 }
 
+/// The most one entry may weigh: weights are kept in 32 bits.
+pub(crate) const MAX_WEIGHT: u64 = u32::MAX as u64;
+
 impl<V, S: BuildHasher + Clone> Store<V, S> {
-    pub(crate) fn new(capacity: u64, hasher: S) -> Self {
+    pub(crate) fn new(capacity: u64, hasher: S, life: Lifetimes) -> Self {
         Self {
             hasher,
+            life,
             table: HashTable::new(),
             nodes: Vec::new(),
             free: Vec::new(),
@@ -92,7 +106,10 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
 
     /// Empties the store, returning its old contents to be dropped outside the lock.
     pub(crate) fn take(&mut self) -> Self {
-        core::mem::replace(self, Self::new(self.capacity, self.hasher.clone()))
+        core::mem::replace(
+            self,
+            Self::new(self.capacity, self.hasher.clone(), self.life),
+        )
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -121,7 +138,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         let i = *self.table.find(hash, |&i| {
             nodes[i as usize]
                 .as_ref()
-                .is_some_and(|n| same_key(&n.key, key))
+                .is_some_and(|n| same_key(n.key(), key))
         })?;
         self.nodes[i as usize].as_ref()
     }
@@ -131,25 +148,26 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         let i = *self.table.find(hash, |&i| {
             nodes[i as usize]
                 .as_ref()
-                .is_some_and(|n| same_key(&n.key, key))
+                .is_some_and(|n| same_key(n.key(), key))
         })?;
         self.nodes[i as usize].as_mut()
     }
 
     /// Stores `entry` under `key`, replacing any previous one, then evicts until the shard
     /// fits its capacity. Returns what was replaced or evicted, to be dropped by the caller
-    /// outside the lock.
+    /// outside the lock. `weight` is at most [`MAX_WEIGHT`].
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn insert(
         &mut self,
         hash: u64,
         key: &str,
-        entry: Entry<V>,
+        mut entry: Entry<V>,
         weight: u64,
         now: u64,
         evicted: &mut Vec<Entry<V>>,
         mut on_evict: impl FnMut(&str, &Entry<V>),
     ) {
+        let weight = weight.min(MAX_WEIGHT);
         if let Some(old) = self.remove(hash, key) {
             evicted.push(old);
         }
@@ -159,11 +177,10 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
                 None => break,
             }
         }
+        entry.weight = weight as u32;
         let node = Node {
-            key: key.into(),
+            key: Key::new(key),
             entry,
-            visited: AtomicBool::new(false),
-            weight,
             newer: NIL,
             older: self.head,
         };
@@ -190,7 +207,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         self.table.insert_unique(hash, i, |&j| {
             nodes[j as usize]
                 .as_ref()
-                .map_or(0, |n| hasher.hash_one(&*n.key))
+                .map_or(0, |n| hasher.hash_one(n.key()))
         });
     }
 
@@ -201,8 +218,8 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
             .nodes
             .iter()
             .flatten()
-            .filter(|n| !keep(n.entry.value.as_ref()))
-            .map(|n| (self.hasher.hash_one(&*n.key), n.key.clone()))
+            .filter(|n| !keep(n.entry.value()))
+            .map(|n| (self.hasher.hash_one(n.key()), n.key().into()))
             .collect();
         doomed
             .into_iter()
@@ -218,7 +235,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
             .find_entry(hash, |&i| {
                 nodes[i as usize]
                     .as_ref()
-                    .is_some_and(|n| same_key(&n.key, key))
+                    .is_some_and(|n| same_key(n.key(), key))
             })
             .ok()?;
         let (i, _) = found.remove();
@@ -240,7 +257,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
             NIL => self.tail = node.newer,
             o => self.node_mut(o).newer = node.newer,
         }
-        self.weight -= node.weight;
+        self.weight -= u64::from(node.entry.weight);
         self.free.push(i);
         node.entry
     }
@@ -259,18 +276,18 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
                 continue;
             }
             let node = self.node(i);
-            let dead = node.entry.phase(now) == Phase::Dead;
-            if dead || !node.visited.load(Ordering::Relaxed) {
-                let hash = self.hasher.hash_one(&*node.key);
+            let dead = node.entry.phase(now, &self.life) == Phase::Dead;
+            if dead || !node.entry.visited.load(Ordering::Relaxed) {
+                let hash = self.hasher.hash_one(node.key());
                 self.hand = node.newer;
                 if let Ok(e) = self.table.find_entry(hash, |&j| j == i) {
                     e.remove();
                 }
                 let node = self.node(i);
-                on_evict(&node.key, &node.entry);
+                on_evict(node.key(), &node.entry);
                 return Some(self.unlink(i));
             }
-            node.visited.store(false, Ordering::Relaxed);
+            node.entry.visited.store(false, Ordering::Relaxed);
             i = node.newer;
         }
         None

@@ -8,7 +8,7 @@
 //! `naive` weighs key and value bytes only, as most users would; `charged` adds a fixed
 //! per-entry charge (herdless's measured overhead, see `memory_per_entry`); for herdless,
 //! `charged` is `Builder::max_bytes`, which adds `herdless::ENTRY_OVERHEAD_BYTES` (the same
-//! 160 bytes) and the key's length to every entry itself.
+//! 128 bytes) and the key's length to every entry itself.
 //!
 //! `cargo run --release -p herdless-benches --bin rss_flood` (all configurations), or
 //! `... --bin rss_flood -- <herdless|quick_cache|moka> <value bytes> <naive|charged>`.

@@ -93,7 +93,10 @@ fn decide<V: Clone + Send + Sync + 'static>(
     let hung = table.remove_outdated_flight(&mut shard, key, hash, now);
     // The entry's phase, and whether a failed load made it back off from loading again.
     let (phase, backing_off) = shard.store.get(hash, key).map_or((None, false), |node| {
-        (Some(node.entry.phase(n)), n < node.entry.backoff_until())
+        (
+            Some(node.entry.phase(n, &table.life)),
+            n < node.entry.backoff_until(),
+        )
     });
     let mut dead = match phase {
         Some(Phase::Dead) => shard.store.remove(hash, key),
@@ -106,8 +109,7 @@ fn decide<V: Clone + Send + Sync + 'static>(
         table.emit(&e.ns, EventKind::Expired, key, None);
         let age = Duration::from_nanos(n.saturating_sub(e.timing.written));
         let extras = e.previous_extras();
-        e.value
-            .take()
+        e.take_value()
             .map(|v| Previous::new(v, age, extras.as_ref()))
     });
     let flight = shard.flight(hash, key).cloned();
@@ -124,7 +126,7 @@ fn decide<V: Clone + Send + Sync + 'static>(
                 .expect("phase came from this node");
             node.entry.ns.counters().failsafe_served.inc();
             Ok(Lookup::Hit(Hit {
-                value: node.entry.value.clone(),
+                value: node.entry.value().cloned(),
                 state: HitState::FailSafe,
                 refresh: None,
             }))
@@ -174,7 +176,7 @@ fn serve<V: Clone + Send + Sync + 'static>(
         .get(hash, key)
         .expect("phase came from this node");
     node.touch();
-    let (value, ns) = (node.entry.value.clone(), node.entry.ns.clone());
+    let (value, ns) = (node.entry.value().cloned(), node.entry.ns.clone());
     let n = nanos(now);
     let reason = match phase {
         Phase::Fresh if table.ahead_due(&node.entry, n) => LoadReason::RefreshAhead,
@@ -237,12 +239,12 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
         // however long the load or the wait lasts.
         (Some(Phase::FailSafe), Some(node)) => {
             let e = &node.entry;
-            let until = Duration::from_nanos(e.timing.retain_until);
-            let fallback = e.value.clone().map(|v| (v, until));
+            let until = Duration::from_nanos(e.ends(&table.life).retain_until);
+            let fallback = e.value().cloned().map(|v| (v, until));
             let age = now.saturating_sub(Duration::from_nanos(e.timing.written));
             let previous = e
-                .value
-                .clone()
+                .value()
+                .cloned()
                 .map(|v| Previous::new(v, age, e.previous_extras().as_ref()));
             (e.ns.clone(), fallback, previous)
         }

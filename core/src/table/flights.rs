@@ -167,7 +167,7 @@ impl<V: Clone> Table<V> {
                 if let Some(node) = shard.store.get_mut(flight.hash, &flight.key) {
                     node.entry
                         .set_backoff(n.saturating_add(nanos(self.cfg.failsafe_backoff)));
-                    if node.entry.value.is_some() {
+                    if node.entry.has_value() {
                         self.emit(&flight.ns, EventKind::FailSafe, &flight.key, error.clone());
                     }
                 }

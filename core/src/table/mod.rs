@@ -30,7 +30,7 @@ use crate::entry::Entry;
 use crate::epoch::{Namespace, Namespaces};
 use crate::error::Error;
 use crate::events::{Event, EventKind, Events};
-use crate::expiry::{Timing, nanos};
+use crate::expiry::{Lifetimes, Timing, nanos};
 use crate::hotkeys::HotKeys;
 use crate::metrics::MetricsSnapshot;
 use crate::rng::SharedRng;
@@ -43,6 +43,8 @@ use crate::xfetch;
 /// The state of one cache, shared by its handles ([`Cache`](crate::Cache), guards, waiters).
 pub(crate) struct Table<V> {
     pub(crate) cfg: Config<V>,
+    /// The cache's grace and `max_stale`, which make every entry's later deadlines.
+    pub(crate) life: Lifetimes,
     shards: Box<[RwLock<Shard<V>>]>,
     /// Shards are picked by hash bits 32 and up, clear of the bits hashbrown uses inside a
     /// shard's table (the low bits place a key, the top 7 are its tag): sharding by the top
@@ -107,6 +109,7 @@ impl<V> Table<V> {
         });
         let hot = (cfg.hot_keys > 0).then(|| HotKeys::new(cfg.hot_keys, cfg.hot_key_sample));
         let hasher = hashbrown::DefaultHashBuilder::default();
+        let life = Lifetimes::new(cfg.grace, cfg.max_stale);
         let events = cfg
             .listener
             .clone()
@@ -115,7 +118,7 @@ impl<V> Table<V> {
             shards: (0..shards as u64)
                 .map(|i| {
                     let capacity = per_shard + u64::from(i < extra);
-                    RwLock::new(Shard::new(capacity, hasher.clone()))
+                    RwLock::new(Shard::new(capacity, hasher.clone(), life))
                 })
                 .collect(),
             shard_mask: shards - 1,
@@ -133,6 +136,7 @@ impl<V> Table<V> {
             detector,
             hot,
             events,
+            life,
             cfg,
         }
     }
@@ -191,7 +195,7 @@ impl<V> Table<V> {
     pub(crate) fn count_hit(&self, e: &Entry<V>, hash: u64, key: &str) {
         let c = e.ns.counters();
         let stripe = self.shard_index(hash);
-        let seen = if e.value.is_some() {
+        let seen = if e.has_value() {
             c.hits.add(stripe)
         } else {
             c.negative_hits.add(stripe)
@@ -207,8 +211,8 @@ impl<V> Table<V> {
     pub(crate) fn xfetch_fires(&self, e: &Entry<V>, now: u64) -> bool {
         let beta = self.cfg.beta;
         let gap = Duration::from_nanos(e.timing.fresh_until - now);
-        let delta = Duration::from_nanos(e.load_nanos);
-        if e.value.is_none() || now < e.backoff_until() || xfetch::out_of_reach(gap, delta, beta) {
+        let delta = Duration::from_nanos(e.load_nanos());
+        if !e.has_value() || now < e.backoff_until() || xfetch::out_of_reach(gap, delta, beta) {
             return false;
         }
         let u = 1.0 - self.rng.unit();
@@ -231,7 +235,7 @@ impl<V> Table<V> {
     /// after a failed refresh)?
     #[inline]
     pub(crate) fn ahead_due(&self, e: &Entry<V>, now: u64) -> bool {
-        e.value.is_some() && now >= e.backoff_until() && now >= self.ahead_at(&e.timing)
+        e.has_value() && now >= e.backoff_until() && now >= self.ahead_at(&e.timing)
     }
 
     /// Tells the listener, if any, of an event at `key` (of namespace `ns`); an event the

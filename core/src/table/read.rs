@@ -31,11 +31,11 @@ impl<V: Clone> Table<V> {
             return Fast::Slow { early: false };
         };
         let e = &node.entry;
-        if e.phase(now) != Phase::Fresh {
+        if e.phase(now, &self.life) != Phase::Fresh {
             return Fast::Slow { early: false };
         }
         // Most reads are far from expiry: one compare rules XFetch out.
-        if now >= e.quiet_until
+        if now >= e.quiet_until()
             && may_refresh()
             && (self.ahead_due(e, now) || self.xfetch_fires(e, now))
         {
@@ -43,7 +43,7 @@ impl<V: Clone> Table<V> {
         }
         node.touch();
         self.count_hit(e, hash, key);
-        Fast::Hit(e.value.clone())
+        Fast::Hit(e.value().cloned())
     }
 
     /// `get_with`: a value that is fresh or within grace, seen in place by `read`, without
@@ -63,23 +63,23 @@ impl<V: Clone> Table<V> {
             return None;
         };
         let e = &node.entry;
-        let phase = match e.phase(fast) {
+        let phase = match e.phase(fast, &self.life) {
             Phase::Fresh => Phase::Fresh,
-            _ => e.phase(nanos(self.now())),
+            _ => e.phase(nanos(self.now()), &self.life),
         };
         match phase {
             Phase::Fresh => {
                 node.touch();
                 self.count_hit(e, hash, key);
-                e.value.as_ref().map(read)
+                e.value().map(read)
             }
-            Phase::Stale if e.value.is_some() => {
+            Phase::Stale if e.has_value() => {
                 node.touch();
                 let seen = e.ns.counters().stale_served.add(self.shard_index(hash));
                 if let Some(hot) = &self.hot {
                     hot.hit(seen, key, hash);
                 }
-                e.value.as_ref().map(read)
+                e.value().map(read)
             }
             _ => {
                 let c = e.ns.counters();
@@ -100,7 +100,7 @@ impl<V: Clone> Table<V> {
         let hash = self.hash(key);
         let now = nanos(self.now());
         let shard = self.shard(hash).read();
-        shard.store.get(hash, key)?.entry.peek(now)
+        shard.store.get(hash, key)?.entry.peek(now, &self.life)
     }
 
     /// A miss seen by `get`: the hot-key tracker and the detector's tick.

@@ -2,6 +2,7 @@
 
 use hashbrown::HashTable;
 
+use crate::expiry::Lifetimes;
 use crate::flight::Flight;
 use crate::store::Store;
 use crate::sync::Arc;
@@ -13,9 +14,13 @@ pub(crate) struct Shard<V> {
 }
 
 impl<V> Shard<V> {
-    pub(crate) fn new(capacity: u64, hasher: hashbrown::DefaultHashBuilder) -> Self {
+    pub(crate) fn new(
+        capacity: u64,
+        hasher: hashbrown::DefaultHashBuilder,
+        life: Lifetimes,
+    ) -> Self {
         Self {
-            store: Store::new(capacity, hasher),
+            store: Store::new(capacity, hasher, life),
             flights: HashTable::new(),
         }
     }

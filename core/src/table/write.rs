@@ -11,19 +11,21 @@ use crate::entry::{Entry, Rare};
 use crate::epoch::Namespace;
 use crate::error::Error;
 use crate::events::EventKind;
-use crate::expiry::{Phase, Timing, nanos};
+use crate::expiry::{LoadCode, Phase, Timing, nanos};
 use crate::key::namespace_of;
 use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
+use crate::store::MAX_WEIGHT;
 use crate::sync::Arc;
 use crate::tags::Tag;
 use crate::{jitter, tags, xfetch};
 
 impl<V: Clone> Table<V> {
     /// The weight of `key`'s `entry` against the capacity; an entry heavier than a shard's
-    /// whole capacity cannot be stored.
+    /// whole capacity (or than [`MAX_WEIGHT`], weights being kept in 32 bits) cannot be
+    /// stored.
     pub(crate) fn weigh(&self, key: &str, entry: &Entry<V>) -> Result<u64, Error> {
         let cfg = &self.cfg;
-        let weight = match (cfg.entry_overhead, &cfg.weigher, &entry.value) {
+        let weight = match (cfg.entry_overhead, &cfg.weigher, entry.value()) {
             // A byte bound: the key, the value and herdless's own bytes per entry.
             (Some(overhead), w, v) => {
                 let value = match (w, v) {
@@ -37,7 +39,7 @@ impl<V: Clone> Table<V> {
             (None, Some(w), Some(v)) => w(key, v).max(1),
             _ => 1,
         };
-        let max = self.shard_capacity;
+        let max = self.shard_capacity.min(MAX_WEIGHT);
         if weight > max {
             return Err(Error::ValueTooLarge { weight, max });
         }
@@ -60,18 +62,21 @@ impl<V: Clone> Table<V> {
     ) -> Entry<V> {
         let cfg = &self.cfg;
         let extras = Some(&keep.extras);
+        // The grace (the loader's own or the cache's) and `max_stale` are not stored: the
+        // entry makes its later deadlines from them (`Entry::ends`).
         let timing = if value.is_some() {
             let ttl = keep.ttl.or(extras.and_then(|e| e.ttl)).unwrap_or(cfg.ttl);
-            let ttl = jitter::jittered(ttl, cfg.jitter, self.unit());
-            let grace = extras.and_then(|e| e.grace).unwrap_or(cfg.grace);
-            Timing::new(now, ttl, grace, cfg.max_stale)
+            Timing::new(now, jitter::jittered(ttl, cfg.jitter, self.unit()))
         } else {
             // Absences are neither served stale nor kept for fail-safe: they are cheap to
             // re-check and a real write must be able to replace them quickly.
             let ttl = extras.and_then(|e| e.negative_ttl);
             let ttl = jitter::jittered(ttl.unwrap_or(cfg.negative_ttl), cfg.jitter, self.unit());
-            Timing::new(now, ttl, Duration::ZERO, None)
+            Timing::new(now, ttl)
         };
+        // XFetch's reach from the delta as the entry keeps it (rounded down), so the quiet
+        // time never rules out a read the exact test on that delta would let draw.
+        let load_nanos = LoadCode::new(load_nanos).nanos();
         let quiet_until = match value {
             Some(_) => {
                 let xfetch = timing
@@ -81,15 +86,8 @@ impl<V: Clone> Table<V> {
             }
             None => timing.fresh_until,
         };
-        Entry {
-            value,
-            ns,
-            epoch,
-            timing,
-            quiet_until,
-            load_nanos,
-            rare: Rare::of(keep.extras, tags, born),
-        }
+        let rare = Rare::of(keep.extras, tags, born);
+        Entry::new(value, (ns, epoch), timing, quiet_until, load_nanos, rare)
     }
 
     /// Checks the tag names of `keep` (removing duplicates) against the bounds.
@@ -131,7 +129,7 @@ impl<V: Clone> Table<V> {
             .insert(hash, key, entry, weight, now, dropped, |key, e| {
                 e.ns.counters().evictions.inc();
                 // SIEVE takes a dead entry first: that one expired, nothing pushed it out.
-                let kind = match e.phase(now) {
+                let kind = match e.phase(now, &self.life) {
                     Phase::Dead => EventKind::Expired,
                     _ => EventKind::Evicted,
                 };
@@ -184,7 +182,10 @@ impl<V: Clone> Table<V> {
                 f.supersede();
             }
             // Keep the measured load time so XFetch still knows how expensive the key is.
-            let load_nanos = shard.store.get(hash, key).map_or(0, |o| o.entry.load_nanos);
+            let load_nanos = shard
+                .store
+                .get(hash, key)
+                .map_or(0, |o| o.entry.load_nanos());
             let epoch = ns.epoch();
             let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep, (tags, born));
             let weight = self.weigh(key, &entry)?;
