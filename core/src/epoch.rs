@@ -6,6 +6,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use crate::generation::Generation;
 use crate::metrics::{Counters, NamespaceMetrics, NsMetrics};
 use crate::registry::{Record, Registry};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
@@ -53,6 +54,9 @@ pub(crate) struct Namespaces {
     registry: Registry<Namespace>,
     /// The counters of retired namespaces, summed.
     retired: Arc<Namespace>,
+    /// The cache's write generation: kept here because retiring a namespace (which any
+    /// lookup of a new one may do) invalidates entries too.
+    pub(crate) writes: Generation,
 }
 
 impl Record for Namespace {
@@ -69,10 +73,11 @@ impl Record for Namespace {
 pub(crate) const RETIRED: &str = "__retired__";
 
 impl Namespaces {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize, count_writes: bool) -> Self {
         Self {
             registry: Registry::new(max),
             retired: Arc::new(Namespace::new(RETIRED)),
+            writes: Generation::new(count_writes),
         }
     }
 
@@ -82,15 +87,18 @@ impl Namespaces {
             ns.epoch.fetch_add(1, Ordering::AcqRel);
             self.retired.metrics.absorb(&ns.metrics);
             self.retired.counters().retired_namespaces.inc();
+            self.writes.advance();
         })
     }
 
     /// Invalidates every entry of `name`; returns the new epoch. A namespace without a
     /// record holds nothing (no entry or load of it exists): nothing is created for it.
     pub(crate) fn bump(&self, name: &str) -> u64 {
-        self.registry.with(name, |ns| {
+        let epoch = self.registry.with(name, |ns| {
             ns.map_or(0, |ns| ns.epoch.fetch_add(1, Ordering::AcqRel) + 1)
-        })
+        });
+        self.writes.advance();
+        epoch
     }
 
     pub(crate) fn snapshot(&self) -> Vec<NamespaceMetrics> {
