@@ -41,11 +41,14 @@ if (caches.base) {
 {
   const c = caches.front
   cases['front get'] = (n) => { for (let i = 0; i < n; i++) sink = c.get(keys[i % KEYS]) }
+  // A write every 10 reads: each moves the (global) write generation, so the front refills.
+  cases['front get, 1 set per 10'] = (n) => { for (let i = 0; i < n; i++) { if (i % 10 === 0) c.set(keys[(i * 7) % KEYS], values[(i * 7) % KEYS]); sink = c.get(keys[i % KEYS]) } }
   cases['front await getOrLoad'] = async (n) => { for (let i = 0; i < n; i++) sink = await c.getOrLoad(keys[i % KEYS], loaders[i % KEYS]) }
 }
 {
   const c = caches['front off']
   cases['front off get'] = (n) => { for (let i = 0; i < n; i++) sink = c.get(keys[i % KEYS]) }
+  cases['front off get, 1 set per 10'] = (n) => { for (let i = 0; i < n; i++) { if (i % 10 === 0) c.set(keys[(i * 7) % KEYS], values[(i * 7) % KEYS]); sink = c.get(keys[i % KEYS]) } }
   cases['front off await getOrLoad'] = async (n) => { for (let i = 0; i < n; i++) sink = await c.getOrLoad(keys[i % KEYS], loaders[i % KEYS]) }
 }
 for (const [name, c] of Object.entries(caches)) {

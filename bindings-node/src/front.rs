@@ -29,6 +29,11 @@ use crate::js::{Js, Ref, Value};
 /// per-slot counts far from overflow.
 const FOLD_EVERY: u32 = 1 << 16;
 
+/// Fills only after this many reads into the engine under one write generation: a cache
+/// written every few reads would otherwise pay a fill (and its loss at the next write) on
+/// almost every read, and be slower than without a front (BENCHMARKS.md of the binding).
+const FILL_AFTER: u32 = 8;
+
 /// One kept answer's engine side.
 #[derive(Default)]
 struct Slot {
@@ -47,8 +52,15 @@ pub(crate) struct Front {
     hand: Cell<usize>,
     /// The write generation the answers of the JS map were read under.
     last: Cell<u64>,
+    /// Reads into the engine since the generation last moved (see [`FILL_AFTER`]).
+    stable: Cell<u32>,
+    /// The JS map may hold answers (it is emptied only then).
+    holding: Cell<bool>,
     /// Front hits not yet folded.
     pending: Cell<u32>,
+    /// The slots with hits not yet folded (a fold visits these, not every slot: a cache
+    /// written between a few front hits folds at each write).
+    dirty: RefCell<Vec<u32>>,
     /// `info[0]`: the slot the last call filled (-1: none). An `Int32Array` the JS front
     /// reads after each call; `data` is its memory, kept alive by `buffer`.
     data: *mut i32,
@@ -56,6 +68,8 @@ pub(crate) struct Front {
     /// The JS front's `Map` of answers, emptied here when the generation moves (so it
     /// never holds values the engine let go beyond the next call into this cache).
     map: Ref,
+    /// `Map.prototype.clear`.
+    clear: Ref,
     /// `[value]`: the value a `getOrLoad` hit filled (its answer is a promise).
     stash: Ref,
 }
@@ -74,14 +88,19 @@ impl Front {
         // SAFETY: 8 bytes, aligned (V8 aligns backing stores), ours to write.
         unsafe { data.write(-1) };
         let slots = (0..capacity.max(1)).map(|_| Slot::default()).collect();
+        let map = js.construct(js.get(js.global()?, "Map")?, &[])?;
         Ok(Front {
             slots: RefCell::new(slots),
             hand: Cell::new(0),
             last: Cell::new(0),
+            stable: Cell::new(0),
+            holding: Cell::new(false),
             pending: Cell::new(0),
+            dirty: RefCell::new(Vec::new()),
             data,
             buffer: js.reference(buffer)?,
-            map: js.reference(js.construct(js.get(js.global()?, "Map")?, &[])?)?,
+            map: js.reference(map)?,
+            clear: js.reference(js.get(map, "clear")?)?,
             stash: js.reference(js.array(1)?)?,
         })
     }
@@ -118,7 +137,11 @@ impl Front {
             return;
         }
         self.pending.set(0);
-        for slot in self.slots.borrow_mut().iter_mut() {
+        let mut slots = self.slots.borrow_mut();
+        for i in self.dirty.borrow_mut().drain(..) {
+            let Some(slot) = slots.get_mut(i as usize) else {
+                continue;
+            };
             if slot.hits > 0 {
                 if let Some(key) = &slot.key {
                     l1.credit_hits(key, u64::from(slot.hits));
@@ -134,8 +157,12 @@ impl Front {
         self.fold(l1);
         let g = l1.generation().unwrap_or(0);
         if g != self.last.get() {
-            js.call_method(self.map.get(js)?, "clear", &[])?;
+            if self.holding.replace(false) {
+                // `Map.prototype.clear` cannot throw: its result is of no interest.
+                let _ = js.call(self.clear.get(js)?, self.map.get(js)?, &[])?;
+            }
             self.last.set(g);
+            self.stable.set(0);
         }
         Ok(())
     }
@@ -144,6 +171,7 @@ impl Front {
     /// before the engine reads the entry (so a write after that read moves it past this).
     pub(crate) fn begin(&self, js: Js, l1: &herdless::Cache<Entry>) -> Result<()> {
         self.sync(js, l1)?;
+        self.stable.set(self.stable.get().saturating_add(1));
         self.set_info(0, -1);
         Ok(())
     }
@@ -158,9 +186,13 @@ impl Front {
         key: &str,
         stash: Option<Value>,
     ) -> Result<()> {
+        if self.stable.get() < FILL_AFTER {
+            return Ok(());
+        }
         let Some(until) = l1.steady_until(key) else {
             return Ok(());
         };
+        self.holding.set(true);
         let mut slots = self.slots.borrow_mut();
         let i = self.hand.get();
         self.hand.set((i + 1) % slots.len());
@@ -194,6 +226,9 @@ impl Front {
         let stale = unsafe { self.data.add(1).read() } != 0;
         if stale || l1.generation() != Some(self.last.get()) || l1.now_fast_nanos() >= s.until {
             return false;
+        }
+        if s.hits == 0 {
+            self.dirty.borrow_mut().push(slot);
         }
         s.hits += 1;
         drop(slots);

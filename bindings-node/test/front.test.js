@@ -126,10 +126,11 @@ for (const seed of [1, 2, 3, 4]) {
   })
 }
 
-// Fills the front with `key` (the second get is a front hit) and checks it is there.
+// Fills the front with `key` (the engine admits an answer after a few reads under one write
+// generation) and checks it is there.
 function warmFront(cache, key) {
   const a = cache.get(key)
-  assert.equal(cache.get(key), a)
+  for (let i = 0; i < 10; i++) assert.equal(cache.get(key), a)
   const e = front(cache).map.get(key)
   assert.ok(e && e.value === a, `${key} is in the front`)
   return a
