@@ -1,6 +1,8 @@
 // The JS front before/after, side by side in one process: the addon of a previous build
 // (`--base path/to/herdless.node`, no front) against this checkout (front on, and off),
-// with lru-cache get (ttl) as the anchor. Same keys, same loops, rounds interleaved; the
+// with lru-cache get (ttl) as the anchor; and reads mixed with writes (a `set` every 10
+// reads over 1,000 keys; every 200 reads over 20 hot keys), which move the write
+// generation and empty the front. Same keys, same loops, rounds interleaved; the
 // figure is the median over rounds of the mean ns per call.
 //
 //   cd bindings-node/benchmarks && node --expose-gc front-ab.mjs --base /tmp/base.node [--rounds N] [--calls N]
@@ -43,12 +45,14 @@ if (caches.base) {
   cases['front get'] = (n) => { for (let i = 0; i < n; i++) sink = c.get(keys[i % KEYS]) }
   // A write every 10 reads: each moves the (global) write generation, so the front refills.
   cases['front get, 1 set per 10'] = (n) => { for (let i = 0; i < n; i++) { if (i % 10 === 0) c.set(keys[(i * 7) % KEYS], values[(i * 7) % KEYS]); sink = c.get(keys[i % KEYS]) } }
+  cases['front get, 1 set per 200'] = (n) => { for (let i = 0; i < n; i++) { if (i % 200 === 0) c.set(keys[(i * 7) % KEYS], values[(i * 7) % KEYS]); sink = c.get(keys[i % 20]) } }
   cases['front await getOrLoad'] = async (n) => { for (let i = 0; i < n; i++) sink = await c.getOrLoad(keys[i % KEYS], loaders[i % KEYS]) }
 }
 {
   const c = caches['front off']
   cases['front off get'] = (n) => { for (let i = 0; i < n; i++) sink = c.get(keys[i % KEYS]) }
   cases['front off get, 1 set per 10'] = (n) => { for (let i = 0; i < n; i++) { if (i % 10 === 0) c.set(keys[(i * 7) % KEYS], values[(i * 7) % KEYS]); sink = c.get(keys[i % KEYS]) } }
+  cases['front off get, 1 set per 200'] = (n) => { for (let i = 0; i < n; i++) { if (i % 200 === 0) c.set(keys[(i * 7) % KEYS], values[(i * 7) % KEYS]); sink = c.get(keys[i % 20]) } }
   cases['front off await getOrLoad'] = async (n) => { for (let i = 0; i < n; i++) sink = await c.getOrLoad(keys[i % KEYS], loaders[i % KEYS]) }
 }
 for (const [name, c] of Object.entries(caches)) {

@@ -32,7 +32,7 @@ const FOLD_EVERY: u32 = 1 << 16;
 /// Fills only after this many reads into the engine under one write generation: a cache
 /// written every few reads would otherwise pay a fill (and its loss at the next write) on
 /// almost every read, and be slower than without a front (BENCHMARKS.md of the binding).
-const FILL_AFTER: u32 = 8;
+const FILL_AFTER: u32 = 32;
 
 /// One kept answer's engine side.
 #[derive(Default)]
