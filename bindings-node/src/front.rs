@@ -6,9 +6,9 @@
 //! engine's: the write generation has not moved since the answers were read, and the
 //! engine's hit-path clock is before the slot's deadline ([`herdless::Cache::steady_until`]:
 //! fresh, and beyond XFetch's and refresh-ahead's reach). Why a call and not a clock read
-//! in JS: on this machine `performance.now()` costs 90-105 ns and `Atomics.load` 16-30 ns
-//! in Node 20, against ~20 ns for a Node-API call with one integer argument that reads the
-//! engine's own coarse clock (BENCHMARKS.md of the binding), and the engine's clock makes
+//! in JS: in Node 20 `performance.now()` costs 90-106 ns and `Atomics.load` 16-34 ns, against
+//! 33 ns of CPU for this whole call (the binding's BENCHMARKS.md, "Issue 17"); and reading
+//! the engine's own coarse clock, the one its hit path judges freshness with, makes
 //! the front expire exactly when the engine's hit path would, never later.
 //!
 //! Counts: a front hit adds one to its slot here; the slots are folded into the engine
