@@ -266,6 +266,11 @@ export declare class Cache {
    */
   _setLoadObserver(observer: ((key: string, background: boolean, fn: (...args: unknown[]) => unknown, bound?: unknown[]) => unknown) | null): void
   /**
+   * The JS front's handles (`lib/front.js`): `{ info, stash, hit }`, or null when the
+   * `front` option is off. Not a stable API.
+   */
+  _front(): { info: Int32Array; stash: unknown[]; map: Map<string, { value: unknown; slot: number }>; hit: (slot: number) => boolean } | null
+  /**
    * Internal counts for leak tests (values held, calls pending, loads in flight). Not a
    * stable API.
    */
@@ -451,6 +456,14 @@ export interface CacheOptions {
    * (see `CacheEvent`); it cannot be removed with `off`.
    */
   onEvent?: (event: CacheEvent) => void
+  /**
+   * The front: repeated `get` and `getOrLoad` hits answered in JavaScript from a small
+   * map of recent answers, kept exactly coherent with the engine (any write, and the
+   * entry's fresh time, end an answer's stay; its hits are counted as the engine's own).
+   * `false` switches it off; `{ capacity }` sets how many answers it keeps (default on,
+   * 1024; at most 65536).
+   */
+  front?: boolean | { capacity?: number }
 }
 
 /**

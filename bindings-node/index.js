@@ -38,9 +38,19 @@ function load() {
 }
 
 const native = load()
+const { installFront } = require('./lib/front.js')
+
+// The native class, with the JS front of recent answers (lib/front.js) installed on each
+// instance unless the `front` option is false.
+class Cache extends native.Cache {
+  constructor(options) {
+    super(options)
+    installFront(this)
+  }
+}
 
 module.exports = {
-  Cache: native.Cache,
+  Cache,
   buildKey: native.buildKey,
   testing: native.testing,
   ABSENT: Symbol.for('herdless.absent'),

@@ -131,12 +131,20 @@ pub(crate) fn rejecting(js: Js, r: Result<Value>) -> Result<Value> {
 pub(crate) fn get_value(js: Js, inner: &Inner, key: Value) -> Result<Value> {
     let mut room = StrRoom::new();
     let key = key_arg(js, key, &mut room)?;
+    if let Some(f) = &inner.front {
+        f.begin(js, &inner.l1)?;
+    }
     // Read in place: no clone and drop of the value's handle (two atomic operations) per hit.
     match inner
         .l1
         .get_with(key.as_str(), |v| inner.table.read(js, &v.value))
     {
-        Some(Ok(v)) => Ok(v),
+        Some(Ok(v)) => {
+            if let Some(f) = &inner.front {
+                f.fill(js, &inner.l1, key.as_str(), None)?;
+            }
+            Ok(v)
+        }
         Some(Err(status)) => Err(js::failed(status)),
         None => js.undefined(),
     }
@@ -168,10 +176,16 @@ fn get_or_load_impl(
         return Err(type_error(js, "the loader must be a function"));
     }
     let options = call_options(js, options_arg(js, opts, "getOrLoad", &["signal", "ttl"])?)?;
+    if let Some(f) = &inner.front {
+        f.begin(js, &inner.l1)?;
+    }
     let first = inner.l1.lookup(key.as_str());
     if options.signal.is_none() {
         // The hit path: no call record, no loader reference.
         if let Some(v) = inner.hit_now(js, &first)? {
+            if let Some(f) = &inner.front {
+                f.fill(js, &inner.l1, key.as_str(), Some(v))?;
+            }
             return js.resolved(v);
         }
     }
@@ -221,6 +235,7 @@ impl Cache {
         loader: Value,
         opts: Option<Value>,
     ) -> Result<Value> {
+        self.inner.fold_front();
         if !js.is_array(keys)? {
             return Err(type_error(js, "`keys` must be an array of keys"));
         }
@@ -244,6 +259,7 @@ impl Cache {
     }
 
     fn set_impl(&self, js: Js, key: Value, value: Value, options: Option<Value>) -> Result<Value> {
+        self.inner.fold_front();
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
         let (mut ttl, mut tags) = (None, None);
@@ -278,6 +294,7 @@ impl Cache {
     }
 
     fn invalidate_impl(&self, js: Js, key: Value) -> Result<Value> {
+        self.inner.fold_front();
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
         let inner = &self.inner;
@@ -290,6 +307,7 @@ impl Cache {
     }
 
     fn bump_impl(&self, js: Js, namespace: Option<Value>) -> Result<Value> {
+        self.inner.fold_front();
         let given = match namespace {
             None => None,
             Some(v) => match js.type_of(v)? {
@@ -325,6 +343,7 @@ impl Cache {
     /// `invalidateTag` (one tag) and `invalidateTags` (an array): hard, or soft with
     /// `{ soft: true }`.
     fn stamp_impl(&self, js: Js, tags: Vec<String>, options: Option<Value>) -> Result<Value> {
+        self.inner.fold_front();
         let soft = match options_arg(js, options, "invalidateTag", &["soft"])? {
             Some(o) => match js.get(o, "soft")? {
                 v if js.type_of(v)? == Type::Undefined => false,
@@ -353,6 +372,7 @@ impl Cache {
     }
 
     fn read_impl(&self, js: Js, key: Value) -> Result<Value> {
+        self.inner.fold_front();
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
         let inner = &self.inner;
@@ -408,13 +428,17 @@ impl Cache {
         let mut parsed = options::parse(js, options.map(|o| o.raw()))?;
         let namespace = parsed.namespace.clone();
         let on_event = parsed.on_event;
+        let front = parsed.front.0;
+        if front.is_some() {
+            parsed.builder = std::mem::take(&mut parsed.builder).count_writes(true);
+        }
         // Muted by `Inner::new` until a JS listener is registered.
         let wake = Wake::new();
         let listener = crate::events::engine_listener(wake.clone());
         parsed.builder = std::mem::take(&mut parsed.builder).listener(listener);
         let (tt, codec) = engine(js, parsed)?;
         let this_obj = this.object.raw();
-        let inner = Inner::new(js, this_obj, tt, codec, namespace, wake, on_event)?;
+        let inner = Inner::new(js, this_obj, tt, codec, namespace, wake, on_event, front)?;
         crate::fast::install(js, this.object.raw(), &inner)?;
         Ok(Self { inner })
     }
@@ -672,6 +696,7 @@ impl Cache {
         func: Unknown<'env>,
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
+        self.inner.fold_front();
         let js = Js(env.raw());
         let known = ["namespace", "entity", "version", "ttl", "key", "tags"];
         let opts = options_arg(js, options.map(|o| o.raw()), "wrap", &known)?;
@@ -694,6 +719,7 @@ impl Cache {
         loader: Unknown<'env>,
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
+        self.inner.fold_front();
         let js = Js(env.raw());
         let known = ["concurrency", "ttl", "onProgress"];
         let r = options_arg(js, options.map(|o| o.raw()), "warm", &known)
@@ -706,6 +732,7 @@ impl Cache {
     /// Counters, histograms and sizes at this moment, per namespace and in total.
     #[napi]
     pub fn metrics(&self) -> Metrics {
+        self.inner.fold_front();
         let mut m = snapshot(&self.inner.l1.metrics());
         m.total.events_dropped += self.inner.wake.events_dropped() as f64;
         m.redis = self
@@ -776,6 +803,7 @@ impl Cache {
     /// The metrics in Prometheus text exposition format.
     #[napi]
     pub fn prometheus(&self) -> String {
+        self.inner.fold_front();
         self.inner.tt.prometheus()
     }
 
@@ -784,12 +812,14 @@ impl Cache {
     /// listed for 10 minutes after their condition last held (`active`: it holds now).
     #[napi]
     pub fn alerts(&self) -> Vec<crate::detector::Alert> {
+        self.inner.fold_front();
         crate::detector::alerts(&self.inner.l1.alerts())
     }
 
     /// The `n` (default 100) most accessed keys, most first (counts are sampled estimates).
     #[napi]
     pub fn hot_keys(&self, n: Option<u32>) -> Vec<crate::detector::HotKey> {
+        self.inner.fold_front();
         crate::detector::hot_keys(self.inner.l1.hot_keys(n.unwrap_or(100) as usize))
     }
 
@@ -797,6 +827,7 @@ impl Cache {
     /// instance.
     #[napi]
     pub fn export_hot_keys(&self, n: Option<u32>) -> String {
+        self.inner.fold_front();
         self.inner.l1.export_hot_keys(n.unwrap_or(1000) as usize)
     }
 
@@ -805,6 +836,7 @@ impl Cache {
     /// `HERDLESS_INVALID_ARGUMENT`) on anything else.
     #[napi]
     pub fn import_hot_keys(&self, env: &Env, json: String) -> Result<Vec<String>> {
+        self.inner.fold_front();
         match self.inner.l1.import_hot_keys(&json) {
             Ok(keys) => Ok(keys.into_iter().map(|k| k.key).collect()),
             Err(e) => Err(type_error(Js(env.raw()), &e.to_string())),
@@ -832,6 +864,30 @@ impl Cache {
             },
         };
         self.inner.set_observer(js, observer)
+    }
+
+    /// The JS front's handles (`lib/front.js`): `{ info, stash, hit }`, or null when the
+    /// `front` option is off. Not a stable API.
+    #[napi(
+        js_name = "_front",
+        ts_return_type = "{ info: Int32Array; stash: unknown[]; map: Map<string, { value: unknown; slot: number }>; hit: (slot: number) => boolean } | null"
+    )]
+    pub fn front<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
+        let js = Js(env.raw());
+        let v = match &self.inner.front {
+            None => js.null()?,
+            Some(f) => {
+                let (info, stash, map) = f.handles(js)?;
+                let o = js.object()?;
+                js.set(o, "info", info)?;
+                js.set(o, "stash", stash)?;
+                js.set(o, "map", map)?;
+                js.set(o, "hit", crate::fast::front_hit(js, &self.inner)?)?;
+                o
+            }
+        };
+        // SAFETY: a value of this env, returned to it at once.
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), v) })
     }
 
     /// Internal counts for leak tests (values held, calls pending, loads in flight). Not a

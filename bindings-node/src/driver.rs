@@ -106,6 +106,8 @@ pub(crate) struct Inner {
     pub(crate) codec: Codec,
     pub(crate) wake: Arc<Wake>,
     pub(crate) namespace: Option<String>,
+    /// The JS front's engine side, unless the `front` option is off.
+    pub(crate) front: Option<crate::front::Front>,
     /// The JS listeners of the engine's events.
     pub(crate) listeners: crate::events::Listeners,
     absent: Ref,
@@ -123,7 +125,9 @@ pub(crate) struct Inner {
 
 impl Inner {
     /// The state of the cache object `this`, whose engine `tt` was built with `wake`'s
-    /// listener (`crate::events::engine_listener`); `on_event` is the `onEvent` option.
+    /// listener (`crate::events::engine_listener`); `on_event` is the `onEvent` option, `front`
+    /// the front's capacity (`None`: no front).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         js: Js,
         this: Value,
@@ -132,6 +136,7 @@ impl Inner {
         namespace: Option<String>,
         wake: Arc<Wake>,
         on_event: Option<Value>,
+        front: Option<usize>,
     ) -> Result<Rc<Self>> {
         let listeners = crate::events::Listeners::new(js, this)?;
         let inner = Rc::new(Self {
@@ -141,6 +146,7 @@ impl Inner {
             codec,
             wake,
             namespace,
+            front: front.map(|n| crate::front::Front::new(js, n)).transpose()?,
             listeners,
             absent: js.reference(absent_symbol(js)?)?,
             observer: RefCell::new(None),
@@ -156,6 +162,16 @@ impl Inner {
         inner.listening_changed();
         inner.wake.connect(js, Rc::downgrade(&inner))?;
         Ok(inner)
+    }
+
+    /// Folds the front's hits into the engine: called first by every call into the engine
+    /// but the front's own hits, so nothing reads or changes the engine's state without
+    /// them.
+    #[inline]
+    pub(crate) fn fold_front(&self) {
+        if let Some(f) = &self.front {
+            f.fold(&self.l1);
+        }
     }
 
     /// The engine's host for this call of the JS thread (the codec, warnings).
@@ -335,6 +351,7 @@ impl Inner {
 
     /// Looks the call's key up again (after a handed-over load).
     fn advance(self: &Rc<Self>, js: Js, id: u64, mut call: Call) -> Result<()> {
+        self.fold_front();
         let r = match call.retry.take() {
             Some(retry) => self.l1.lookup_again(&call.key, retry),
             None => self.l1.lookup(&call.key),
@@ -619,6 +636,9 @@ impl Inner {
     /// Polls every woken call, clears released values, and keeps the process alive only
     /// while some call sleeps. Called after every operation that may wake or release.
     pub(crate) fn run_woken(self: &Rc<Self>, js: Js) -> Result<()> {
+        if let Some(f) = &self.front {
+            f.sync(js, &self.l1)?;
+        }
         let mut first_error = Ok(());
         loop {
             let ready = self.wake.take_ready();

@@ -21,43 +21,49 @@ use crate::js::{ErrorKind, Js, Value};
 
 type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
+/// A Node-API function `name` running `callback` for the cache `inner`.
+fn function(js: Js, name: &str, callback: Callback, inner: &Rc<Inner>) -> Result<Value> {
+    let data = Box::into_raw(Box::new(Rc::clone(inner)));
+    let mut f = ptr::null_mut();
+    // SAFETY: JS thread (a constructor call); `data` stays valid until the function's
+    // finalizer, registered next, frees it.
+    let status = unsafe {
+        sys::napi_create_function(
+            js.raw(),
+            name.as_ptr().cast(),
+            name.len() as isize,
+            Some(callback),
+            data.cast(),
+            &mut f,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: not handed over.
+        drop(unsafe { Box::from_raw(data) });
+        return Err(napi::Error::new(
+            Status::from(status),
+            "cannot create a method",
+        ));
+    }
+    // SAFETY: as above; on failure the box leaks (one Rc) rather than dangle.
+    unsafe {
+        sys::napi_add_finalizer(
+            js.raw(),
+            f,
+            data.cast(),
+            Some(free_data),
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    Ok(f)
+}
+
 /// Defines `this.get` and `this.getOrLoad` for the cache `inner`.
 pub(crate) fn install(js: Js, this: Value, inner: &Rc<Inner>) -> Result<()> {
     let methods: [(&str, Callback); 2] = [("get", fast_get), ("getOrLoad", fast_get_or_load)];
     for (name, callback) in methods {
-        let data = Box::into_raw(Box::new(Rc::clone(inner)));
-        let mut f = ptr::null_mut();
-        // SAFETY: JS thread (a constructor call); `data` stays valid until the function's
-        // finalizer, registered next, frees it.
-        let status = unsafe {
-            sys::napi_create_function(
-                js.raw(),
-                name.as_ptr().cast(),
-                name.len() as isize,
-                Some(callback),
-                data.cast(),
-                &mut f,
-            )
-        };
-        if status != sys::Status::napi_ok {
-            // SAFETY: not handed over.
-            drop(unsafe { Box::from_raw(data) });
-            return Err(napi::Error::new(
-                Status::from(status),
-                "cannot create a method",
-            ));
-        }
-        // SAFETY: as above; on failure the box leaks (one Rc) rather than dangle.
-        unsafe {
-            sys::napi_add_finalizer(
-                js.raw(),
-                f,
-                data.cast(),
-                Some(free_data),
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
-        };
+        let f = function(js, name, callback, inner)?;
         let descriptor = sys::napi_property_descriptor {
             utf8name: ptr::null(),
             name: js.string(name)?,
@@ -78,6 +84,11 @@ pub(crate) fn install(js: Js, this: Value, inner: &Rc<Inner>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The front's hit function `hit(slot)` for the cache `inner` (see `crate::front`).
+pub(crate) fn front_hit(js: Js, inner: &Rc<Inner>) -> Result<Value> {
+    function(js, "hit", fast_front_hit, inner)
 }
 
 unsafe extern "C" fn free_data(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
@@ -147,4 +158,24 @@ unsafe extern "C" fn fast_get_or_load(
     // SAFETY: the function is being called, so it is alive, and so is its data.
     let inner = unsafe { &*inner };
     finish(js, get_or_load_value(js, inner, key, loader, Some(options)))
+}
+
+unsafe extern "C" fn fast_front_hit(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let js = Js(env);
+    // SAFETY: called by Node-API as a function made by `front_hit`.
+    let ([slot], inner) = unsafe { args::<1>(js, info) };
+    // SAFETY: the function is being called, so it is alive, and so is its data.
+    let inner = unsafe { &*inner };
+    let mut n = 0u32;
+    // SAFETY: JS thread; a non-number leaves `n` at 0 and the status unread: the JS front
+    // only ever passes its slot numbers.
+    unsafe { sys::napi_get_value_uint32(env, slot, &mut n) };
+    let hit = inner.front.as_ref().is_some_and(|f| f.hit(&inner.l1, n));
+    let mut v = ptr::null_mut();
+    // SAFETY: JS thread.
+    unsafe { sys::napi_get_boolean(env, hit, &mut v) };
+    v
 }

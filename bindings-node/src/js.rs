@@ -88,6 +88,12 @@ impl Js {
         self.0
     }
 
+    pub(crate) fn null(self) -> Result<Value> {
+        let mut v = ptr::null_mut();
+        napi_call!(napi_get_null(self.0, &mut v))?;
+        Ok(v)
+    }
+
     pub(crate) fn undefined(self) -> Result<Value> {
         let mut v = ptr::null_mut();
         napi_call!(napi_get_undefined(self.0, &mut v))?;

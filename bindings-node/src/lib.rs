@@ -2,7 +2,7 @@
 //!
 //! - [`cache`]: the `Cache` class (`getOrLoad`, `get`, `set`, `invalidate`, `bump`, `wrap`,
 //!   `warm`, `metrics`, `prometheus`) and `buildKey`; `fast`: its hit paths as plain
-//!   Node-API functions.
+//!   Node-API functions; `front`: the engine side of the JS front of recent answers.
 //! - [`driver`]: drives the fleet engine (`herdless_redis::two_tier`) for JS callers:
 //!   loaders are JS functions whose promises finish the engine's loads; waiters and the
 //!   engine's steps are futures polled on the JS thread.
@@ -29,6 +29,7 @@ mod driver;
 mod error;
 mod events;
 mod fast;
+mod front;
 mod js;
 pub mod key;
 pub mod metrics;

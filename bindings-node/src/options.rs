@@ -93,6 +93,13 @@ pub struct CacheOptions {
     /// (see `CacheEvent`); it cannot be removed with `off`.
     #[napi(ts_type = "(event: CacheEvent) => void")]
     pub on_event: Option<()>,
+    /// The front: repeated `get` and `getOrLoad` hits answered in JavaScript from a small
+    /// map of recent answers, kept exactly coherent with the engine (any write, and the
+    /// entry's fresh time, end an answer's stay; its hits are counted as the engine's own).
+    /// `false` switches it off; `{ capacity }` sets how many answers it keeps (default on,
+    /// 1024; at most 65536).
+    #[napi(ts_type = "boolean | { capacity?: number }")]
+    pub front: Option<()>,
 }
 
 /// A codec of your own (`new Cache({ codec: { encode, decode } })`): `encode` turns a
@@ -227,6 +234,63 @@ pub(crate) struct Parsed {
     pub(crate) redis: Option<RedisOptions>,
     /// The `onEvent` function, checked to be one.
     pub(crate) on_event: Option<Value>,
+    /// How many answers the front keeps; `None`: no front.
+    pub(crate) front: FrontSize,
+}
+
+/// The `front` option: how many answers the JS front keeps (`None`: off).
+pub(crate) struct FrontSize(pub(crate) Option<usize>);
+
+/// The front's capacity unless told otherwise: the hot keys of most services fit, and a
+/// miss of the front costs one call into the engine, as without it.
+const FRONT_DEFAULT: usize = 1024;
+/// Its largest capacity (a bound on what one cache holds beside the engine).
+const FRONT_MAX: u64 = 65_536;
+
+impl Default for FrontSize {
+    fn default() -> Self {
+        FrontSize(Some(FRONT_DEFAULT))
+    }
+}
+
+/// The `front` option.
+fn front(js: Js, obj: Value) -> Result<FrontSize> {
+    let v = js.get(obj, "front")?;
+    match js.type_of(v)? {
+        Type::Undefined => Ok(FrontSize::default()),
+        Type::Boolean if js.get_bool(v)? => Ok(FrontSize::default()),
+        Type::Boolean => Ok(FrontSize(None)),
+        Type::Object if !js.is_array(v)? => {
+            for key in js.keys(v)? {
+                if key != "capacity" {
+                    return Err(bad(
+                        js,
+                        ErrorKind::Type,
+                        &format!("unknown front option `{key}` (known: capacity)"),
+                    ));
+                }
+            }
+            let field = js.object()?;
+            js.set(field, "front.capacity", js.get(v, "capacity")?)?;
+            match count(js, field, "front.capacity")? {
+                None => Ok(FrontSize::default()),
+                Some(n) if n <= FRONT_MAX => Ok(FrontSize(Some(n as usize))),
+                Some(n) => Err(bad(
+                    js,
+                    ErrorKind::Range,
+                    &format!("option `front.capacity` must be at most {FRONT_MAX}, got {n}"),
+                )),
+            }
+        }
+        t => Err(bad(
+            js,
+            ErrorKind::Type,
+            &format!(
+                "option `front` must be a boolean or {{ capacity }}, got {}",
+                t.name()
+            ),
+        )),
+    }
 }
 
 /// The options of the shared tier.
@@ -257,8 +321,9 @@ const COUNTS: [&str; 6] = [
     "maxNamespaces",
 ];
 const DURATIONS_REDIS: [&str; 1] = ["lease"];
-const OTHERS: [&str; 9] = [
+const OTHERS: [&str; 10] = [
     "onEvent",
+    "front",
     "detector",
     "jitter",
     "beta",
@@ -622,11 +687,13 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
             lease: d("lease", false)?,
         })
     };
+    let front = front(js, obj)?;
     Ok(Parsed {
         builder: b,
         namespace,
         redis,
         on_event,
+        front,
     })
 }
 

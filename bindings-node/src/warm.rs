@@ -85,6 +85,7 @@ impl Warm {
             let key = self.keys[self.next.get()].clone();
             self.next.set(self.next.get() + 1);
             let inner = &self.inner;
+            inner.fold_front();
             let first = inner.l1.lookup(&key);
             if inner.hit_now(js, &first)?.is_some() {
                 self.skipped.set(self.skipped.get() + 1);

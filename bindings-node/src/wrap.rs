@@ -139,6 +139,7 @@ impl Wrapped {
             .collect::<Result<Vec<_>>>()?;
         let key = self.key(js, &args)?;
         let inner = &self.inner;
+        inner.fold_front();
         let first = inner.l1.lookup(&key);
         if let Some(v) = inner.hit_now(js, &first)? {
             return js.resolved(v);

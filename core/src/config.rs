@@ -56,6 +56,8 @@ pub(crate) struct Config<V> {
     pub(crate) refresh_ahead: Option<f64>,
     pub(crate) listener: Option<Listener>,
     pub(crate) event_queue: usize,
+    /// Keep the write generation ([`Cache::generation`](crate::Cache::generation)).
+    pub(crate) count_writes: bool,
 }
 
 /// The options a cache was built with, read back (e.g. by a binding that writes entries of
@@ -200,6 +202,7 @@ impl<V> Default for Builder<V> {
                 refresh_ahead: None,
                 listener: None,
                 event_queue: 1024,
+                count_writes: false,
             },
             clock: None,
             rng: None,
@@ -231,6 +234,10 @@ impl<V> Builder<V> {
     }
 
     setters! {
+        /// Keep the write generation, a count of every change to what a read can answer
+        /// ([`Cache::generation`](crate::Cache::generation)), for a copy of answers kept
+        /// outside the engine (default off: writes then skip it).
+        count_writes: bool => count_writes;
         /// Capacity in weight units: entries, unless a [`weigher`](Self::weigher) is set
         /// (default 10,000). Values and cached absences both count.
         capacity: u64 => capacity;

@@ -6,6 +6,7 @@
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
+use crate::generation::Generation;
 use crate::metrics::{Counters, NamespaceMetrics, NsMetrics};
 use crate::registry::{Record, Registry};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Ordering};
@@ -65,6 +66,9 @@ pub(crate) struct Namespaces {
     registry: Registry<Namespace>,
     /// The counters of retired namespaces, summed.
     retired: Arc<Namespace>,
+    /// The cache's write generation: kept here because retiring a namespace (which any
+    /// lookup of a new one may do) invalidates entries too.
+    pub(crate) writes: Generation,
 }
 
 impl Record for Namespace {
@@ -84,10 +88,11 @@ pub(crate) const MAX_EPOCH: u64 = u32::MAX as u64;
 pub(crate) const RETIRED: &str = "__retired__";
 
 impl Namespaces {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize, count_writes: bool) -> Self {
         Self {
             registry: Registry::new(max),
             retired: Arc::new(Namespace::new(RETIRED)),
+            writes: Generation::new(count_writes),
         }
     }
 
@@ -102,6 +107,7 @@ impl Namespaces {
         ns.advance();
         self.retired.metrics.absorb(&ns.metrics);
         self.retired.counters().retired_namespaces.inc();
+        self.writes.advance();
     }
 
     /// Invalidates every entry of `name`; returns the new epoch. A namespace without a
@@ -117,6 +123,7 @@ impl Namespaces {
         if let Some(ns) = ns.filter(|_| epoch >= MAX_EPOCH) {
             self.registry.remove(&ns, |ns| self.retire(ns));
         }
+        self.writes.advance();
         epoch
     }
 

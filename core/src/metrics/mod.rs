@@ -27,6 +27,10 @@ impl Striped {
     pub(crate) fn add(&self, stripe: usize) -> u64 {
         self.0[stripe % STRIPES].0.fetch_add(1, Ordering::Relaxed)
     }
+    /// Adds `n`; returns the stripe's count before.
+    pub(crate) fn add_n(&self, stripe: usize, n: u64) -> u64 {
+        self.0[stripe % STRIPES].0.fetch_add(n, Ordering::Relaxed)
+    }
     fn get(&self) -> u64 {
         self.0.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
     }

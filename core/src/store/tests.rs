@@ -18,7 +18,7 @@ struct Entries(Namespaces);
 
 impl Entries {
     fn new() -> Self {
-        Self(Namespaces::new(16))
+        Self(Namespaces::new(16, false))
     }
 
     fn fresh_for(&self, value: u32, secs: u64) -> Entry<u32> {

@@ -124,7 +124,7 @@ impl<V> Table<V> {
             shard_mask: shards - 1,
             shard_capacity: per_shard,
             hasher,
-            namespaces: Namespaces::new(cfg.max_namespaces),
+            namespaces: Namespaces::new(cfg.max_namespaces, cfg.count_writes),
             tags: Tags::new(cfg.max_tags),
             clock,
             system_clock,

@@ -104,7 +104,15 @@ impl<V: Clone> Table<V> {
     /// Takes the (checked) tag names out of `keep` and turns them into their records.
     pub(crate) fn resolve_tags(&self, keep: &mut Keep) -> Box<[Arc<Tag>]> {
         match keep.extras.tags.take() {
-            Some(names) => self.tags.resolve(&names),
+            Some(names) => {
+                let retired = self.tags.counts().retired;
+                let tags = self.tags.resolve(&names);
+                // Making room retired a tag: its entries are gone, a write.
+                if self.tags.counts().retired != retired {
+                    self.namespaces.writes.advance();
+                }
+                tags
+            }
             None => Box::default(),
         }
     }
@@ -135,6 +143,7 @@ impl<V: Clone> Table<V> {
                 };
                 self.emit(&e.ns, kind, key, None);
             });
+        self.namespaces.writes.advance();
     }
 
     /// `set`, `set_with_ttl` and `set_absent`: stores now, and keeps a load of `key` already
@@ -237,6 +246,7 @@ impl<V: Clone> Table<V> {
             tags::check(name)?;
         }
         self.tags.stamp(&names, hard);
+        self.namespaces.writes.advance();
         Ok(())
     }
 
@@ -252,6 +262,7 @@ impl<V: Clone> Table<V> {
             }
             shard.store.remove(hash, key)
         };
+        self.namespaces.writes.advance();
         Ok(removed.is_some())
     }
 
@@ -269,6 +280,7 @@ impl<V: Clone> Table<V> {
             };
             drop(dropped);
         }
+        self.namespaces.writes.advance();
     }
 
     /// Drops every entry and supersedes every load in progress.
@@ -283,5 +295,6 @@ impl<V: Clone> Table<V> {
             };
             drop(old);
         }
+        self.namespaces.writes.advance();
     }
 }
