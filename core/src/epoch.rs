@@ -148,7 +148,7 @@ mod tests {
     /// the record instead, so no old entry ever matches its namespace again.
     #[test]
     fn an_epoch_never_passes_32_bits_and_the_last_bump_retires_the_record() {
-        let ns = Namespaces::new(16);
+        let ns = Namespaces::new(16, false);
         let old = ns.get("users");
         old.epoch.store(MAX_EPOCH - 2, Ordering::Relaxed);
         assert_eq!(ns.bump("users"), MAX_EPOCH - 1);
