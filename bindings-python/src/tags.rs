@@ -2,6 +2,8 @@
 //! count, duplicates) are the engine's; this module only converts, and refuses a bare str,
 //! which Python would happily iterate as its characters.
 
+use std::collections::HashSet;
+
 use herdless::Error;
 use herdless_redis::two_tier::TwoTier;
 use pyo3::prelude::*;
@@ -34,6 +36,9 @@ pub(crate) fn tag_list(
         )
     })?;
     let mut tags: Vec<String> = Vec::new();
+    // The names kept so far, to drop a repeat in O(1): `invalidate_tags` reads with no
+    // limit, and comparing each name with every kept one is O(n^2) on a list from a request.
+    let mut seen: HashSet<String> = HashSet::new();
     for item in items {
         let item = item?;
         let s = item.cast::<PyString>().map_err(|_| {
@@ -45,7 +50,8 @@ pub(crate) fn tag_list(
         // A repeat is not kept (the engine keeps the first of each): what is held stays
         // within `limit + 1` tags, however long the iterable.
         let tag = s.to_str()?;
-        if !tags.iter().any(|t| t == tag) {
+        if !seen.contains(tag) {
+            seen.insert(tag.to_owned());
             tags.push(tag.to_owned());
         }
         if tags.len() > limit {

@@ -307,6 +307,15 @@ def test_bounds_raise_typed_exceptions(cache: Cache) -> None:
     assert issubclass(InvalidTag, ValueError) and issubclass(InvalidTag, herdless.HerdlessError)
 
 
+def test_a_huge_invalidation_list_is_read_in_linear_time(cache: Cache) -> None:
+    # 300,000 names, 100,001 distinct, as a request could send them: each repeat is dropped
+    # through a set, not by comparing it with every name kept (5e9 compares before).
+    load_pages(cache)
+    names = [f"other:{i}" for i in range(100_000)] * 3 + ["seller:7"]
+    cache.invalidate_tags(iter(names))
+    assert present(cache) == set(PAGES) - {"page:42", "page:43"}
+
+
 def test_wrong_types_raise_type_errors(cache: Cache) -> None:
     with pytest.raises(TypeError, match="not one tag"):
         cache.set("p:1", "v", tags="product:42")

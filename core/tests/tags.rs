@@ -525,3 +525,54 @@ fn a_dropped_racing_load_displaces_nothing() {
         (Some("v0"), HitState::FailSafe)
     );
 }
+
+#[test]
+fn a_long_tag_list_keeps_the_first_of_each_in_order() {
+    let clock = ManualClock::new();
+    let cache: Cache<String> = Cache::builder()
+        .clock(clock.clone())
+        .max_tags_per_entry(40)
+        .without_spawner()
+        .build()
+        .unwrap();
+    let set = |tags: Vec<String>| cache.set_with("k", Loaded::value("v".into()).tags(tags));
+    // 80 names, each of 40 twice: past the short lists that are compared pairwise.
+    let names = |distinct: usize| -> Vec<String> {
+        (0..distinct)
+            .rev()
+            .chain(0..distinct)
+            .map(|i| format!("t{i}"))
+            .collect()
+    };
+    set(names(40)).unwrap();
+    let kept: Vec<Box<str>> = (0..40).rev().map(|i| format!("t{i}").into()).collect();
+    assert_eq!(cache.peek("k").unwrap().tags, kept);
+    assert!(matches!(
+        set(names(41)),
+        Err(Error::TooManyTags { count: 82, max: 40 })
+    ));
+}
+
+#[test]
+fn a_huge_invalidation_list_is_deduplicated_without_comparing_every_pair() {
+    // What a shared tier checks before stamping: no bound on the count, so 300,000 names
+    // (100,000 distinct) read from a request must not cost 300,000^2 / 2 compares.
+    let mut names: Vec<Box<str>> = (0..3)
+        .flat_map(|_| (0..100_000).map(|i| format!("tag:{i}").into()))
+        .collect();
+    herdless::driver::check_tags(&mut names, usize::MAX).unwrap();
+    assert_eq!(names.len(), 100_000);
+    assert!(
+        names
+            .iter()
+            .enumerate()
+            .all(|(i, n)| **n == *format!("tag:{i}"))
+    );
+    let clock = ManualClock::new();
+    let cache = cache(&clock);
+    shop(&cache);
+    let mut many: Vec<String> = (0..200_000).map(|i| format!("other:{i}")).collect();
+    many.push("seller:7".into());
+    cache.invalidate_tags(&many).unwrap();
+    assert_eq!(alive(&cache), ["page:desk", "page:home"]);
+}
