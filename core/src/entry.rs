@@ -7,7 +7,7 @@ use core::time::Duration;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 
-use crate::epoch::Namespace;
+use crate::epoch::{MAX_EPOCH, Namespace};
 use crate::expiry::{self, Ends, Lifetimes, LoadCode, Phase, QuietCode, Timing};
 use crate::loaded::Extras;
 use crate::sync::{Arc, AtomicBool};
@@ -89,6 +89,7 @@ impl<V> Entry<V> {
         load_nanos: u64,
         rare: Option<Box<Rare>>,
     ) -> Self {
+        debug_assert!(epoch <= MAX_EPOCH, "an entry of a retired namespace record");
         let has_value = u8::from(value.is_some());
         Self {
             value: value.map_or(MaybeUninit::uninit(), MaybeUninit::new),

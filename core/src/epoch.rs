@@ -37,7 +37,7 @@ impl Namespace {
 
     /// One more epoch, never past [`MAX_EPOCH`]; the epoch now.
     fn advance(&self) -> u64 {
-        let step = |e: u64| (e < MAX_EPOCH).then_some(e + 1);
+        let step = |e: u64| (e < MAX_EPOCH).then(|| e + 1);
         match self
             .epoch
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, step)
@@ -56,10 +56,12 @@ impl Namespace {
 
 /// The registry of namespaces. Bounded (keys are user input): past `max` distinct
 /// namespaces, the record least recently looked up (see [`Registry`]) is retired to make
-/// room. Retiring bumps it, so every entry and load of it
-/// becomes a miss for good (they hold the retired record, whose epoch never comes back),
-/// and a later use of the name starts a new record: a bump always invalidates exactly its
-/// own namespace, and a forgotten namespace can never resurrect old entries. Retirements
+/// room. Retiring moves it to [`RETIRED_EPOCH`], which no entry or load carries, so every
+/// entry and load of it becomes a miss for good (they hold the retired record, whose epoch
+/// never comes back), and a later use of the name starts a new record: a bump always
+/// invalidates exactly its own namespace, and a forgotten namespace can never resurrect
+/// old entries. A writer holding a record it looked up before the retirement reads its
+/// epoch through [`Namespaces::live`], never storing under [`RETIRED_EPOCH`]. Retirements
 /// are counted, and the retired records' counters are kept under [`RETIRED`], so totals
 /// never go down.
 pub(crate) struct Namespaces {
@@ -81,8 +83,13 @@ impl Record for Namespace {
     }
 }
 
-/// The last epoch of a namespace record: entries keep theirs in 32 bits.
-pub(crate) const MAX_EPOCH: u64 = u32::MAX as u64;
+/// The last epoch of a live namespace record: entries keep theirs in 32 bits, and the last
+/// 32-bit value is [`RETIRED_EPOCH`]'s.
+pub(crate) const MAX_EPOCH: u64 = u32::MAX as u64 - 1;
+
+/// The epoch of a retired record, and of no entry: an entry compares its 32 bits with the
+/// record's epoch cut to 32 bits, here `u32::MAX`, above every live epoch.
+const RETIRED_EPOCH: u64 = u64::MAX;
 
 /// Name under which the counters of retired namespaces are kept.
 pub(crate) const RETIRED: &str = "__retired__";
@@ -102,12 +109,33 @@ impl Namespaces {
             .get(name, Namespace::new, |ns| self.retire(ns))
     }
 
-    /// A record leaves the registry: bumped, its counters kept under [`RETIRED`].
+    /// A record leaves the registry (already out of its map, under its lock): at
+    /// [`RETIRED_EPOCH`], its counters kept under [`RETIRED`].
     fn retire(&self, ns: &Namespace) {
-        ns.advance();
+        ns.epoch.store(RETIRED_EPOCH, Ordering::Release);
         self.retired.metrics.absorb(&ns.metrics);
         self.retired.counters().retired_namespaces.inc();
         self.writes.advance();
+    }
+
+    /// `ns` and its epoch now, for a writer to store under (a `set`, or a load at its
+    /// start), or, when `ns` was retired since it was looked up, the name's record now and
+    /// its epoch. Never [`RETIRED_EPOCH`]: an entry stored under it would match its retired
+    /// record forever, out of reach of a later `bump` (which finds the name's new record).
+    ///
+    /// One atomic decides, so no other ordering is needed: an epoch read before the
+    /// retirement's store is older than it, and the entry stored under it is dead once the
+    /// record is retired. Seeing [`RETIRED_EPOCH`] means the retirement (under the
+    /// registry's write lock, after taking `ns` out of the map) is before the lookup here,
+    /// which finds the new record or makes one.
+    pub(crate) fn live(&self, mut ns: Arc<Namespace>) -> (Arc<Namespace>, u64) {
+        loop {
+            let epoch = ns.epoch();
+            if epoch != RETIRED_EPOCH {
+                return (ns, epoch);
+            }
+            ns = self.get(&ns.name);
+        }
     }
 
     /// Invalidates every entry of `name`; returns the new epoch. A namespace without a
@@ -156,9 +184,27 @@ mod tests {
         assert_eq!(ns.bump("users"), MAX_EPOCH);
         let new = ns.get("users");
         assert!(!Arc::ptr_eq(&old, &new), "retired at the last epoch");
-        assert_eq!((old.epoch(), new.epoch()), (MAX_EPOCH, 0));
-        // Retirement (here by the registry) never moves it past the last epoch either.
+        assert_eq!((old.epoch(), new.epoch()), (RETIRED_EPOCH, 0));
+        // No entry of the retired record matches it again, not even one of the last epoch.
+        assert_ne!(old.epoch() as u32, MAX_EPOCH as u32);
         old.advance();
-        assert_eq!(old.epoch(), MAX_EPOCH);
+        assert_eq!(old.epoch(), RETIRED_EPOCH);
+    }
+
+    /// A writer that looked a record up before its retirement (by the bound) and reads the
+    /// epoch to store under after it gets the name's new record: its entry is then within
+    /// reach of the name's next bump.
+    #[test]
+    fn a_writer_holding_a_retired_record_stores_under_the_new_one() {
+        let ns = Namespaces::new(1, false);
+        let old = ns.get("a");
+        ns.get("b"); // retires "a"
+        let (new, epoch) = ns.live(old.clone());
+        assert!(!Arc::ptr_eq(&old, &new), "the name's new record");
+        assert_eq!(epoch, 0);
+        assert_eq!(ns.bump("a"), 1);
+        assert_ne!(new.epoch(), epoch, "the bump reaches the writer's entry");
+        let (same, _) = ns.live(new.clone());
+        assert!(Arc::ptr_eq(&same, &new), "a live record is kept");
     }
 }

@@ -82,12 +82,11 @@ impl<V: Clone> Flight<V> {
         id: u64,
         key: &str,
         hash: u64,
-        ns: Arc<Namespace>,
+        (ns, epoch): (Arc<Namespace>, u64),
         (created, born): (Duration, u64),
         soft: Option<Duration>,
         hard: Option<Duration>,
     ) -> Self {
-        let epoch = ns.epoch();
         Self {
             id,
             key: key.into(),

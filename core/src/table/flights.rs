@@ -34,6 +34,9 @@ impl<V: Clone> Table<V> {
         self.flights.fetch_add(1, Ordering::Relaxed);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let cfg = &self.cfg;
+        // The epoch the load will be stored under, read once: `ns` (looked up by the caller,
+        // or an entry's) may have been retired meanwhile.
+        let ns = self.namespaces.live(ns);
         let flight = Arc::new(Flight::new(
             id,
             key,

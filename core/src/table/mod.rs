@@ -14,6 +14,8 @@
 mod flights;
 pub(crate) mod read;
 pub(crate) mod shard;
+#[cfg(test)]
+mod tests;
 mod write;
 
 use alloc::boxed::Box;

@@ -195,7 +195,8 @@ impl<V: Clone> Table<V> {
                 .store
                 .get(hash, key)
                 .map_or(0, |o| o.entry.load_nanos());
-            let epoch = ns.epoch();
+            // Not `ns.epoch()`: `ns` may have been retired since it was looked up.
+            let (ns, epoch) = self.namespaces.live(ns);
             let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep, (tags, born));
             let weight = self.weigh(key, &entry)?;
             self.store(&mut shard, hash, key, entry, weight, n, &mut dropped);
