@@ -19,6 +19,7 @@ use herdless_redis::two_tier::{Load, Pending, Reply, Step};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 
 use crate::blocking::Handle;
 use crate::codec::PyHost;
@@ -56,17 +57,34 @@ impl Wake for BridgeWaker {
         }
         let scheduled = Python::try_attach(|py| {
             let poll = self.0.bind(py).getattr("_poll")?;
-            bridge
-                .event_loop
-                .bind(py)
-                .call_method1("call_soon_threadsafe", (poll,))
-                .map(drop)
+            let event_loop = bridge.event_loop.bind(py);
+            // Woken inside the loop itself (a leader that finished on it wakes its whole
+            // herd from there): `call_soon`, not `call_soon_threadsafe`, which writes to
+            // the loop's self-pipe once per waiter (a system call each).
+            let method = match running_loop(py)?.is(event_loop) {
+                true => "call_soon",
+                false => "call_soon_threadsafe",
+            };
+            event_loop.call_method1(method, (poll,)).map(drop)
         });
         if !matches!(scheduled, Some(Ok(()))) {
             // The loop is closed (or the interpreter gone): let the engine future go.
             drop(bridge.poller.lock().take());
         }
     }
+}
+
+/// `asyncio._get_running_loop`: the loop running in this thread, or `None` (no exception).
+static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The event loop running in this thread, or `None`.
+fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let get = GET_RUNNING_LOOP.get_or_try_init(py, || {
+        py.import("asyncio")?
+            .getattr("_get_running_loop")
+            .map(Bound::unbind)
+    })?;
+    get.bind(py).call0()
 }
 
 #[pymethods]
