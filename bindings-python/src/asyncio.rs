@@ -61,7 +61,7 @@ impl Wake for BridgeWaker {
             // Woken inside the loop itself (a leader that finished on it wakes its whole
             // herd from there): `call_soon`, not `call_soon_threadsafe`, which writes to
             // the loop's self-pipe once per waiter (a system call each).
-            let method = match running_loop(py)?.is(event_loop) {
+            let method = match running_loop(py).is_ok_and(|l| l.is(event_loop)) {
                 true => "call_soon",
                 false => "call_soon_threadsafe",
             };

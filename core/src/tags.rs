@@ -110,36 +110,23 @@ pub(crate) fn check_all(tags: &mut Vec<Box<str>>, max: usize) -> Result<(), Erro
     for t in tags.iter() {
         check(t)?;
     }
+    // Each name is looked up in an ordered set of the names before it: a list read from a
+    // request (`invalidate_tags` passes no `max`) costs O(n log n), never O(n^2), and the
+    // pass stops at the first distinct name past `max`.
     let count = tags.len();
-    // A short list is compared pairwise (no allocation). A long one goes through an ordered
-    // set: `invalidate_tags` passes no `max`, and a list read from a request must cost
-    // O(n log n), never O(n^2).
-    if count <= PAIRWISE_UP_TO {
-        let mut kept: Vec<Box<str>> = Vec::with_capacity(count.min(max));
-        for t in tags.drain(..) {
-            if kept.contains(&t) {
-                continue;
-            }
-            if kept.len() == max {
-                return Err(Error::TooManyTags { count, max });
-            }
-            kept.push(t);
-        }
-        *tags = kept;
-        return Ok(());
-    }
     let mut seen: BTreeSet<&str> = BTreeSet::new();
-    let first: Vec<bool> = tags.iter().map(|t| seen.insert(&**t)).collect();
-    if seen.len() > max {
-        return Err(Error::TooManyTags { count, max });
+    let mut first = Vec::with_capacity(count);
+    for t in tags.iter() {
+        let new = seen.insert(&**t);
+        if new && seen.len() > max {
+            return Err(Error::TooManyTags { count, max });
+        }
+        first.push(new);
     }
     let mut first = first.into_iter();
     tags.retain(|_| first.next().unwrap_or(false));
     Ok(())
 }
-
-/// Lists up to this long are deduplicated by comparing every pair (at most 496 compares).
-const PAIRWISE_UP_TO: usize = 32;
 
 /// The tags of one cache: the records, the clock, the counters.
 pub(crate) struct Tags {

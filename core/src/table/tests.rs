@@ -7,8 +7,10 @@ use core::time::Duration;
 use super::Table;
 use crate::clock::ManualClock;
 use crate::config::Builder;
+use crate::epoch::Namespace;
 use crate::flight::Outcome;
 use crate::loaded::Keep;
+use crate::sync::Arc;
 
 /// A table that keeps one namespace record: using a second one retires the first.
 fn table() -> Table<u32> {
@@ -24,6 +26,24 @@ impl Table<u32> {
     fn get(&self, key: &str) -> Option<u32> {
         self.get_with(key, |v| *v)
     }
+
+    /// A load of `key` begun with the namespace record `ns`, answering `value`.
+    fn load_under(&self, key: &str, ns: Arc<Namespace>, value: u32) {
+        let hash = self.hash(key);
+        let flight = {
+            let mut shard = self.shard(hash).write();
+            self.start_flight(&mut shard, key, hash, ns, self.now())
+                .expect("room for a flight")
+        };
+        let outcome = Outcome::Loaded(Some(value));
+        self.finish(
+            &flight,
+            outcome,
+            Duration::ZERO,
+            Keep::default(),
+            self.now(),
+        );
+    }
 }
 
 /// A load of `a:k` whose lookup found namespace `a`'s record, retired (by the use of `b`)
@@ -32,16 +52,9 @@ impl Table<u32> {
 fn a_load_starting_as_its_namespace_is_retired_is_reached_by_the_next_bump() {
     let t = &table();
     let key = "a:k";
-    let hash = t.hash(key);
     let looked_up = t.namespaces.get("a");
     t.namespaces.get("b"); // retires "a"
-    let flight = {
-        let mut shard = t.shard(hash).write();
-        t.start_flight(&mut shard, key, hash, looked_up, t.now())
-            .expect("room for a flight")
-    };
-    let outcome = Outcome::Loaded(Some(1));
-    t.finish(&flight, outcome, Duration::ZERO, Keep::default(), t.now());
+    t.load_under(key, looked_up, 1);
     assert_eq!(t.get(key), Some(1), "stored");
     t.namespaces.bump("a");
     assert_eq!(t.get(key), None, "a bumped namespace served an old value");
@@ -61,13 +74,7 @@ fn a_refresh_of_an_entry_whose_namespace_was_retired_is_reached_by_the_next_bump
     };
     t.namespaces.get("b"); // retires "a": the entry dies with its record
     assert_eq!(t.get(key), None, "retiring invalidates");
-    let flight = {
-        let mut shard = t.shard(hash).write();
-        t.start_flight(&mut shard, key, hash, entry_ns, t.now())
-            .expect("room for a flight")
-    };
-    let outcome = Outcome::Loaded(Some(2));
-    t.finish(&flight, outcome, Duration::ZERO, Keep::default(), t.now());
+    t.load_under(key, entry_ns, 2);
     t.namespaces.bump("a");
     assert_eq!(t.get(key), None, "a bumped namespace served an old value");
 }
