@@ -314,10 +314,10 @@ impl LoadStep {
     /// `(True, value)` when a fail-safe value would answer a failure, else `(False, None)`.
     #[getter]
     fn fallback(&self, py: Python<'_>) -> PyResult<(bool, Py<PyAny>)> {
-        self.with(|l| match l.fallback() {
-            Some(v) => (true, v.bind(py).clone().unbind()),
-            None => (false, py.None()),
-        })
+        match self.with(|l| l.fallback().cloned())? {
+            Some(v) => Ok((true, v.bind(py)?.unbind())),
+            None => Ok((false, py.None())),
+        }
     }
 
     /// Seconds until the soft timeout (negative when past), or None without one.
@@ -355,8 +355,8 @@ impl LoadStep {
         ctx: Option<Py<LoadContext>>,
     ) -> PyResult<Py<PyAny>> {
         let loaded = match &ctx {
-            Some(ctx) => ctx.get().answer(value)?,
-            None => to_loaded(value)?,
+            Some(ctx) => ctx.get().answer(value, self.handle.codec.copy_values)?,
+            None => to_loaded(value, self.handle.codec.copy_values)?,
         };
         self.finish(py, |load, host| load.loaded_with(Ok(loaded), host))
     }

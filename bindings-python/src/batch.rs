@@ -74,7 +74,7 @@ fn drive(
             ManyStep::Refresh(background) => spawn(py, handle, *background, loader.clone_ref(py)),
             ManyStep::Load(keys) => {
                 let busy = Busy::enter()?;
-                let called = call(py, loader, &keys);
+                let called = call(py, loader, &keys, handle.codec.copy_values);
                 drop(busy);
                 let host = PyHost::new(py, &handle.codec);
                 match called {
@@ -100,6 +100,7 @@ fn call(
     py: Python<'_>,
     loader: &Py<PyAny>,
     keys: &[String],
+    copy: bool,
 ) -> PyResult<Vec<(String, Option<PyValue>)>> {
     let found = loader.bind(py).call1((PyList::new(py, keys)?,))?;
     if found.hasattr("__await__")? {
@@ -126,7 +127,7 @@ fn call(
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
         // Keys the loader invented are not the batch's: only string keys can be asked for.
         if let Ok(key) = key.extract::<String>() {
-            out.push((key, from_loader(value)?));
+            out.push((key, from_loader(value, copy)?));
         }
     }
     Ok(out)

@@ -174,10 +174,10 @@ enum Called {
     Interrupted(PyErr),
 }
 
-fn call(py: Python<'_>, loader: &Loader, ctx: Option<&Py<LoadContext>>) -> Called {
+fn call(py: Python<'_>, loader: &Loader, ctx: Option<&Py<LoadContext>>, copy: bool) -> Called {
     let answer = loader.call(py).and_then(|v| match ctx {
-        Some(ctx) => ctx.get().answer(v),
-        None => to_loaded(v),
+        Some(ctx) => ctx.get().answer(v, copy),
+        None => to_loaded(v, copy),
     });
     if let Some(ctx) = ctx {
         ctx.get().finish();
@@ -246,7 +246,7 @@ pub(crate) fn drive(
                         return Err(e);
                     }
                 };
-                let called = call(py, &loader, ctx.as_ref());
+                let called = call(py, &loader, ctx.as_ref(), handle.codec.copy_values);
                 drop(busy);
                 let host = PyHost::new(py, &handle.codec);
                 let next = match called {

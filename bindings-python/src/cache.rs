@@ -59,7 +59,7 @@ impl Cache {
         max_namespaces=None,
         namespace=None,
         redis=None, redis_prefix=None, codec=None, lease=None, detector_tick=None,
-        detector=None, refresh_ahead=None, on_event=None,
+        detector=None, refresh_ahead=None, on_event=None, copy_values=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
@@ -89,6 +89,7 @@ impl Cache {
         detector: Option<Bound<'py, PyAny>>,
         refresh_ahead: Option<f64>,
         on_event: Option<Bound<'py, PyAny>>,
+        copy_values: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         let checked = Options {
             ttl,
@@ -114,6 +115,7 @@ impl Cache {
             lease,
             detector_tick,
             detector,
+            copy_values,
         }
         .check(py)?;
         let shared = checked.redis.is_some();
@@ -148,6 +150,12 @@ impl Cache {
         self.namespace.as_deref()
     }
 
+    /// The longest accepted key, in bytes (`max_key_len`).
+    #[getter]
+    fn max_key_len(&self) -> usize {
+        self.handle.tt.l1().options().max_key_len
+    }
+
     /// The origin budget (most loader calls at once), if one was given.
     #[getter]
     fn origin_budget(&self) -> Option<usize> {
@@ -171,7 +179,7 @@ impl Cache {
             }
         };
         Ok(match found {
-            Some(v) => v.bind(py).clone().unbind(),
+            Some(v) => v.bind(py)?.unbind(),
             None => default.unwrap_or_else(|| py.None()),
         })
     }
@@ -189,7 +197,7 @@ impl Cache {
         tags: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let ttl = call_ttl(py, ttl.as_ref())?;
-        let value = from_loader(value)?;
+        let value = from_loader(value, self.handle.codec.copy_values)?;
         if value.is_none() && ttl.is_some() {
             return Err(config_error(
                 py,

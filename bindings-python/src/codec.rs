@@ -18,8 +18,16 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyMemoryView, PyString};
 use crate::errors::{PyLoadError, config_error, config_type_error};
 use crate::value::PyValue;
 
-/// How values become the bytes of a shared entry and back.
-pub(crate) enum Codec {
+/// How values become the bytes of a shared entry and back, and whether the memory tier
+/// copies them ([`PyValue`]: `copy_values`).
+pub(crate) struct Codec {
+    format: Format,
+    /// `copy_values`: mutable values are kept as their pickle, a new object per caller.
+    pub(crate) copy_values: bool,
+}
+
+/// The bytes of a shared entry.
+enum Format {
     /// UTF-8 JSON text, readable by every language's JSON codec.
     Json,
     /// The value is `bytes` (also accepted: `bytearray`, `memoryview`); read back as `bytes`.
@@ -56,15 +64,38 @@ fn bytes_of(v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 
 impl Codec {
     /// The `codec=` option: `"json"` (default), `"bytes"`, or an object with
-    /// `encode` and `decode`.
-    pub(crate) fn from_option(py: Python<'_>, v: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    /// `encode` and `decode`; `copy_values` as checked.
+    pub(crate) fn from_option(
+        py: Python<'_>,
+        v: Option<&Bound<'_, PyAny>>,
+        copy_values: bool,
+    ) -> PyResult<Self> {
+        Format::from_option(py, v).map(|format| Self {
+            format,
+            copy_values,
+        })
+    }
+
+    /// The bytes of `value`.
+    fn encode(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        self.format.encode(py, value)
+    }
+
+    /// The value of `bytes`.
+    fn decode<'py>(&self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        self.format.decode(py, bytes)
+    }
+}
+
+impl Format {
+    fn from_option(py: Python<'_>, v: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let Some(v) = v.filter(|v| !v.is_none()) else {
-            return Ok(Codec::Json);
+            return Ok(Format::Json);
         };
         if let Ok(s) = v.cast::<PyString>() {
             return match s.to_str()? {
-                "json" => Ok(Codec::Json),
-                "bytes" => Ok(Codec::Bytes),
+                "json" => Ok(Format::Json),
+                "bytes" => Ok(Format::Bytes),
                 other => Err(config_error(
                     py,
                     format!(
@@ -75,7 +106,7 @@ impl Codec {
         }
         let callable = |name: &str| v.getattr(name).is_ok_and(|f| f.is_callable());
         if callable("encode") && callable("decode") {
-            return Ok(Codec::Custom(v.clone().unbind()));
+            return Ok(Format::Custom(v.clone().unbind()));
         }
         Err(config_type_error(
             py,
@@ -86,25 +117,25 @@ impl Codec {
     /// The bytes of `value`.
     fn encode(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         match self {
-            Codec::Json => {
+            Format::Json => {
                 let text = json(py)?.0.bind(py).call1((value,))?;
                 Ok(text.cast::<PyString>()?.to_str()?.as_bytes().to_vec())
             }
-            Codec::Bytes => bytes_of(value),
-            Codec::Custom(c) => bytes_of(&c.bind(py).call_method1("encode", (value,))?),
+            Format::Bytes => bytes_of(value),
+            Format::Custom(c) => bytes_of(&c.bind(py).call_method1("encode", (value,))?),
         }
     }
 
     /// The value of `bytes`.
     fn decode<'py>(&self, py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         match self {
-            Codec::Json => {
+            Format::Json => {
                 let text = std::str::from_utf8(bytes)
                     .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
                 json(py)?.1.bind(py).call1((text,))
             }
-            Codec::Bytes => Ok(PyBytes::new(py, bytes).into_any()),
-            Codec::Custom(c) => c
+            Format::Bytes => Ok(PyBytes::new(py, bytes).into_any()),
+            Format::Custom(c) => c
                 .bind(py)
                 .call_method1("decode", (PyBytes::new(py, bytes),)),
         }
@@ -150,15 +181,17 @@ impl<'a, 'py> PyHost<'a, 'py> {
 
 impl Host<PyValue> for PyHost<'_, '_> {
     fn encode(&self, value: &PyValue) -> Result<Vec<u8>, CodecError> {
-        self.codec
-            .encode(self.py, &value.bind(self.py))
+        value
+            .bind(self.py)
+            .and_then(|v| self.codec.encode(self.py, &v))
             .map_err(|e| self.refuse(e))
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<PyValue, CodecError> {
+        // Copied like a value given to `set`: the caller who read it may mutate it.
         self.codec
             .decode(self.py, bytes)
-            .map(|v| PyValue::new(v.unbind()))
+            .and_then(|v| PyValue::new(v, self.codec.copy_values))
             .map_err(|e| self.refuse(e))
     }
 

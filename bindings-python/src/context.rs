@@ -55,10 +55,14 @@ impl LoadContext {
 
     /// The loader returned `value`: the engine's answer, with what the loader set on the
     /// context where the answer itself sets nothing.
-    pub(crate) fn answer(&self, value: Bound<'_, PyAny>) -> PyResult<CoreLoaded<PyValue>> {
+    pub(crate) fn answer(
+        &self,
+        value: Bound<'_, PyAny>,
+        copy: bool,
+    ) -> PyResult<CoreLoaded<PyValue>> {
         self.finished
             .store(true, std::sync::atomic::Ordering::Release);
-        let mut loaded = to_loaded(value)?;
+        let mut loaded = to_loaded(value, copy)?;
         let c = self.choices.lock();
         if let (Some(t), None) = (c.ttl, loaded.ttl_set()) {
             loaded = loaded.ttl(t);
@@ -399,15 +403,16 @@ impl Loaded {
 const MAX_TAGS_READ: usize = 4096;
 
 /// What a loader's return value means: a [`Loaded`], or a plain value (`ABSENT`: absent).
-pub(crate) fn to_loaded(value: Bound<'_, PyAny>) -> PyResult<CoreLoaded<PyValue>> {
+/// `copy`: the cache's `copy_values`.
+pub(crate) fn to_loaded(value: Bound<'_, PyAny>, copy: bool) -> PyResult<CoreLoaded<PyValue>> {
     let Ok(l) = value.cast::<Loaded>() else {
-        return Ok(CoreLoaded::from(from_loader(value)?));
+        return Ok(CoreLoaded::from(from_loader(value, copy)?));
     };
     let py = value.py();
     let l = l.get();
     let mut loaded = match &l.value {
         None => CoreLoaded::not_modified(),
-        Some(v) => CoreLoaded::from(from_loader(v.bind(py).clone())?),
+        Some(v) => CoreLoaded::from(from_loader(v.bind(py).clone(), copy)?),
     };
     if let Some(t) = l.ttl {
         loaded = loaded.ttl(t);

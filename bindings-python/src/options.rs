@@ -160,6 +160,7 @@ pub(crate) struct Options<'py> {
     pub(crate) lease: Option<Bound<'py, PyAny>>,
     pub(crate) detector_tick: Option<Bound<'py, PyAny>>,
     pub(crate) detector: Option<Bound<'py, PyAny>>,
+    pub(crate) copy_values: Option<Bound<'py, PyAny>>,
 }
 
 /// The `detector` option: `False` (off), `True` (the defaults) or a `DetectorOptions` (any
@@ -322,7 +323,18 @@ impl Options<'_> {
         let lease = dur("lease", &self.lease, true)?;
         // `redis_prefix`, `codec` and `lease` are checked even without `redis=` (so that
         // `redis=os.environ.get(...)` configurations fail early), and used only with it.
-        let codec = Codec::from_option(py, self.codec.as_ref())?;
+        let copy_values = match &self.copy_values {
+            Some(v) if v.is_instance_of::<PyBool>() => v.extract::<bool>()?,
+            Some(v) => {
+                let ty = v.get_type().qualname()?;
+                return Err(config_type_error(
+                    py,
+                    format!("`copy_values` must be a bool, got {ty}"),
+                ));
+            }
+            None => herdless::DEFAULT_COPY_VALUES,
+        };
+        let codec = Codec::from_option(py, self.codec.as_ref(), copy_values)?;
         let redis = redis.map(|address| TierOptions {
             address,
             prefix: redis_prefix,

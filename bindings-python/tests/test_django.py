@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
+import pickle
 import threading
 import time
 import warnings
@@ -38,7 +40,8 @@ if not settings.configured:
 
 from django.core.cache import cache, caches  # type: ignore[import-untyped]  # noqa: E402
 from django.core.exceptions import ImproperlyConfigured  # type: ignore[import-untyped]  # noqa: E402
-from django.http import HttpRequest, JsonResponse  # type: ignore[import-untyped]  # noqa: E402
+from django.core.cache import CacheKeyWarning  # type: ignore[import-untyped]  # noqa: E402
+from django.http import HttpRequest, HttpResponse, JsonResponse  # type: ignore[import-untyped]  # noqa: E402
 from django.test import Client  # type: ignore[import-untyped]  # noqa: E402
 from django.urls import path  # type: ignore[import-untyped]  # noqa: E402
 
@@ -156,8 +159,10 @@ def test_many_incr_touch_versions() -> None:
     assert cache.get("v", version=1) == "one" and cache.get("v", version=2) == "two"
     assert cache.incr_version("v", version=2) == 3
     assert cache.get("v", version=3) == "two" and cache.get("v", version=2) is None
-    assert cache.make_key("k", version=4) == "django:v4:k"
-    assert caches["pages"].make_key("k") == "pages:v1:k"
+    # Django's own keys (KEY_FUNCTION), inside the alias's namespace.
+    assert cache.make_key("k", version=4) == ":4:k"
+    assert caches["pages"].make_key("k") == "pages:1:k"
+    assert cache.make_and_validate_key("k") == "django::1:k"
 
 
 def test_timeouts() -> None:
@@ -226,8 +231,10 @@ def test_aget_or_set_awaits_an_async_loader_once() -> None:
 
 
 def test_configuration_errors() -> None:
-    with pytest.raises(ImproperlyConfigured, match="KEY_FUNCTION"):
-        HerdlessCache("", {"KEY_FUNCTION": lambda k, p, v: k})
+    custom = HerdlessCache("", {"KEY_FUNCTION": lambda k, p, v: f"custom-{v}-{k}"})
+    custom.set("a", 1)
+    assert custom.get("a") == 1 and cache.get("a") is None
+    assert custom.make_and_validate_key("a") == "django:custom-1-a"
     with pytest.raises(ImproperlyConfigured, match="TIMEOUT"):
         HerdlessCache("", {"OPTIONS": {"ttl": 5}})
     backend = HerdlessCache("", {"OPTIONS": {"MAX_ENTRIES": 10, "CULL_FREQUENCY": 2}})
@@ -242,6 +249,61 @@ def test_django_key_warnings_still_apply() -> None:
         cache.set("has space", 1)
         assert cache.get("has space") == 1
     assert any("memcached" in str(w.message) for w in seen)
+
+
+def test_key_warnings_name_the_users_key_and_long_keys_work() -> None:
+    with pytest.warns(CacheKeyWarning) as seen:
+        cache.set("key with spaces", 1)
+    assert str(seen[0].message) == (
+        "Cache key contains characters that will cause errors if used with memcached: "
+        "':1:key with spaces'"
+    )
+    long_key = "k" * 1100  # past the engine's max_key_len (1,024): hashed, not refused
+    with pytest.warns(CacheKeyWarning, match="longer than 250"):
+        cache.set(long_key, "long")
+    with pytest.warns(CacheKeyWarning):
+        assert cache.get(long_key) == "long"
+    with pytest.warns(CacheKeyWarning):
+        assert cache.get(long_key[:-1] + "j") is None
+
+
+class Unpicklable:
+    def __getstate__(self) -> Any:
+        raise pickle.PickleError("no")
+
+
+def test_values_are_pickled_as_by_djangos_own_backends() -> None:
+    response = HttpResponse("hello")
+    cache.set("page", response)
+    response.set_cookie("sessionid", "alice")  # middleware mutating after cache.set
+    assert "sessionid" not in cache.get("page").cookies
+    cache.get("page").set_cookie("csrftoken", "x")
+    assert "csrftoken" not in cache.get("page").cookies
+    with pytest.raises(pickle.PickleError):
+        cache.set("u", Unpicklable())
+    with pytest.raises(pickle.PickleError):
+        cache.add("u", Unpicklable())
+
+
+def test_the_redis_tier_pickles_by_default() -> None:
+    a = HerdlessCache("memory://django-pickle", {"KEY_PREFIX": "pk"})
+    b = HerdlessCache("memory://django-pickle", {"KEY_PREFIX": "pk", "OPTIONS": {"lease": 6}})
+    assert a.herdless is not b.herdless
+    a.set("t", (1, b"raw", {"d": datetime.date(2026, 1, 2)}))
+    assert b.get("t") == (1, b"raw", {"d": datetime.date(2026, 1, 2)})
+    a.set("page", HttpResponse("hi", headers={"X-A": "1"}))
+    assert b.get("page").content == b"hi"
+    j = HerdlessCache("memory://django-json", {"KEY_PREFIX": "js", "OPTIONS": {"codec": "json"}})
+    j.set("t", (1, 2))  # a codec of the user's choice: JSON reads a tuple back as a list
+    k = HerdlessCache("memory://django-json", {"KEY_PREFIX": "js", "OPTIONS": {"codec": "json", "lease": 6}})
+    assert k.get("t") == [1, 2]
+
+
+def test_max_entries_bounds_the_memory_tier() -> None:
+    cull = HerdlessCache("cull", {"OPTIONS": {"MAX_ENTRIES": 30, "CULL_FREQUENCY": 3}})
+    for i in range(49):
+        cull.set(f"c{i}", i)
+    assert sum(cull.has_key(f"c{i}") for i in range(49)) == 30  # SIEVE: one out per insert
 
 
 def test_a_fleet_alias_shares_loads_and_clears_across_processes() -> None:

@@ -25,6 +25,13 @@ pub type Weigher<V> = StdArc<dyn Fn(&str, &V) -> u64 + Send + Sync>;
 /// within 1.1x of the bound in RSS.
 pub const ENTRY_OVERHEAD_BYTES: u64 = 128;
 
+/// The default of the bindings' `copy_values` (Python) / `copyValues` (Node): a binding whose
+/// values are its language's mutable objects isolates them from its callers (a copy, or the
+/// codec's bytes, per caller), as the platforms' own caches do, so that one caller mutating
+/// a value it stored or read never changes what another caller reads. The engine itself
+/// holds whatever `V` it is given.
+pub const DEFAULT_COPY_VALUES: bool = true;
+
 /// The validated options of a cache.
 pub(crate) struct Config<V> {
     pub(crate) capacity: u64,

@@ -240,7 +240,7 @@ pub use cache::Cache;
 #[cfg(feature = "std")]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
-pub use config::{Builder, ENTRY_OVERHEAD_BYTES, Options, Weigher};
+pub use config::{Builder, DEFAULT_COPY_VALUES, ENTRY_OVERHEAD_BYTES, Options, Weigher};
 pub use context::{Cancelled, LoadContext, LoadReason, Previous};
 pub use detector::{Alert, AlertKind, Cause, Cure, DetectorOptions, Evidence};
 pub use entry::{HitState, Peek};

@@ -185,6 +185,17 @@ class Cache(_native.Cache):
       on the hit path; a queue of 1,024 events that the engine never waits on (events
       past it are dropped and counted in ``events_dropped``).
 
+    - ``copy_values`` (True): values are isolated from their callers, as Django's
+      LocMemCache does: a mutable value is pickled when it is stored and each caller (of
+      ``get``, ``get_or_load`` (the loading caller, its waiters and later readers), the
+      batch, the decorator, ``warm``, ``peek``) gets a new object, so mutating a value after
+      ``set``, or a value read back, never changes what anyone else reads. A value that
+      cannot be pickled raises the pickler's error (``pickle.PicklingError``,
+      ``TypeError``...). Immutable values (``None``, ``bool``, ``int``, ``float``,
+      ``complex``, ``str``, ``bytes``, and tuples and frozensets of those, 4 levels deep)
+      are shared, uncopied. ``False`` shares every object as it is (faster for large
+      values; only when nobody mutates a value after storing or reading it).
+
     A bad value raises ``ConfigError`` (a ``ValueError``); a wrong type ``ConfigTypeError``
     (also a ``TypeError``).
     """

@@ -166,10 +166,14 @@ class Cache:
         detector: bool | DetectorOptions | None = None,
         refresh_ahead: float | None = None,
         on_event: Callable[[str, str, str | None], object] | None = None,
+        copy_values: bool | None = None,
     ) -> Self: ...
     @property
     def namespace(self) -> str | None:
         """The default namespace of keys made by the decorator, if one was given."""
+    @property
+    def max_key_len(self) -> int:
+        """The longest accepted key, in bytes (``max_key_len``)."""
     @property
     def origin_budget(self) -> int | None:
         """The origin budget (most loader calls at once), if one was given."""

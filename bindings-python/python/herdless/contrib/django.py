@@ -3,7 +3,8 @@
     CACHES = {
         "default": {
             "BACKEND": "herdless.contrib.django.HerdlessCache",
-            "LOCATION": "",                   # in memory; or "redis://host:6379/0" for a fleet
+            "LOCATION": "",                   # in memory (a name: a store of its own, as
+                                          # LocMemCache's); or "redis://host:6379/0" for a fleet
             "TIMEOUT": 300,                   # herdless's ttl
             "KEY_PREFIX": "shop",             # the herdless namespace of this alias
             "OPTIONS": {"grace": 60},         # any herdless.Cache keyword
@@ -17,9 +18,21 @@ cold key (threads, processes with ``redis://``) make one ``loader()`` call, and 
 
 How Django's API maps onto the engine:
 
-- Keys are ``"{KEY_PREFIX or 'django'}:v{version}:{key}"``: one herdless namespace per alias,
-  so its metrics are the alias's and ``clear()`` is ``bump(namespace)``, O(1), fleet-wide
-  with Redis. ``KEY_FUNCTION`` is refused for that reason.
+- Keys are Django's own (``make_key``: ``KEY_FUNCTION``, ``":{version}:{key}"`` by
+  default), so key warnings name them as every Django backend does, inside one herdless
+  namespace per alias, ``KEY_PREFIX or 'django'``: its metrics are the alias's and
+  ``clear()`` is ``bump(namespace)``, O(1), fleet-wide with Redis. The engine's key is
+  ``"{namespace}:{django key}"``; one longer than the engine's ``max_key_len`` (1,024 bytes
+  unless ``OPTIONS`` says otherwise) is ``"{namespace}:#sha256:{hex digest of the Django
+  key}"``, so a long key warns (memcached's 250) and works, as with Django's other backends.
+- Values are pickled, as every Django backend does (Django's ``PickleSerializer``:
+  ``pickle.dumps(value, pickle.HIGHEST_PROTOCOL)``): in memory (``copy_values``, so a
+  response mutated after the cache middleware stored it, or a value mutated after ``get``,
+  never changes what another request reads) and across Redis (``OPTIONS["codec"]``, default
+  ``"pickle"``; any ``herdless.Cache`` codec otherwise, e.g. ``"json"`` to share values with
+  Node and Rust processes). An unpicklable value raises the pickler's error
+  (``pickle.PickleError``...) from ``set``/``add``. As with django-redis and Django's own
+  Redis backend, whoever can write to that Redis can run code in the processes reading it.
 - ``timeout``: a number of seconds is the entry's ttl (spread by ``jitter``, 0.2 unless
   ``OPTIONS`` says otherwise), ``None`` never expires (50 years), 0 or less expires at once
   (the key is removed).
@@ -30,10 +43,13 @@ How Django's API maps onto the engine:
 - ``incr``/``decr`` and ``touch`` are a read then a write, as in Django's ``BaseCache``: not
   atomic. The engine has no atomic read-modify-write, and a counter would not be cached
   data anyway; keep counters in the database or in Redis itself.
-- ``MAX_ENTRIES`` is herdless's ``capacity`` (SIEVE eviction); ``CULL_FREQUENCY`` has no
-  meaning there and is ignored.
-- Values are kept as Python objects in memory. With ``redis://`` they cross Redis through the
-  cache's codec (JSON unless ``OPTIONS["codec"]`` says otherwise; never pickle by default).
+- ``MAX_ENTRIES`` is herdless's ``capacity`` of the memory tier: at most that many entries
+  are held, and past it SIEVE evicts one entry per insert (a full cache of 30 holds 30).
+  ``CULL_FREQUENCY`` is not emulated: Django's LocMem/file/database backends drop a
+  ``1/CULL_FREQUENCY`` share of the entries at once when full (0: all of them), so after 49
+  inserts into ``MAX_ENTRIES=30`` they hold 29 (19 with 0), herdless 30. With ``redis://``
+  the Redis tier is not bounded by ``MAX_ENTRIES`` (as Django's own Redis backend, bound it
+  with Redis's ``maxmemory``).
 
 Django makes one backend object per thread; every object of an alias shares one
 ``herdless.Cache`` (``.herdless``: register it with the Prometheus collector or
@@ -42,7 +58,9 @@ OpenTelemetry).
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import pickle
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -56,10 +74,27 @@ from django.core.exceptions import ImproperlyConfigured  # type: ignore[import-u
 from .. import _native
 from .._cache import Cache
 
-__all__ = ["FOREVER", "HerdlessCache"]
+__all__ = ["FOREVER", "HerdlessCache", "PickleCodec"]
 
 FOREVER = 50 * 365 * 86_400.0
 """The ttl of ``timeout=None`` ("never expires"), in seconds."""
+
+class PickleCodec:
+    """Django's ``PickleSerializer`` as a ``herdless`` codec: the Redis tier's default here."""
+
+    def __init__(self, protocol: int | None = None) -> None:
+        self.protocol = pickle.HIGHEST_PROTOCOL if protocol is None else protocol
+
+    def encode(self, value: Any, /) -> bytes:
+        """``pickle.dumps(value, protocol)``."""
+        return pickle.dumps(value, self.protocol)
+
+    def decode(self, data: bytes, /) -> Any:
+        """``pickle.loads(data)``."""
+        return pickle.loads(data)
+
+
+_PICKLE = PickleCodec()
 
 _MISSING = object()
 _EXPIRED = object()
@@ -70,11 +105,13 @@ _engines_lock = threading.Lock()
 
 
 def _engine(location: str, namespace: str, ttl: float, options: dict[str, Any]) -> Cache:
-    ident = (location, namespace, repr(ttl), repr(sorted(options.items())))
+    ident = (location, namespace, repr(ttl), repr(sorted(options.items(), key=repr)))
     with _engines_lock:
         cache = _engines.get(ident)
         if cache is None:
-            cache = Cache(ttl=ttl, redis=location or None, **options)
+            # A LOCATION that is no URL names a memory store, as LocMemCache's does.
+            redis = location if "://" in location else None
+            cache = Cache(ttl=ttl, redis=redis, **options)
             _engines[ident] = cache
         return cache
 
@@ -84,12 +121,6 @@ class HerdlessCache(BaseCache):  # type: ignore[misc]
 
     def __init__(self, location: str, params: dict[str, Any]) -> None:
         super().__init__(params)
-        if params.get("KEY_FUNCTION") is not None:
-            raise ImproperlyConfigured(
-                "HerdlessCache builds its own keys ('{KEY_PREFIX}:v{version}:{key}') so that "
-                "each alias is one herdless namespace and clear() is one O(1) bump; "
-                "KEY_FUNCTION is not supported"
-            )
         options = dict(params.get("OPTIONS") or {})
         if "MAX_ENTRIES" in options:
             options.setdefault("capacity", options.pop("MAX_ENTRIES"))
@@ -102,15 +133,27 @@ class HerdlessCache(BaseCache):  # type: ignore[misc]
         ttl = FOREVER if self.default_timeout is None else float(self.default_timeout)
         if ttl <= 0:
             raise ImproperlyConfigured("HerdlessCache: TIMEOUT must be positive, or None")
+        if options.get("codec", "pickle") == "pickle":
+            options["codec"] = _PICKLE
         self._cache = _engine(location, self._namespace, ttl, options)
+        self._max_key_len = self._cache.max_key_len
 
     @property
     def herdless(self) -> Cache:
         """The ``herdless.Cache`` behind this alias (metrics, alerts, instrumentation)."""
         return self._cache
 
-    def make_key(self, key: Any, version: int | None = None) -> str:
-        return f"{self._namespace}:v{self.version if version is None else version}:{key}"
+    def make_and_validate_key(self, key: Any, version: int | None = None) -> str:
+        """The engine's key of Django's ``make_key(key, version)``, which is validated
+        (Django's key warnings name it): see the module docs."""
+        django_key = super().make_and_validate_key(key, version=version)
+        k = f"{self._namespace}:{django_key}"
+        # A Django key beginning with '#' is hashed too: no key can read as another's digest.
+        long = len(k) * 4 > self._max_key_len and len(k.encode()) > self._max_key_len
+        if long or django_key.startswith("#"):
+            digest = hashlib.sha256(django_key.encode()).hexdigest()
+            return f"{self._namespace}:#sha256:{digest}"
+        return k
 
     def _ttl(self, timeout: Any) -> Any:
         """The ttl of a Django timeout: None for the cache's, or ``_EXPIRED``."""
