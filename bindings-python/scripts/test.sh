@@ -34,6 +34,20 @@ cargo build --quiet --release --locked --manifest-path "$root/Cargo.toml" -p her
   --bin fleet_worker
 export HERDLESS_FLEET_WORKER="$CARGO_TARGET_DIR/release/fleet_worker"
 
+# Django's own cache tests (tests/test_django_suite.py): the wheel ships none, the sdist of
+# the pinned release has tests/cache/. Fetched once into the target dir, pinned by hash.
+step "Django's own cache tests (the Django sdist, pinned by hash)"
+django_version="$(sed -n 's/^Django==//p' "$here/requirements-dev.txt")"
+django_dir="$CARGO_TARGET_DIR/django-$django_version"
+if [ ! -f "$django_dir/tests/cache/tests.py" ]; then
+  rm -rf "$django_dir" && mkdir -p "$django_dir"
+  "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+    --no-binary :all: --require-hashes -r "$here/tests/django-sdist.txt" -d "$django_dir"
+  tar -xzf "$django_dir/django-$django_version.tar.gz" -C "$django_dir" --strip-components=1 \
+    "django-$django_version/tests/cache"
+fi
+export HERDLESS_DJANGO_TESTS="$django_dir/tests"
+
 # Run from the tests' directory so that `import herdless` is the installed wheel, never the
 # source tree.
 cd "$here/tests"

@@ -150,6 +150,13 @@ impl Cache {
         self.namespace.as_deref()
     }
 
+    /// The ttl jitter fraction (`jitter`): a stored ttl is spread by up to half of it either
+    /// way.
+    #[getter]
+    fn jitter(&self) -> f64 {
+        self.handle.tt.l1().options().jitter
+    }
+
     /// The longest accepted key, in bytes (`max_key_len`).
     #[getter]
     fn max_key_len(&self) -> usize {

@@ -18,6 +18,7 @@ import copy
 import json
 import sys
 import unittest
+import urllib.parse
 from typing import Any
 
 HERDLESS = "herdless.contrib.django.HerdlessCache"
@@ -84,7 +85,8 @@ def herdless_caches(caches: dict[str, Any], redis: str | None) -> dict[str, Any]
         location = str(params.get("LOCATION", ""))
         if redis is not None:
             db = locations.setdefault(location, len(locations))
-            params["LOCATION"] = f"{redis.rstrip('/').rsplit('/', 1)[0]}/{db}"
+            url = urllib.parse.urlsplit(redis)
+            params["LOCATION"] = f"{url.scheme}://{url.netloc}/{db}"
     return out
 
 

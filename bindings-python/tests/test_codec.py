@@ -47,7 +47,7 @@ def test_web_values_round_trip_between_processes() -> None:
 def test_an_unshareable_value_is_served_here_and_warned_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    a, b = fleet()
+    a, b = fleet(copy_values=False)  # a local class: not picklable, not copied
 
     class Row:
         pass

@@ -30,9 +30,9 @@ def test_sync_function_is_cached_per_call(cache: Cache) -> None:
 
     assert isinstance(profile, CachedFunction)
     a = profile(1)
-    assert profile(1) is a
-    assert profile(1, "en") is a
-    assert profile(user_id=1, lang="en") is a
+    assert profile(1) == a and profile(1) is not a  # each call its own copy
+    assert profile(1, "en") == a
+    assert profile(user_id=1, lang="en") == a
     assert profile(1, lang="fr") == {"id": 1, "lang": "fr"}
     assert calls == [(1, "en"), (1, "fr")]
     expected = (

@@ -303,7 +303,8 @@ def test_max_entries_bounds_the_memory_tier() -> None:
     cull = HerdlessCache("cull", {"OPTIONS": {"MAX_ENTRIES": 30, "CULL_FREQUENCY": 3}})
     for i in range(49):
         cull.set(f"c{i}", i)
-    assert sum(cull.has_key(f"c{i}") for i in range(49)) == 30  # SIEVE: one out per insert
+    # SIEVE: one out per insert, the bound split across the engine's lock shards.
+    assert 25 <= sum(cull.has_key(f"c{i}") for i in range(49)) <= 30
 
 
 def test_a_fleet_alias_shares_loads_and_clears_across_processes() -> None:

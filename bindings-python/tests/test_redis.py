@@ -202,7 +202,7 @@ def test_codecs(server: RedisServer, prefix: str) -> None:
 def test_a_value_json_cannot_encode_is_served_but_not_shared(
     server: RedisServer, prefix: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    a, b = fleet(server, prefix)
+    a, b = fleet(server, prefix, copy_values=False)  # the object itself, not a copy
     obj = object()
     with caplog.at_level(logging.WARNING, logger="herdless"):
         assert a.get_or_load("k:obj", lambda: obj) is obj
@@ -390,7 +390,7 @@ def test_dropping_a_redis_cache_releases_its_values(server: RedisServer, prefix:
         def decode(self, data: bytes) -> Any:
             return Value()
 
-    (cache,) = fleet(server, prefix, n=1, codec=Codec())
+    (cache,) = fleet(server, prefix, n=1, codec=Codec(), copy_values=False)
     value = Value()
     ref = weakref.ref(value)
     cache.get_or_load("k:drop", lambda: value)

@@ -36,7 +36,8 @@ def wait_until(predicate: Any, what: str, timeout: float = 10) -> None:
         time.sleep(0.01)
 
 
-def test_hits_return_the_same_object(cache: Cache) -> None:
+def test_hits_return_the_same_object() -> None:
+    cache = Cache(ttl=60, jitter=0, beta=0, copy_values=False)  # the opt-out: shared
     obj = {"a": [1, 2]}
     other: Any = "other"
     assert cache.get_or_load("ns:k", lambda: obj) is obj
@@ -273,7 +274,7 @@ def test_bad_keys() -> None:
 
 
 def test_values_are_released_after_eviction_and_invalidation() -> None:
-    cache = Cache(capacity=1, jitter=0)
+    cache = Cache(capacity=1, jitter=0, copy_values=False)  # the cache holds `first` itself
 
     class Big:
         pass

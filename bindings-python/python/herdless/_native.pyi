@@ -172,6 +172,10 @@ class Cache:
     def namespace(self) -> str | None:
         """The default namespace of keys made by the decorator, if one was given."""
     @property
+    def jitter(self) -> float:
+        """The ttl jitter fraction (``jitter``): a stored ttl is spread by up to half of it
+        either way."""
+    @property
     def max_key_len(self) -> int:
         """The longest accepted key, in bytes (``max_key_len``)."""
     @property

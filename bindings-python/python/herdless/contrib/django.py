@@ -33,9 +33,11 @@ How Django's API maps onto the engine:
   Node and Rust processes). An unpicklable value raises the pickler's error
   (``pickle.PickleError``...) from ``set``/``add``. As with django-redis and Django's own
   Redis backend, whoever can write to that Redis can run code in the processes reading it.
-- ``timeout``: a number of seconds is the entry's ttl (spread by ``jitter``, 0.2 unless
-  ``OPTIONS`` says otherwise), ``None`` never expires (50 years), 0 or less expires at once
-  (the key is removed).
+- ``timeout``: a number of seconds is the longest the entry lives: its ttl is spread by
+  ``jitter`` (0.2 unless ``OPTIONS`` says otherwise) below the timeout, never past it
+  (``timeout / (1 + jitter / 2)`` before the spread, so entries written together expire
+  over the last ``jitter`` share of it); ``None`` never expires (50 years), 0 or less
+  expires at once (the key is removed).
 - ``get``, ``set``, ``add``, ``delete``, ``get_many``, ``set_many``, ``delete_many``,
   ``has_key``, ``get_or_set``, ``clear``, ``incr_version`` and their ``a``-twins behave as
   Django documents. ``add`` is one ``get_or_load``: of concurrent ``add`` calls of a missing
@@ -44,10 +46,11 @@ How Django's API maps onto the engine:
   atomic. The engine has no atomic read-modify-write, and a counter would not be cached
   data anyway; keep counters in the database or in Redis itself.
 - ``MAX_ENTRIES`` is herdless's ``capacity`` of the memory tier: at most that many entries
-  are held, and past it SIEVE evicts one entry per insert (a full cache of 30 holds 30).
+  are held, and past it SIEVE evicts one entry per insert (the bound is split across the
+  engine's lock shards, so a full cache of 30 holds 28 to 30, as its keys hash).
   ``CULL_FREQUENCY`` is not emulated: Django's LocMem/file/database backends drop a
   ``1/CULL_FREQUENCY`` share of the entries at once when full (0: all of them), so after 49
-  inserts into ``MAX_ENTRIES=30`` they hold 29 (19 with 0), herdless 30. With ``redis://``
+  inserts into ``MAX_ENTRIES=30`` they hold 29 (19 with 0), herdless 28 to 30. With ``redis://``
   the Redis tier is not bounded by ``MAX_ENTRIES`` (as Django's own Redis backend, bound it
   with Redis's ``maxmemory``).
 
@@ -137,6 +140,8 @@ class HerdlessCache(BaseCache):  # type: ignore[misc]
             options["codec"] = _PICKLE
         self._cache = _engine(location, self._namespace, ttl, options)
         self._max_key_len = self._cache.max_key_len
+        # The engine spreads a ttl by up to jitter / 2 either way: Django's timeout is the most.
+        self._shrink = 1.0 + self._cache.jitter / 2
 
     @property
     def herdless(self) -> Cache:
@@ -156,14 +161,14 @@ class HerdlessCache(BaseCache):  # type: ignore[misc]
         return k
 
     def _ttl(self, timeout: Any) -> Any:
-        """The ttl of a Django timeout: None for the cache's, or ``_EXPIRED``."""
+        """The engine's ttl of a Django timeout (the most it lives), or ``_EXPIRED``."""
         if timeout is DEFAULT_TIMEOUT:
-            return None
+            timeout = self.default_timeout
         if timeout is None:
             return FOREVER
         if timeout <= 0:
             return _EXPIRED
-        return float(timeout)
+        return float(timeout) / self._shrink
 
     def get(self, key: Any, default: Any = None, version: int | None = None) -> Any:
         return self._cache.get(self.make_and_validate_key(key, version=version), default)
