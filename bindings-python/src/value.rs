@@ -2,9 +2,11 @@
 //! is nothing" (negative caching), distinct from a cached `None`.
 //!
 //! A value is isolated from its callers (`copy_values=True`, the default), as the platform's
-//! own caches do (Django's LocMemCache pickles): a mutable object is kept as its pickle, made
-//! when it is stored and read back into a new object for each caller, so mutating the object
-//! given to `set` (or returned by `get`) never changes what another caller reads. Immutable
+//! own caches do (Django's LocMemCache pickles): a mutable object is copied when it is stored
+//! and again for each caller, so mutating the object given to `set` (or returned by `get`)
+//! never changes what another caller reads. JSON-shaped data (exact dicts, lists, tuples
+//! over immutable leaves, bounded) is copied node by node; anything else is kept as its
+//! pickle and read back into a new object per caller. Immutable
 //! objects (`None`, `bool`, `int`, `float`, `complex`, `str`, `bytes`, and tuples and
 //! frozensets of those) are shared as they are: nobody can change them, and the hit path
 //! stays one reference bump. `copy_values=False` shares every object (callers promise never
@@ -15,13 +17,19 @@ use std::sync::Arc;
 use herdless_redis::Versioned;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyComplex, PyFloat, PyFrozenSet, PyInt, PyString, PyTuple};
+use pyo3::types::{
+    PyBool, PyBytes, PyComplex, PyDict, PyFloat, PyFrozenSet, PyInt, PyList, PyString, PyTuple,
+};
 
-/// How a value is kept: shared, or as its pickle.
+/// How a value is kept: shared, as a private tree copied per reader, or as its pickle.
 enum Kept {
     /// An immutable object (or any object, with `copy_values=False`).
     Shared(Py<PyAny>),
-    /// The pickle of a mutable object: each reader gets a new object.
+    /// A private copy of a tree of exact dicts, lists and tuples over immutable leaves (JSON
+    /// shaped data): copied node by node for each reader, several times faster than a pickle
+    /// round trip. Only this module ever holds it.
+    Tree(Py<PyAny>),
+    /// The pickle of any other mutable object: each reader gets a new object.
     Pickled(Py<PyBytes>),
 }
 
@@ -79,6 +87,82 @@ struct Pickle {
     protocol: Py<PyAny>,
 }
 
+/// The most nodes (containers and leaves) and the deepest nesting a tree copy takes; past
+/// either the value is pickled instead, so the copy's work and recursion stay bounded.
+const TREE_NODES: usize = 10_000;
+const TREE_DEPTH: usize = 32;
+
+/// A copy of `v` node by node if it is a tree of exact dicts (with immutable keys), lists and
+/// tuples over immutable leaves within the bounds; `None` otherwise. Runs no Python code of
+/// the value's (exact builtin types only), so the tree cannot change while it is copied.
+fn tree_copy<'py>(
+    v: &Bound<'py, PyAny>,
+    depth: usize,
+    budget: &mut usize,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if *budget == 0 {
+        return Ok(None);
+    }
+    *budget -= 1;
+    if immutable(v, 0) {
+        return Ok(Some(v.clone()));
+    }
+    if depth == 0 {
+        return Ok(None);
+    }
+    let py = v.py();
+    if let Ok(d) = v.cast_exact::<PyDict>() {
+        // A flat dict (immutable keys and values) is one C-level copy.
+        if d.len() < *budget && d.iter().all(|(k, x)| immutable(&x, 0) && immutable(&k, 0)) {
+            *budget -= d.len();
+            return Ok(Some(d.copy()?.into_any()));
+        }
+        let out = PyDict::new(py);
+        for (k, x) in d.iter() {
+            if !immutable(&k, IMMUTABLE_DEPTH) {
+                return Ok(None);
+            }
+            let Some(x) = tree_copy(&x, depth - 1, budget)? else {
+                return Ok(None);
+            };
+            out.set_item(k, x)?;
+        }
+        return Ok(Some(out.into_any()));
+    }
+    if let Ok(l) = v.cast_exact::<PyList>() {
+        // A flat list is one C-level slice copy.
+        if l.len() < *budget && l.iter().all(|x| immutable(&x, 0)) {
+            *budget -= l.len();
+            return Ok(Some(l.get_slice(0, l.len()).into_any()));
+        }
+        let out = PyList::empty(py);
+        for x in l.iter() {
+            let Some(x) = tree_copy(&x, depth - 1, budget)? else {
+                return Ok(None);
+            };
+            out.append(x)?;
+        }
+        return Ok(Some(out.into_any()));
+    }
+    if let Ok(t) = v.cast_exact::<PyTuple>() {
+        let mut items = Vec::with_capacity(t.len());
+        for x in t.iter() {
+            let Some(x) = tree_copy(&x, depth - 1, budget)? else {
+                return Ok(None);
+            };
+            items.push(x);
+        }
+        return Ok(Some(PyTuple::new(py, items)?.into_any()));
+    }
+    Ok(None)
+}
+
+/// [`tree_copy`] within the bounds.
+fn copy_tree<'py>(v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let mut budget = TREE_NODES;
+    tree_copy(v, TREE_DEPTH, &mut budget)
+}
+
 static PICKLE: PyOnceLock<Pickle> = PyOnceLock::new();
 
 fn pickle(py: Python<'_>) -> PyResult<&Pickle> {
@@ -99,6 +183,8 @@ impl PyValue {
     pub(crate) fn new(obj: Bound<'_, PyAny>, copy: bool) -> PyResult<Self> {
         let kept = if !copy || immutable(&obj, IMMUTABLE_DEPTH) {
             Kept::Shared(obj.unbind())
+        } else if let Some(tree) = copy_tree(&obj)? {
+            Kept::Tree(tree.unbind())
         } else {
             let py = obj.py();
             let p = pickle(py)?;
@@ -114,6 +200,16 @@ impl PyValue {
     pub(crate) fn bind<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match &*self.obj {
             Kept::Shared(o) => Ok(o.bind(py).clone()),
+            Kept::Tree(o) => match copy_tree(o.bind(py))? {
+                Some(copy) => Ok(copy),
+                // Not expected (the private tree passed the bounds when it was stored): a
+                // pickle round trip copies it all the same.
+                None => {
+                    let p = pickle(py)?;
+                    let data = p.dumps.bind(py).call1((o.bind(py), p.protocol.bind(py)))?;
+                    p.loads.bind(py).call1((data,))
+                }
+            },
             Kept::Pickled(data) => pickle(py)?.loads.bind(py).call1((data.bind(py),)),
         }
     }

@@ -62,20 +62,20 @@ from django.views.decorators.cache import never_cache  # type: ignore[import-unt
 renders = itertools.count(1)
 
 
-@never_cache
+@never_cache  # type: ignore[untyped-decorator]
 def login(request: HttpRequest) -> HttpResponse:
     request.session.cycle_key()
     request.session["user"] = request.GET["user"]
     return HttpResponse("logged in")
 
 
-@never_cache
+@never_cache  # type: ignore[untyped-decorator]
 def logout(request: HttpRequest) -> HttpResponse:
     request.session.flush()
     return HttpResponse("logged out")
 
 
-@never_cache
+@never_cache  # type: ignore[untyped-decorator]
 def whoami(request: HttpRequest) -> HttpResponse:
     user = request.session.get("user")
     return HttpResponse(f"you are {user}" if user else "anonymous")

@@ -38,9 +38,8 @@ if not settings.configured:
     )
     django.setup()
 
-from django.core.cache import cache, caches  # type: ignore[import-untyped]  # noqa: E402
+from django.core.cache import CacheKeyWarning, cache, caches  # type: ignore[import-untyped]  # noqa: E402
 from django.core.exceptions import ImproperlyConfigured  # type: ignore[import-untyped]  # noqa: E402
-from django.core.cache import CacheKeyWarning  # type: ignore[import-untyped]  # noqa: E402
 from django.http import HttpRequest, HttpResponse, JsonResponse  # type: ignore[import-untyped]  # noqa: E402
 from django.test import Client  # type: ignore[import-untyped]  # noqa: E402
 from django.urls import path  # type: ignore[import-untyped]  # noqa: E402

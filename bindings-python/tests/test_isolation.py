@@ -73,9 +73,12 @@ def test_get_or_load_answers_are_copies_for_the_loader_its_waiters_and_later_rea
 
 def test_batch_answers_and_the_decorator_are_copies() -> None:
     cache = fresh()
-    first = cache.get_or_load_many(["a", "b"], lambda keys: {k: {"k": k, "l": []} for k in keys})
+    def load(keys: list[str]) -> dict[str, dict[str, Any]]:
+        return {k: {"k": k, "l": []} for k in keys}
+
+    first = cache.get_or_load_many(["a", "b"], load)
     first[0]["l"].append(1)
-    again = cache.get_or_load_many(["a", "b"], lambda keys: {})
+    again: list[Any] = cache.get_or_load_many(["a", "b"], lambda keys: {})
     assert again == [{"k": "a", "l": []}, {"k": "b", "l": []}]
 
     @cache.cached
@@ -97,7 +100,7 @@ def test_async_answers_and_warm_are_copies() -> None:
         assert await cache.aget_or_load("x", load) == [1]
 
     asyncio.run(run())
-    shared = {"w": []}
+    shared: dict[str, list[int]] = {"w": []}
     cache.warm(["w"], lambda k: shared)
     shared["w"].append(1)
     assert cache.get("w") == {"w": []}
@@ -112,7 +115,8 @@ def test_immutable_values_are_shared_uncopied() -> None:
     assert cache.get("s") is text
     assert cache.get("t") is frozen
     cache.set("absent", ABSENT)
-    assert cache.get_or_load("absent", lambda: "loaded") is ABSENT
+    loaded: Any = cache.get_or_load("absent", lambda: "loaded")
+    assert loaded is ABSENT
     # A tuple holding a list is mutable through the list: copied.
     holder = (1, [2])
     cache.set("h", holder)
@@ -153,3 +157,38 @@ def test_a_value_read_from_the_shared_tier_is_isolated_too() -> None:
     assert seen == {"plan": "free"}
     seen["plan"] = "pro"
     assert b.get("acct") == {"plan": "free"}
+
+
+def test_every_shape_of_value_is_copied_whatever_its_depth_or_kind() -> None:
+    import collections
+
+    cache = fresh()
+    cyclic: list[Any] = [1]
+    cyclic.append(cyclic)
+    deep: list[Any] = []
+    node = deep
+    for _ in range(200):  # deeper than the tree copy goes: pickled instead
+        node.append([])
+        node = node[0]
+    wide = list(range(20_000))  # more nodes than the tree copy takes: pickled instead
+    values: dict[str, Any] = {
+        "tree": {"rows": [{"id": 1, "tags": ("a", ["b"])}], (1, "k"): None},
+        "subclass": collections.OrderedDict(a=[1]),
+        "set": {1, 2},
+        "bytearray": bytearray(b"ab"),
+        "cyclic": cyclic,
+        "deep": deep,
+        "wide": wide,
+    }
+    for name, value in values.items():
+        cache.set(name, value)
+        got = cache.get(name)
+        assert got is not value and type(got) is type(value), name
+    cache.get("tree")["rows"][0]["tags"][1].append("c")
+    assert cache.get("tree")["rows"][0]["tags"] == ("a", ["b"])
+    got = cache.get("cyclic")
+    assert got[1] is got  # pickled: the cycle is kept
+    values["subclass"]["a"].append(2)
+    assert cache.get("subclass") == {"a": [1]}
+    wide.append(1)
+    assert len(cache.get("wide")) == 20_000
