@@ -4,8 +4,8 @@
         "default": {
             "BACKEND": "herdless.contrib.django.HerdlessCache",
             "LOCATION": "",                   # in memory (a name: a store of its own, as
-                                          # LocMemCache's); or "redis://host:6379/0" for a fleet
-            "TIMEOUT": 300,                   # herdless's ttl
+                                              # LocMemCache's); "redis://host:6379/0": a fleet
+            "TIMEOUT": 300,                   # the most an entry lives
             "KEY_PREFIX": "shop",             # the herdless namespace of this alias
             "OPTIONS": {"grace": 60},         # any herdless.Cache keyword
         }
@@ -25,12 +25,12 @@ How Django's API maps onto the engine:
   ``"{namespace}:{django key}"``; one longer than the engine's ``max_key_len`` (1,024 bytes
   unless ``OPTIONS`` says otherwise) is ``"{namespace}:#sha256:{hex digest of the Django
   key}"``, so a long key warns (memcached's 250) and works, as with Django's other backends.
-- Values are pickled, as every Django backend does (Django's ``PickleSerializer``:
-  ``pickle.dumps(value, pickle.HIGHEST_PROTOCOL)``): in memory (``copy_values``, so a
-  response mutated after the cache middleware stored it, or a value mutated after ``get``,
-  never changes what another request reads) and across Redis (``OPTIONS["codec"]``, default
-  ``"pickle"``; any ``herdless.Cache`` codec otherwise, e.g. ``"json"`` to share values with
-  Node and Rust processes). An unpicklable value raises the pickler's error
+- Values are copied, as every Django backend does: in memory (``copy_values``: pickled as by
+  LocMemCache, plain dicts and lists copied node by node; a response mutated after the cache
+  middleware stored it, or a value mutated after ``get``, never changes what another request
+  reads) and across Redis, pickled: ``OPTIONS["codec"]``, default ``"pickle"`` (Django's
+  ``PickleSerializer``: ``pickle.dumps(value, pickle.HIGHEST_PROTOCOL)``), or any
+  ``herdless.Cache`` codec, e.g. ``"json"`` to share values with Node and Rust processes. An unpicklable value raises the pickler's error
   (``pickle.PickleError``...) from ``set``/``add``. As with django-redis and Django's own
   Redis backend, whoever can write to that Redis can run code in the processes reading it.
 - ``timeout``: a number of seconds is the longest the entry lives: its ttl is spread by
