@@ -160,7 +160,7 @@ class Outcomes(unittest.TextTestResult):
 
 def main() -> None:
     tests_dir, tier = sys.argv[1], sys.argv[2]
-    redis = sys.argv[3] if len(sys.argv) > 3 else None
+    redis = sys.argv[3] if tier == "redis" else None
     sys.path.insert(0, tests_dir)
     configure(tier)
     from django.test.runner import DiscoverRunner  # type: ignore[import-untyped]
