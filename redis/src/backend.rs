@@ -490,16 +490,18 @@ impl RedisBackend {
         Ok(())
     }
 
-    /// Subscribes to whatever may carry a change of `key` before reading it: its
-    /// namespace's notices, and on a Cluster the tags channel too (the entry read may carry
-    /// tags; on a single server the one pattern covers both). Once made, a confirmed
-    /// subscription costs an atomic load.
+    /// Subscribes to `key`'s namespace before reading it, so that whatever the read hands
+    /// the L1 hears of later changes. Tags need nothing more here: a tagged entry is
+    /// checked against its tags' stamps before it is kept, and that check subscribes the
+    /// tags channel before it reads them ([`TagTier::fetch_stamps`]). Once confirmed, a
+    /// subscription costs an atomic load. While the subscription is known to be down (a
+    /// disconnection seen, its resubscription not yet confirmed) nothing read is handed
+    /// over: the read fails.
     async fn subscribe_for(&self, key: &str) -> Result<(), Error> {
-        self.subscribe_namespace(key).await?;
-        if self.inner.sharded {
-            self.subscribe_tags().await?;
+        if self.inner.hub.is_disconnected() {
+            return Err(Error::Unsubscribed);
         }
-        Ok(())
+        self.subscribe_namespace(key).await
     }
 
     /// Listens to the tags channel (once): before this process relies on tag stamps it
