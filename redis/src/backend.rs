@@ -490,6 +490,20 @@ impl RedisBackend {
         Ok(())
     }
 
+    /// Subscribes to `key`'s namespace before reading it, so that whatever the read hands
+    /// the L1 hears of later changes. Tags need nothing more here: a tagged entry is
+    /// checked against its tags' stamps before it is kept, and that check subscribes the
+    /// tags channel before it reads them ([`TagTier::fetch_stamps`]). Once confirmed, a
+    /// subscription costs an atomic load. While the subscription is known to be down (a
+    /// disconnection seen, its resubscription not yet confirmed) nothing read is handed
+    /// over: the read fails.
+    async fn subscribe_for(&self, key: &str) -> Result<(), Error> {
+        if self.inner.hub.is_disconnected() {
+            return Err(Error::Unsubscribed);
+        }
+        self.subscribe_namespace(key).await
+    }
+
     /// Listens to the tags channel (once): before this process relies on tag stamps it
     /// learned, it must hear of later invalidations. On a single server the one pattern
     /// subscription covers it; on a Cluster it is one sharded subscription, never dropped.
@@ -641,6 +655,9 @@ type AcquireReply = (i64, Vec<u8>, u64, i64, i64);
 impl Backend for RedisBackend {
     fn read<'a>(&'a self, key: &'a str, now: u64) -> BackendFuture<'a, Option<StoredEntry>> {
         self.op("read", async move {
+            // Subscribed before the read: whatever it hands the L1 hears of later changes
+            // (a copy that could not hear them is not handed over: the read fails).
+            self.subscribe_for(key).await?;
             let n = self.names(key);
             let mut live = self.inner.cmd.live().await?;
             let (raw, epoch): (Option<Vec<u8>>, Option<Vec<u8>>) = redis::cmd("MGET")
@@ -668,6 +685,8 @@ impl Backend for RedisBackend {
 
     fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired> {
         self.op("acquire", async move {
+            // A fresh answer is kept in the L1: subscribed first, as `read`.
+            self.subscribe_for(key).await?;
             let n = self.names(key);
             let mut live = self.inner.cmd.live().await?;
             let lease_ms = ms_arg(req.lease);
@@ -705,6 +724,10 @@ impl Backend for RedisBackend {
             let mut out: Vec<Option<Result<Acquired, herdless::LoadError>>> =
                 requests.iter().map(|_| None).collect();
             for (_, members) in &groups {
+                // Each group's namespaces subscribed before its reads, as `read`.
+                for &i in members {
+                    self.subscribe_for(&requests[i].0).await?;
+                }
                 let mut live = self.inner.cmd.live().await?;
                 // The script is loaded in the same round trip: a pipeline does not reload
                 // a script Redis lost (a restart, SCRIPT FLUSH) the way one invocation does.

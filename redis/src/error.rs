@@ -35,6 +35,9 @@ pub enum Error {
         /// The configured limit.
         max: usize,
     },
+    /// The subscription connection is down (its resubscription not yet confirmed): what a
+    /// read would hand the L1 could not hear of later changes, so the read is refused.
+    Unsubscribed,
 }
 
 impl fmt::Display for Error {
@@ -51,6 +54,9 @@ impl fmt::Display for Error {
             Self::EntryTooLarge { bytes, max } => write!(
                 f,
                 "the entry is {bytes} bytes; `max_entry_bytes` allows {max}: not written"
+            ),
+            Self::Unsubscribed => f.write_str(
+                "the redis subscription is down: a copy read now could not be kept coherent",
             ),
         }
     }

@@ -107,6 +107,12 @@ impl Hub {
         }
     }
 
+    /// Whether the subscription connection is known to be down: a disconnection seen,
+    /// its resubscription not yet confirmed.
+    pub(crate) fn is_disconnected(&self) -> bool {
+        self.disconnected.load(Ordering::Acquire)
+    }
+
     pub(crate) fn listen(&self, l: Listener) {
         self.listeners.write().expect("listeners lock").push(l);
     }

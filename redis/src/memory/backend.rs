@@ -70,13 +70,9 @@ impl MemoryBuilder {
         }
         let metrics = Arc::new(Metrics::default());
         let origin = crate::backend::hex(&random_secret()?[..8]);
+        // Not yet subscribed: like a Redis process, it hears notices only once an
+        // operation that keeps copies (a read, a write, a load, tags) has subscribed it.
         let hub = Arc::new(Hub::new(origin, PREFIX.to_owned(), metrics.clone()));
-        self.store
-            .inner
-            .hubs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::downgrade(&hub));
         let rt = Runtime::new(1).map_err(|e| Error::Config(e.to_string()))?;
         Ok(MemoryBackend {
             inner: Arc::new(MemoryInner {
@@ -85,6 +81,7 @@ impl MemoryBuilder {
                 metrics,
                 op_timeout: self.op_timeout,
                 tag_retention: self.tag_retention.min(crate::MAX_TTL),
+                subscribed: std::sync::atomic::AtomicBool::new(false),
                 rt,
             }),
         })
@@ -97,8 +94,15 @@ struct MemoryInner {
     metrics: Arc<Metrics>,
     op_timeout: Duration,
     tag_retention: Duration,
+    /// Whether its hub is among the store's subscribers (one pattern for the whole
+    /// prefix, as on a single Redis server).
+    subscribed: std::sync::atomic::AtomicBool,
     rt: Runtime,
 }
+
+/// The operations that subscribe their process before they run, as
+/// [`RedisBackend`](crate::RedisBackend)'s do: whatever they hand back may be kept in its L1.
+const SUBSCRIBING: [&str; 5] = ["read", "acquire", "commit", "tag_stamps", "tag"];
 
 /// One process's handle on a [`MemoryStore`]. Cheap to clone.
 #[derive(Clone)]
@@ -161,6 +165,7 @@ impl MemoryBackend {
         let metrics = self.inner.metrics.clone();
         let handle = self.handle().clone();
         let on = handle.clone();
+        let subscriber = SUBSCRIBING.contains(&name).then(|| self.clone());
         Box::pin(crate::runtime::in_runtime(&on, async move {
             let failed = |e: Error| {
                 inc(&metrics.backend_errors);
@@ -177,6 +182,11 @@ impl MemoryBackend {
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 let s = store.clone();
                 store.run_or_hold(Box::new(move || {
+                    // Subscribed in the same step as the operation: no change after what
+                    // it reads can be published unheard.
+                    if let Some(b) = subscriber {
+                        b.subscribe();
+                    }
                     let _ = tx.send(apply(&s, now_ms()));
                 }));
                 rx.await.map_err(|_| Error::Protocol("the store went away"))
@@ -189,6 +199,14 @@ impl MemoryBackend {
                 Err(_) => failed(Error::Timeout { op: name, after }),
             }
         }))
+    }
+
+    /// Adds this process to the store's subscribers (once).
+    fn subscribe(&self) {
+        use std::sync::atomic::Ordering;
+        if !self.inner.subscribed.swap(true, Ordering::AcqRel) {
+            self.inner.store.subscribe(&self.inner.hub);
+        }
     }
 
     fn count_read(&self, e: Option<&StoredEntry>, now: u64) {
@@ -529,6 +547,7 @@ impl Backend for MemoryBackend {
         let hub = self.inner.hub.clone();
         let (key, down) = (key.to_owned(), self.store().fault() == Some(Fault::Down));
         let metrics = self.inner.metrics.clone();
+        let this = self.clone();
         Box::pin(async move {
             if down {
                 inc(&metrics.backend_errors);
@@ -536,6 +555,7 @@ impl Backend for MemoryBackend {
                     "the store is down",
                 )));
             }
+            this.subscribe();
             Ok(Box::new(hub.watch(&key)) as Box<dyn Watch>)
         })
     }

@@ -282,6 +282,12 @@ impl MemoryStore {
         raw.map(|b| String::from_utf8_lossy(&b).into_owned())
     }
 
+    /// Makes `hub` hear the store's notices from now on.
+    pub(crate) fn subscribe(&self, hub: &Arc<Hub>) {
+        let mut hubs = self.inner.hubs.lock().unwrap_or_else(|e| e.into_inner());
+        hubs.push(Arc::downgrade(hub));
+    }
+
     fn hubs(&self) -> Vec<Arc<Hub>> {
         let mut hubs = self.inner.hubs.lock().unwrap_or_else(|e| e.into_inner());
         hubs.retain(|h| h.strong_count() > 0);
