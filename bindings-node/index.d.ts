@@ -464,6 +464,15 @@ export interface CacheOptions {
    * 1024; at most 65536).
    */
   front?: boolean | { capacity?: number }
+  /**
+   * Value isolation (default `true`): the cache keeps its own copy of every object it is
+   * given and each reader gets a new copy (plain data node by node, other objects by
+   * `structuredClone`, a `Buffer` as a `Buffer`), so no caller's mutation reaches another
+   * caller. An object that cannot be copied as it is (a class instance) is refused with a
+   * `TypeError` (code `HERDLESS_UNCOPYABLE_VALUE`). `false` shares objects: hits cost no
+   * copy, and callers must never mutate what they store or read.
+   */
+  copyValues?: boolean
 }
 
 /**

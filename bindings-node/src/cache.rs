@@ -17,7 +17,7 @@ use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
 use crate::metrics::{Metrics, snapshot};
 use crate::options;
 use crate::tier::Codec;
-use crate::value::Val;
+use crate::value::{Table, Val};
 use crate::wake::Wake;
 
 /// A stampede-proof cache of JS values under string keys.
@@ -135,17 +135,17 @@ pub(crate) fn get_value(js: Js, inner: &Inner, key: Value) -> Result<Value> {
         f.begin(js, &inner.l1)?;
     }
     // Read in place: no clone and drop of the value's handle (two atomic operations) per hit.
-    match inner
-        .l1
-        .get_with(key.as_str(), |v| inner.table.read(js, &v.value))
-    {
-        Some(Ok(v)) => {
-            if let Some(f) = &inner.front {
+    match inner.l1.get_with(key.as_str(), |v| {
+        (inner.table.read(js, &v.value), Table::copied(&v.value))
+    }) {
+        Some((Ok(v), copied)) => {
+            // A copied value is each reader's own: the front must not hand one out twice.
+            if let (Some(f), false) = (&inner.front, copied) {
                 f.fill(js, &inner.l1, key.as_str(), None)?;
             }
             Ok(v)
         }
-        Some(Err(status)) => Err(js::failed(status)),
+        Some((Err(status), _)) => Err(js::failed(status)),
         None => js.undefined(),
     }
 }
@@ -182,8 +182,8 @@ fn get_or_load_impl(
     let first = inner.l1.lookup(key.as_str());
     if options.signal.is_none() {
         // The hit path: no call record, no loader reference.
-        if let Some(v) = inner.hit_now(js, &first)? {
-            if let Some(f) = &inner.front {
+        if let Some((v, copied)) = inner.hit_now(js, &first)? {
+            if let (Some(f), false) = (&inner.front, copied) {
                 f.fill(js, &inner.l1, key.as_str(), Some(v))?;
             }
             return js.resolved(v);
@@ -429,6 +429,7 @@ impl Cache {
         let namespace = parsed.namespace.clone();
         let on_event = parsed.on_event;
         let front = parsed.front.0;
+        let copy = parsed.copy_values;
         if front.is_some() {
             parsed.builder = std::mem::take(&mut parsed.builder).count_writes(true);
         }
@@ -438,7 +439,9 @@ impl Cache {
         parsed.builder = std::mem::take(&mut parsed.builder).listener(listener);
         let (tt, codec) = engine(js, parsed)?;
         let this_obj = this.object.raw();
-        let inner = Inner::new(js, this_obj, tt, codec, namespace, wake, on_event, front)?;
+        let inner = Inner::new(
+            js, this_obj, tt, codec, namespace, wake, on_event, front, copy,
+        )?;
         crate::fast::install(js, this.object.raw(), &inner)?;
         Ok(Self { inner })
     }

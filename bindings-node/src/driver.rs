@@ -126,7 +126,7 @@ pub(crate) struct Inner {
 impl Inner {
     /// The state of the cache object `this`, whose engine `tt` was built with `wake`'s
     /// listener (`crate::events::engine_listener`); `on_event` is the `onEvent` option, `front`
-    /// the front's capacity (`None`: no front).
+    /// the front's capacity (`None`: no front), `copy` the `copyValues` option.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         js: Js,
@@ -137,12 +137,13 @@ impl Inner {
         wake: Arc<Wake>,
         on_event: Option<Value>,
         front: Option<usize>,
+        copy: bool,
     ) -> Result<Rc<Self>> {
         let listeners = crate::events::Listeners::new(js, this)?;
         let inner = Rc::new(Self {
             l1: tt.l1().clone(),
             tt,
-            table: Table::new(js)?,
+            table: Table::new(js, copy)?,
             codec,
             wake,
             namespace,
@@ -189,11 +190,15 @@ impl Inner {
 
     /// The value to answer at once when `first` is a plain hit (no refresh to run).
     #[inline]
-    pub(crate) fn hit_now(&self, js: Js, first: &EResult<Lookup<Entry>>) -> Result<Option<Value>> {
+    pub(crate) fn hit_now(
+        &self,
+        js: Js,
+        first: &EResult<Lookup<Entry>>,
+    ) -> Result<Option<(Value, bool)>> {
         match first {
             Ok(Lookup::Hit(hit)) if hit.refresh.is_none() => Ok(Some(match &hit.value {
-                Some(v) => self.table.load(js, &v.value)?,
-                None => js.undefined()?,
+                Some(v) => (self.table.load(js, &v.value)?, Table::copied(&v.value)),
+                None => (js.undefined()?, false),
             })),
             _ => Ok(None),
         }
@@ -499,7 +504,10 @@ impl Inner {
             None => {
                 let result = match result {
                     Ok(v) if self.is_absent(js, v)? => Ok(None),
-                    Ok(v) => Ok(Some(self.table.store(js, v)?)),
+                    Ok(v) => match self.table.store_answer(js, v)? {
+                        Ok(v) => Ok(Some(v)),
+                        Err(f) => Err(LoadError::new(f)),
+                    },
                     Err(e) => Err(LoadError::new(JsFailure::caught(js, &self.table, e)?)),
                 };
                 match &call.tags {
@@ -514,9 +522,16 @@ impl Inner {
                 let result = match result {
                     Ok(v) => {
                         let absent = self.is_absent(js, v)?;
-                        match ctx.answer(js, v, absent, |v| self.table.store(js, v))? {
-                            Ok(loaded) => Ok(loaded),
-                            Err(m) => Err(LoadError::new(std::io::Error::other(m))),
+                        match ctx.answer(js, v, absent, |v| self.table.store(js, v)) {
+                            Ok(Ok(loaded)) => Ok(loaded),
+                            Ok(Err(m)) => Err(LoadError::new(std::io::Error::other(m))),
+                            // The answer could not be kept (not copyable, a getter threw):
+                            // the load's failure, not an exception left pending.
+                            Err(e) if e.status == napi::Status::PendingException => {
+                                let thrown = js.take_exception()?;
+                                Err(LoadError::new(JsFailure::caught(js, &self.table, thrown)?))
+                            }
+                            Err(e) => return Err(e),
                         }
                     }
                     Err(e) => {

@@ -28,6 +28,7 @@ pub(crate) mod code {
     pub(crate) const NO_PREVIOUS: &str = "HERDLESS_NO_PREVIOUS";
     pub(crate) const INVALID_TAG: &str = "HERDLESS_INVALID_TAG";
     pub(crate) const TOO_MANY_TAGS: &str = "HERDLESS_TOO_MANY_TAGS";
+    pub(crate) const UNCOPYABLE_VALUE: &str = "HERDLESS_UNCOPYABLE_VALUE";
     pub(crate) const ERROR: &str = "HERDLESS_ERROR";
 }
 

@@ -23,10 +23,25 @@ pub(crate) fn pending() -> Error {
 }
 
 #[inline(always)]
-fn check(status: sys::napi_status) -> Result<()> {
+fn check(env: sys::napi_env, status: sys::napi_status) -> Result<()> {
     match status {
         sys::Status::napi_ok => Ok(()),
-        s => Err(failed(s)),
+        s => Err(failed_in(env, s)),
+    }
+}
+
+/// [`failed`], knowing that a call that ran JS (a getter, a Proxy trap) and threw reports a
+/// generic failure with the exception pending: that exception is what failed, and it must
+/// be taken or rethrown, never left for the process.
+#[cold]
+#[inline(never)]
+fn failed_in(env: sys::napi_env, status: sys::napi_status) -> Error {
+    let mut pending_now = false;
+    // SAFETY: `env` is the env of the running callback, on its thread.
+    let asked = unsafe { sys::napi_is_exception_pending(env, &mut pending_now) };
+    match asked == sys::Status::napi_ok && pending_now {
+        true => pending(),
+        false => failed(status),
     }
 }
 
@@ -44,9 +59,9 @@ pub(crate) fn failed(status: sys::napi_status) -> Error {
 }
 
 macro_rules! napi_call {
-    ($f:ident($($arg:expr),* $(,)?)) => {
+    ($f:ident($env:expr $(, $arg:expr)* $(,)?)) => {
         // SAFETY: the module rule: `self.0` is the env of the running callback, on its thread.
-        check(unsafe { sys::$f($($arg),*) })
+        check($env, unsafe { sys::$f($env $(, $arg)*) })
     };
 }
 
@@ -410,7 +425,7 @@ impl Js {
         match status {
             sys::Status::napi_ok => Ok(Ok(v)),
             sys::Status::napi_pending_exception => Ok(Err(self.take_exception()?)),
-            s => check(s).map(|()| Ok(v)),
+            s => check(self.0, s).map(|()| Ok(v)),
         }
     }
 
@@ -420,7 +435,7 @@ impl Js {
         // SAFETY: the module rule; `args` outlives the call.
         let status =
             unsafe { sys::napi_new_instance(self.0, ctor, args.len(), args.as_ptr(), &mut v) };
-        check(status).map(|()| v)
+        check(self.0, status).map(|()| v)
     }
 
     /// Calls the method `name` of `obj`, rethrowing what it throws.

@@ -24,6 +24,7 @@
 pub mod cache;
 mod call;
 mod context;
+mod copy;
 pub mod detector;
 mod driver;
 mod error;

@@ -100,6 +100,13 @@ pub struct CacheOptions {
     /// 1024; at most 65536).
     #[napi(ts_type = "boolean | { capacity?: number }")]
     pub front: Option<()>,
+    /// Value isolation (default `true`): the cache keeps its own copy of every object it is
+    /// given and each reader gets a new copy (plain data node by node, other objects by
+    /// `structuredClone`, a `Buffer` as a `Buffer`), so no caller's mutation reaches another
+    /// caller. An object that cannot be copied as it is (a class instance) is refused with a
+    /// `TypeError` (code `HERDLESS_UNCOPYABLE_VALUE`). `false` shares objects: hits cost no
+    /// copy, and callers must never mutate what they store or read.
+    pub copy_values: Option<bool>,
 }
 
 /// A codec of your own (`new Cache({ codec: { encode, decode } })`): `encode` turns a
@@ -226,7 +233,6 @@ fn detector(
 }
 
 /// The options a cache was built with, as the binding needs them.
-#[derive(Default)]
 pub(crate) struct Parsed {
     pub(crate) builder: herdless::Builder<Entry>,
     pub(crate) namespace: Option<String>,
@@ -236,6 +242,21 @@ pub(crate) struct Parsed {
     pub(crate) on_event: Option<Value>,
     /// How many answers the front keeps; `None`: no front.
     pub(crate) front: FrontSize,
+    /// The `copyValues` option.
+    pub(crate) copy_values: bool,
+}
+
+impl Default for Parsed {
+    fn default() -> Self {
+        Self {
+            builder: herdless::Builder::default(),
+            namespace: None,
+            redis: None,
+            on_event: None,
+            front: FrontSize::default(),
+            copy_values: herdless::DEFAULT_COPY_VALUES,
+        }
+    }
 }
 
 /// The `front` option: how many answers the JS front keeps (`None`: off).
@@ -321,7 +342,8 @@ const COUNTS: [&str; 6] = [
     "maxNamespaces",
 ];
 const DURATIONS_REDIS: [&str; 1] = ["lease"];
-const OTHERS: [&str; 10] = [
+const OTHERS: [&str; 11] = [
+    "copyValues",
     "onEvent",
     "front",
     "detector",
@@ -694,6 +716,7 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
         redis,
         on_event,
         front,
+        copy_values: crate::copy::copy_values(js, obj)?,
     })
 }
 

@@ -28,14 +28,17 @@ use std::sync::{Arc, Mutex};
 
 use napi::{Result, sys};
 
-use crate::js::{Js, Ref, Type, Value};
+use crate::copy::{Copier, Kind};
+use crate::js::{self, Js, Ref, Type, Value};
 
 /// Where a value lives: a cell of the table's array (any value), or a napi reference of its
-/// own (objects and functions: one Node-API call to read instead of two).
+/// own (objects and functions: one Node-API call to read instead of two), or the cache's own
+/// copy of an object, of which each reader gets a new copy (`copyValues`, `crate::copy`).
 #[derive(Clone, Copy)]
 enum Cell {
     Index(u32),
     Ref(sys::napi_ref),
+    Own(sys::napi_ref, Kind),
 }
 
 // SAFETY: a `Cell` is plain data; the napi reference it may name is only passed to Node-API
@@ -89,6 +92,7 @@ impl fmt::Debug for Slot {
         match self.cell {
             Cell::Index(i) => write!(f, "Slot(#{i})"),
             Cell::Ref(_) => f.write_str("Slot(ref)"),
+            Cell::Own(..) => f.write_str("Slot(own copy)"),
         }
     }
 }
@@ -125,11 +129,15 @@ pub(crate) struct Table {
     stored: StdCell<u64>,
     cleared: StdCell<u64>,
     released: Arc<Released>,
+    /// Copies objects in and out (`copyValues`); `None`: objects are shared.
+    copier: Option<Copier>,
 }
 
 impl Table {
-    pub(crate) fn new(js: Js) -> Result<Self> {
+    /// The values of a new cache; `copy`: its `copyValues` option.
+    pub(crate) fn new(js: Js, copy: bool) -> Result<Self> {
         Ok(Self {
+            copier: copy.then(|| Copier::new(js)).transpose()?,
             env: js.raw(),
             array: js.reference(js.array(0)?)?,
             free: RefCell::new(Vec::new()),
@@ -140,8 +148,39 @@ impl Table {
         })
     }
 
-    /// Keeps `v`; the engine holds the returned handle.
+    /// Keeps `v`, or the cache's own copy of it when it is an object and values are copied
+    /// (throwing a `TypeError` when it cannot be copied); the engine holds the returned
+    /// handle.
     pub(crate) fn store(&self, js: Js, v: Value) -> Result<Val> {
+        match (&self.copier, js.type_of(v)?) {
+            (Some(c), Type::Object) => {
+                let (own, kind) = c.own(js, v)?;
+                Ok(self.keep(Cell::Own(js.raw_reference(own)?, kind)))
+            }
+            _ => self.store_shared(js, v),
+        }
+    }
+
+    /// [`store`](Self::store) of a value in a loader's answer: what cannot be kept (a value
+    /// that cannot be copied, a getter that throws) is the load's failure, not an exception
+    /// left pending for the process.
+    pub(crate) fn store_answer(
+        &self,
+        js: Js,
+        v: Value,
+    ) -> Result<std::result::Result<Val, JsFailure>> {
+        match self.store(js, v) {
+            Ok(val) => Ok(Ok(val)),
+            Err(e) if e.status == napi::Status::PendingException => {
+                let thrown = js.take_exception()?;
+                Ok(Err(JsFailure::caught(js, self, thrown)?))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Keeps `v` itself, never a copy: a thrown value every waiter gets as it is.
+    pub(crate) fn store_shared(&self, js: Js, v: Value) -> Result<Val> {
         let cell = match js.type_of(v)? {
             Type::Object | Type::Function => Cell::Ref(js.raw_reference(v)?),
             _ => {
@@ -157,14 +196,24 @@ impl Table {
                 Cell::Index(id)
             }
         };
+        Ok(self.keep(cell))
+    }
+
+    fn keep(&self, cell: Cell) -> Val {
         self.stored.set(self.stored.get() + 1);
-        Ok(Val {
+        Val {
             cell,
             slot: Arc::new(Slot {
                 cell,
                 released: self.released.clone(),
             }),
-        })
+        }
+    }
+
+    /// Whether readers of `v` get a copy of their own (so the JS front must not keep it).
+    #[inline]
+    pub(crate) fn copied(v: &Val) -> bool {
+        matches!(v.cell, Cell::Own(..))
     }
 
     /// The JS value a handle names.
@@ -173,6 +222,7 @@ impl Table {
         match v.cell {
             Cell::Ref(r) => js.reference_value(r),
             Cell::Index(i) => self.load_index(js, i),
+            Cell::Own(..) => self.read_own(js, v.cell).map_err(js::failed),
         }
     }
 
@@ -184,7 +234,17 @@ impl Table {
         match v.cell {
             Cell::Ref(r) => js.reference_value_raw(r),
             Cell::Index(i) => self.read_index(js, i),
+            Cell::Own(..) => self.read_own(js, v.cell),
         }
+    }
+
+    /// A new copy of the cache's own copy, for one reader.
+    #[inline(never)]
+    fn read_own(&self, js: Js, cell: Cell) -> std::result::Result<Value, sys::napi_status> {
+        let (Cell::Own(r, kind), Some(c)) = (cell, &self.copier) else {
+            return Err(sys::Status::napi_generic_failure);
+        };
+        c.hand_out(js, js.reference_value_raw(r)?, kind)
     }
 
     fn load_index(&self, js: Js, i: u32) -> Result<Value> {
@@ -207,7 +267,7 @@ impl Table {
         let mut free = self.free.borrow_mut();
         for cell in cells {
             match cell {
-                Cell::Ref(r) => js.delete_reference(r),
+                Cell::Ref(r) | Cell::Own(r, _) => js.delete_reference(r),
                 Cell::Index(i) => {
                     js.set_element(array, i, undefined)?;
                     free.push(i);
@@ -242,7 +302,7 @@ impl JsFailure {
     /// Keeps the thrown or rejected value `e`.
     pub(crate) fn caught(js: Js, table: &Table, e: Value) -> Result<Self> {
         Ok(Self {
-            value: table.store(js, e)?,
+            value: table.store_shared(js, e)?,
             message: describe(js, e),
         })
     }
@@ -251,7 +311,8 @@ impl JsFailure {
 /// The message of a thrown value, for Rust-side display only.
 pub(crate) fn describe(js: Js, e: Value) -> String {
     let text = || -> Result<String> {
-        if js.is_error(e)? {
+        // An `Error`, or an error-like object (a `DOMException` such as `DataCloneError`).
+        if js.is_error(e)? || js.type_of(e)? == Type::Object {
             let m = js.get(e, "message")?;
             if js.type_of(m)? == Type::String {
                 return js.get_string(m);
@@ -262,7 +323,13 @@ pub(crate) fn describe(js: Js, e: Value) -> String {
             t => format!("a rejection with {}", t.name()),
         })
     };
-    text().unwrap_or_else(|_| "a rejection".into())
+    text().unwrap_or_else(|e| {
+        // A `message` getter that threw: its exception is not this error's.
+        if e.status == napi::Status::PendingException {
+            let _ = js.take_exception();
+        }
+        "a rejection".into()
+    })
 }
 
 impl fmt::Debug for JsFailure {

@@ -141,7 +141,7 @@ impl Wrapped {
         let inner = &self.inner;
         inner.fold_front();
         let first = inner.l1.lookup(&key);
-        if let Some(v) = inner.hit_now(js, &first)? {
+        if let Some((v, _)) = inner.hit_now(js, &first)? {
             return js.resolved(v);
         }
         let this = ctx.this::<Unknown>()?.raw();

@@ -15,7 +15,9 @@ const { sleep } = require('./helpers.js')
 
 // Room for every key: each cache seeds its own hasher, so two caches spread keys over
 // their shards differently and per-shard eviction would differ with or without a front.
-const OPTIONS = { ttl: 60_000, jitter: 0, capacity: 10_000 }
+// The front keeps answers readers share: with copyValues (the default) an object is each
+// reader's own copy and never kept there, so the tests of objects in the front share them.
+const OPTIONS = { copyValues: false, ttl: 60_000, jitter: 0, capacity: 10_000 }
 
 // A small deterministic generator (mulberry32), so a failing run can be replayed.
 function rng(seed) {
@@ -137,7 +139,7 @@ function warmFront(cache, key) {
 }
 
 test('each kind of write makes the front miss at once', async () => {
-  const cache = new Cache({ ttl: 60_000, capacity: 8 })
+  const cache = new Cache({ ttl: 60_000, capacity: 8, copyValues: false })
   const one = { n: 1 }
   const two = { n: 2 }
 
@@ -181,7 +183,7 @@ test('each kind of write makes the front miss at once', async () => {
 })
 
 test('Cache.prototype.get (no front) stays coherent with the front', async () => {
-  const cache = new Cache({ ttl: 60_000 })
+  const cache = new Cache({ ttl: 60_000, copyValues: false })
   await cache.set('p:1', 'a')
   warmFront(cache, 'p:1')
   await cache.set('p:1', 'b')
@@ -191,8 +193,8 @@ test('Cache.prototype.get (no front) stays coherent with the front', async () =>
 
 test('a notification from the fleet, and a lost subscription, make the front miss', async () => {
   const name = `front-${process.pid}`
-  const a = new Cache({ ttl: 60_000, redis: `memory://${name}` })
-  const b = new Cache({ ttl: 60_000, redis: `memory://${name}` })
+  const a = new Cache({ ttl: 60_000, redis: `memory://${name}`, copyValues: false })
+  const b = new Cache({ ttl: 60_000, redis: `memory://${name}`, copyValues: false })
   await a.set('f:1', 'one')
   assert.equal(await a.getOrLoad('f:1', async () => 'never'), 'one')
   warmFront(a, 'f:1')
@@ -213,8 +215,8 @@ test('a notification from the fleet, and a lost subscription, make the front mis
 })
 
 test('front hits are counted, sampled by the hot-key tracker and mark entries as used', async () => {
-  const on = new Cache({ ttl: 60_000, capacity: 64 })
-  const off = new Cache({ ttl: 60_000, capacity: 64, front: false })
+  const on = new Cache({ ttl: 60_000, capacity: 64, copyValues: false })
+  const off = new Cache({ ttl: 60_000, capacity: 64, front: false, copyValues: false })
   for (const c of [on, off]) {
     await c.set('hot:1', 'h')
     for (let i = 0; i < 5000; i++) c.get('hot:1')
@@ -238,7 +240,7 @@ test('front hits are counted, sampled by the hot-key tracker and mark entries as
 })
 
 test('the front is bounded by its capacity', async () => {
-  const cache = new Cache({ ttl: 60_000, front: { capacity: 4 } })
+  const cache = new Cache({ ttl: 60_000, front: { capacity: 4 }, copyValues: false })
   for (let i = 0; i < 20; i++) {
     await cache.set(`b:${i}`, i)
     cache.get(`b:${i}`)
@@ -246,4 +248,18 @@ test('the front is bounded by its capacity', async () => {
   assert.ok(front(cache).map.size <= 4)
   for (let i = 0; i < 20; i++) assert.equal(cache.get(`b:${i}`), i)
   assert.equal(cache.metrics().total.hits, 40)
+})
+
+test('with copyValues (the default) objects never enter the front; primitives do', async () => {
+  const cache = new Cache({ ttl: 60_000 })
+  await cache.set('obj', { n: 1 })
+  await cache.set('str', 'shared')
+  for (let i = 0; i < 40; i++) {
+    cache.get('obj').n = i + 2
+    assert.equal(cache.get('str'), 'shared')
+    assert.equal((await cache.getOrLoad('obj', async () => null)).n, 1)
+  }
+  assert.equal(front(cache).map.has('obj'), false, 'an object copy is never kept for the next reader')
+  assert.equal(front(cache).map.has('str'), true)
+  assert.equal(cache.get('obj').n, 1)
 })

@@ -25,7 +25,7 @@ test('state, age, expiry and load duration', async () => {
     return value
   })
   const first = cache.peek('users:1')
-  assert.equal(first.value, value, 'the very object stored')
+  assert.deepEqual(first.value, value, 'a copy of the value stored')
   assert.equal(first.state, 'fresh')
   assert.ok(first.loadDurationMs >= 45 && first.loadDurationMs < 1000, `${first.loadDurationMs}`)
   assert.equal(first.staleUntilMs - first.freshUntilMs, 30_000)

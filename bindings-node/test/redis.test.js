@@ -296,7 +296,7 @@ test('absences are shared; Buffer values pass through the buffer codec', { skip,
   const x = new Cache(options({ redisPrefix: q, codec: 'buffer' }))
   const y = new Cache(options({ redisPrefix: q, codec: 'buffer' }))
   const bytes = Buffer.from([0, 1, 2, 255, 254])
-  assert.equal(await x.getOrLoad('bin:v1:b', async () => bytes), bytes)
+  assert.deepEqual(await x.getOrLoad('bin:v1:b', async () => bytes), bytes)
   const got = await y.getOrLoad('bin:v1:b', async () => Buffer.from('unused'))
   assert.ok(Buffer.isBuffer(got))
   assert.deepEqual([...got], [0, 1, 2, 255, 254])

@@ -71,7 +71,7 @@ test('a codec of your own: a Date round-trips through the shared tier', { timeou
   }
   const { caches: [a, b] } = fleet(2, { codec })
   const when = new Date('2024-02-29T12:34:56.789Z')
-  assert.equal(await a.getOrLoad('dates:1', async () => when), when)
+  assert.deepEqual(await a.getOrLoad('dates:1', async () => when), when)
   let called = false
   const got = await b.getOrLoad('dates:1', async () => ((called = true), null))
   assert.equal(called, false, 'read from the shared tier')

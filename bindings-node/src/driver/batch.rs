@@ -241,6 +241,17 @@ impl Inner {
         match read() {
             Ok(Ok(found)) => Ok(found),
             Ok(Err(message)) => Err(LoadError::new(std::io::Error::other(message))),
+            // What reading the answer threw (a getter, a Proxy trap, a value that cannot be
+            // copied) fails the batch; left pending it would end the process.
+            Err(e) if e.status == napi::Status::PendingException => {
+                match js
+                    .take_exception()
+                    .and_then(|t| JsFailure::caught(js, &self.table, t))
+                {
+                    Ok(f) => Err(LoadError::new(f)),
+                    Err(e) => Err(LoadError::new(std::io::Error::other(e.reason.clone()))),
+                }
+            }
             Err(e) => Err(LoadError::new(std::io::Error::other(e.reason.clone()))),
         }
     }
