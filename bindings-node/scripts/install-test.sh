@@ -20,7 +20,8 @@ const cache = new Cache({ ttl: 1000 })
 let calls = 0
 const load = async () => { calls++; await new Promise((r) => setTimeout(r, 20)); return { ok: true } }
 Promise.all([cache.getOrLoad('a:1', load), cache.getOrLoad('a:1', load), cache.getOrLoad('b:1', async () => ABSENT)])
-  .then(([x, y, z]) => console.log(`cjs ${x === y} ${calls} ${z}`))
+  // Each caller gets its own copy of the one loaded value (values are isolated from callers).
+  .then(([x, y, z]) => console.log(`cjs ${x !== y && x.ok && y.ok} ${calls} ${z}`))
 JS
   cat >"$dir/smoke.mjs" <<'JS'
 import { Cache, buildKey } from 'herdless'
