@@ -10,7 +10,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::alarm::{self, Alarm};
-pub use crate::batch::{Batch, BatchWave};
+pub use crate::batch::{Batch, BatchWave, chunks_of};
 use crate::budget::Budget;
 pub use crate::budget::OriginPermit;
 use crate::cache::Cache;

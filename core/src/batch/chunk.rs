@@ -16,6 +16,23 @@ use crate::lookup::LoadGuard;
 /// error of that key (its load failed, its wait timed out, the key is invalid, ...).
 pub(crate) type Answer<V> = Result<Option<V>, Error>;
 
+/// Splits `items` into runs of at most `max` (at least 1) in their order, each run allocated
+/// to its own length: splitting the tail off a vector leaves the head the capacity of the
+/// whole, which made a batch of N keys hold N^2 / `max` slots at once.
+pub fn chunks_of<T>(items: Vec<T>, max: usize) -> Vec<Vec<T>> {
+    let max = max.max(1);
+    let mut out = Vec::with_capacity(items.len().div_ceil(max));
+    let mut items = items.into_iter();
+    loop {
+        // `take` on a vector's iterator knows its exact length, so `collect` allocates once.
+        let run: Vec<T> = items.by_ref().take(max).collect();
+        if run.is_empty() {
+            return out;
+        }
+        out.push(run);
+    }
+}
+
 /// The keys of one loader call and their flights: (distinct index in the plan, guard).
 pub(super) struct Chunk<V: Clone + Send + Sync + 'static> {
     guards: Vec<(usize, LoadGuard<V>)>,
@@ -142,5 +159,26 @@ impl<V: Clone + Send + Sync + 'static> Chunk<V> {
         };
         let rest = self.guards.into_iter().chain(first);
         rest.map(|(i, g)| (i, f(g))).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunks_of;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn each_run_is_allocated_to_its_own_length() {
+        let runs = chunks_of((0..2_500).collect::<Vec<u32>>(), 1_000);
+        let lens: Vec<_> = runs.iter().map(Vec::len).collect();
+        assert_eq!(lens, [1_000, 1_000, 500]);
+        assert!(runs.iter().all(|r| r.capacity() == r.len()));
+        assert_eq!(runs.concat(), (0..2_500).collect::<Vec<u32>>());
+        assert_eq!(chunks_of(Vec::<u32>::new(), 10).len(), 0);
+        assert_eq!(
+            chunks_of(alloc::vec![1, 2], 0).len(),
+            2,
+            "max 0 counts as 1"
+        );
     }
 }

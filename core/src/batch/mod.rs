@@ -29,4 +29,5 @@ mod plan;
 pub(crate) use self::asynchronous::get_or_load_many as get_or_load_many_async;
 #[cfg(feature = "std")]
 pub(crate) use self::blocking::get_or_load_many;
+pub use self::chunk::chunks_of;
 pub use self::plan::{Batch, BatchWave};

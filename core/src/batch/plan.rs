@@ -7,7 +7,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::hash::BuildHasher;
 
-use super::chunk::{Answer, Chunk};
+use super::chunk::{Answer, Chunk, chunks_of};
 use crate::error::Error;
 use crate::lookup::{self, LoadGuard, Lookup, Refresh, Retry, Waited, Waiter};
 use crate::sync::Arc;
@@ -192,13 +192,8 @@ impl<V: Clone + Send + Sync + 'static> Batch<V> {
 
 /// Splits `guards` into loader calls of at most `max` keys each.
 pub(super) fn chunks<V: Clone + Send + Sync + 'static>(
-    mut guards: Vec<(usize, LoadGuard<V>)>,
+    guards: Vec<(usize, LoadGuard<V>)>,
     max: usize,
 ) -> Vec<Chunk<V>> {
-    let mut out = Vec::with_capacity(guards.len().div_ceil(max.max(1)));
-    while !guards.is_empty() {
-        let rest = guards.split_off(guards.len().min(max.max(1)));
-        out.push(Chunk::new(core::mem::replace(&mut guards, rest)));
-    }
-    out
+    chunks_of(guards, max).into_iter().map(Chunk::new).collect()
 }

@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::task::{Context, Poll};
 
-use herdless::driver::{self, Batch, OriginPermit, Timer};
+use herdless::driver::{self, Batch, OriginPermit, Timer, chunks_of};
 use herdless::{Error, LoadError, LoadGuard, Waited, Waiter};
 
 use super::{Deadline, Host, Load, Pending, Reply, Step, TwoTier, Versioned};
@@ -129,13 +129,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 impl<V: Clone + Send + Sync + 'static> Many<V> {
     /// A batch of background refreshes: `guards` began under one unit of the budget.
     fn refreshes(tt: TwoTier<V>, guards: Vec<Lead<V>>) -> Self {
-        let max = tt.l1().options().max_batch.max(1);
-        let mut calls = Vec::new();
-        let mut guards = guards;
-        while !guards.is_empty() {
-            let rest = guards.split_off(guards.len().min(max));
-            calls.push(std::mem::replace(&mut guards, rest));
-        }
+        let mut calls = chunks_of(guards, tt.l1().options().max_batch);
         calls.reverse();
         Self {
             tt,
@@ -226,13 +220,8 @@ impl<V: Clone + Send + Sync + 'static> Many<V> {
                         .collect(),
                 );
             };
-            let max = batch.max_batch().max(1);
-            let mut leads: Vec<_> = wave.leads.into_iter().map(|(i, g)| (i, g, 0)).collect();
-            let mut calls = Vec::new();
-            while !leads.is_empty() {
-                let rest = leads.split_off(leads.len().min(max));
-                calls.push(std::mem::replace(&mut leads, rest));
-            }
+            let leads: Vec<_> = wave.leads.into_iter().map(|(i, g)| (i, g, 0)).collect();
+            let mut calls = chunks_of(leads, batch.max_batch());
             calls.reverse();
             self.calls = calls;
             self.waits = wave.waits;
