@@ -9,7 +9,9 @@
 // Concurrent requests for one key run the handler once (single-flight); with `grace` a stale
 // body is sent at once while one refresh runs. The handler returns the body (sent with
 // `res.json`); returning `ABSENT` caches "not found" for `negativeTtl` and answers 404. Only
-// the leading request's handler runs, so it must not write to `res` itself.
+// the leading request's handler runs, so it must not write to `res` itself. Every error (the
+// key function's, the handler's, a body JSON cannot encode, the send's) goes to `next(err)`:
+// a body that cannot be sent fails its load, so it is never cached.
 
 function checkCache(cache) {
   if (!cache || typeof cache.getOrLoad !== 'function') {
@@ -38,10 +40,17 @@ function cached(cache, options, handler) {
       next(e)
       return
     }
-    cache.getOrLoad(key, () => handler(req), loadOptions).then(
-      (body) => (body === undefined ? res.sendStatus(404) : res.json(body)),
-      next
-    )
+    const load = async () => {
+      const body = await handler(req)
+      // Encoded once here, with the app's own settings, so a body res.json would throw on
+      // (a BigInt, a cycle) rejects the load instead of being cached and failing every hit.
+      if (body !== undefined) JSON.stringify(body, req.app && req.app.get('json replacer'))
+      return body
+    }
+    cache
+      .getOrLoad(key, load, loadOptions)
+      .then((body) => (body === undefined ? res.sendStatus(404) : res.json(body)))
+      .catch(next)
   }
 }
 

@@ -3,8 +3,11 @@ import type { Cache } from '../index'
 /**
  * The Fastify plugin: a route whose `config.herdless` is set runs its handler inside
  * `cache.getOrLoad(config.herdless.key(request))`, so concurrent requests for one key run it
- * once; a handler returning `ABSENT` answers 404. The handler returns the body and must not
- * send with `reply` (only the leading request's handler runs).
+ * once; a handler returning `ABSENT` answers 404. The handler returns the body, after
+ * `reply.code(...)` and headers if it likes: the status and the headers it set (never
+ * `set-cookie`) are cached with it, and only a 2xx reply (`cacheStatus`) is stored. It must
+ * not send with `reply` (only the leading request's handler runs): one that does is refused
+ * with an error coded `HERDLESS_REPLY_SENT` and nothing is cached.
  */
 declare function herdless(
   fastify: any,
@@ -27,6 +30,12 @@ declare namespace herdless {
     key: (request: Request) => string
     /** Milliseconds these entries stay fresh, instead of the cache's `ttl`. */
     ttl?: number
+    /**
+     * Which status codes are stored (default: 2xx). A reply of another status, or one with
+     * `set-cookie` or `cache-control: private | no-store`, reaches the requests that waited
+     * for its handler call and is not stored.
+     */
+    cacheStatus?: (statusCode: number) => boolean
   }
 
   export { herdless, herdless as default }

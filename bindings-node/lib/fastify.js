@@ -8,9 +8,42 @@
 //
 // A route with `config.herdless` runs its handler inside `cache.getOrLoad(key(request))`:
 // concurrent requests for one key run it once, and with `grace` a stale body is sent at once
-// while one refresh runs. The handler returns the body; returning `ABSENT` caches "not found"
-// for `negativeTtl` and answers 404. Only the leading request's handler runs, so it must not
-// use `reply` to send. The cache is `app.herdless` in every route.
+// while one refresh runs. The handler returns the body (it may set `reply.code(...)` and
+// headers first); returning `ABSENT` caches "not found" for `negativeTtl` and answers 404.
+// What is cached is the reply as the handler made it: its status, the headers it set (never
+// `set-cookie`) and the body. Only a status `cacheStatus` accepts (2xx by default) is stored,
+// and a reply carrying `set-cookie` or `cache-control: private | no-store` is never stored:
+// the requests that waited for that one handler call get it (without the cookie), the next
+// request runs the handler again. A 200 body with no headers of its own is stored as the body
+// itself, so `cache.get(key)` reads it. Only the leading request's handler runs, so it must
+// not send with `reply`: one that does is refused (HERDLESS_REPLY_SENT), nothing is cached.
+// The cache is `app.herdless` in every route.
+
+// The marker of a stored reply that is more than a 200 body (a status or headers).
+const REPLY = '__herdlessReply'
+const ABSENT = Symbol.for('herdless.absent')
+
+function is2xx(status) {
+  return status >= 200 && status < 300
+}
+
+// A reply that must not be shared with later requests, whatever its status.
+function isPrivate(headers) {
+  if (headers['set-cookie'] !== undefined) return true
+  const control = String(headers['cache-control'] || '').toLowerCase()
+  return /(^|[\s,])(private|no-store)([\s,=]|$)/.test(control)
+}
+
+// The headers the handler set or changed (the ones the cached reply carries), without
+// set-cookie: a cookie belongs to one client.
+function headersSetBy(before, after) {
+  const own = {}
+  for (const [name, value] of Object.entries(after)) {
+    if (name === 'set-cookie' || before[name] === value) continue
+    own[name] = value
+  }
+  return own
+}
 
 function herdless(fastify, options, done) {
   const { cache, metricsPath } = options || {}
@@ -27,13 +60,58 @@ function herdless(fastify, options, done) {
     }
     const handler = route.handler
     const loadOptions = conf.ttl === undefined ? undefined : { ttl: conf.ttl }
+    const cacheable = conf.cacheStatus === undefined ? is2xx : conf.cacheStatus
+    if (typeof cacheable !== 'function') {
+      throw new TypeError(`herdless/fastify: config.herdless.cacheStatus of ${route.url} must be a function of the status code`)
+    }
     route.handler = async function herdlessRoute(request, reply) {
-      const body = await cache.getOrLoad(conf.key(request), () => handler.call(this, request, reply), loadOptions)
-      if (body === undefined) {
+      const key = conf.key(request)
+      // What the hooks set before the handler: every request gets those anyway. Taken here,
+      // not in the loader, so a background refresh (run after this reply was sent with the
+      // cached headers) still tells the handler's headers from the hooks'.
+      const before = { ...reply.getHeaders() }
+      const load = async (ctx) => {
+        const sentBefore = reply.sent
+        const body = await handler.call(this, request, reply)
+        if (body === reply || (!sentBefore && reply.sent)) {
+          ctx.noCache()
+          const err = new Error(
+            `herdless/fastify: the handler of ${route.url} sent the reply itself; a cached route returns its body`
+          )
+          err.code = 'HERDLESS_REPLY_SENT'
+          throw err
+        }
+        if (body === undefined || body === ABSENT) return body // cached as not found
+        const status = reply.statusCode
+        const after = reply.getHeaders()
+        if (!cacheable(status) || isPrivate(after)) ctx.noCache()
+        const headers = headersSetBy(before, after)
+        const plain = status === 200 && Object.keys(headers).length === 0
+        if (plain && !(body !== null && typeof body === 'object' && REPLY in body)) return body
+        return { [REPLY]: 1, status, headers, body }
+      }
+      let stored
+      try {
+        stored = await cache.getOrLoad(key, load, loadOptions)
+      } catch (err) {
+        // The handler that sent by itself: its own reply is out; the requests that waited
+        // for it get the error.
+        if (err && err.code === 'HERDLESS_REPLY_SENT' && reply.sent) {
+          request.log.error(err)
+          return reply
+        }
+        throw err
+      }
+      if (stored === undefined) {
         reply.code(404)
         return { statusCode: 404, error: 'Not Found', message: 'Not Found' }
       }
-      return body
+      if (stored !== null && typeof stored === 'object' && stored[REPLY] === 1) {
+        reply.code(stored.status)
+        reply.headers(stored.headers)
+        return stored.body
+      }
+      return stored
     }
   })
   if (metricsPath) {
