@@ -139,8 +139,8 @@ impl Inner {
                                 return Err(e);
                             }
                         };
-                        return match called {
-                            Err(thrown) => self.many_loaded(js, id, Err(thrown)),
+                        let outcome = match called {
+                            Err(thrown) => Err(thrown),
                             Ok(v) => match thenable(js, v)? {
                                 Some(promise) => {
                                     let inner = Rc::clone(self);
@@ -148,11 +148,25 @@ impl Inner {
                                         inner.many_loaded(js, id, result)
                                     })?;
                                     // Arms the hard-timeout timer.
-                                    self.poll(js, id)
+                                    return self.poll(js, id);
                                 }
-                                None => self.many_loaded(js, id, Ok(v)),
+                                None => Ok(v),
                             },
                         };
+                        // A sync answer goes on in this loop, not through many_loaded: that
+                        // polls this batch again, a stack frame per loader call, and a batch
+                        // of 120,000 keys overflowed the stack.
+                        let Some(taken) = self.take(id) else {
+                            return Ok(());
+                        };
+                        (call, b) = match into_batch(taken) {
+                            Ok(parts) => parts,
+                            Err(other) => {
+                                self.put(id, other);
+                                return Ok(());
+                            }
+                        };
+                        self.apply_loaded(js, &mut b, outcome)?;
                     }
                     ManyStep::Done(answers) => {
                         return self.reply_many(js, &mut call, &b.keys, answers);
@@ -172,23 +186,30 @@ impl Inner {
     /// keys it was asked for to their values (`ABSENT`, or a key left out: absent), or its
     /// rejection for every key.
     fn many_loaded(self: &Rc<Self>, js: Js, id: u64, result: Outcome) -> Result<()> {
-        let Some(mut call) = self.take(id) else {
+        let Some(call) = self.take(id) else {
             return Ok(());
         };
-        let mut b = match std::mem::replace(&mut call.state, State::Start) {
-            State::Batch(b) => b,
-            other => {
-                call.state = other;
-                self.put(id, call);
+        let (call, mut b) = match into_batch(call) {
+            Ok(parts) => parts,
+            Err(other) => {
+                self.put(id, other);
                 return Ok(());
             }
         };
+        self.apply_loaded(js, &mut b, result)?;
+        self.put(id, call_with(call, b));
+        let polled = self.poll(js, id);
+        let woken = self.run_woken(js);
+        polled.and(woken)
+    }
+
+    /// Hands the loader's answer to the batch if it still waits for it (a batch timed out
+    /// meanwhile drops the late answer).
+    fn apply_loaded(&self, js: Js, b: &mut Batch, result: Outcome) -> Result<()> {
         let keys = match std::mem::replace(&mut b.now, Now::Idle) {
             Now::Loading(keys) => keys,
-            // Timed out meanwhile: the late answer is dropped.
             other => {
                 b.now = other;
-                self.put(id, call_with(call, b));
                 return Ok(());
             }
         };
@@ -197,10 +218,7 @@ impl Inner {
             Err(e) => Err(LoadError::new(JsFailure::caught(js, &self.table, e)?)),
         };
         b.many.loaded(found, &self.host(js));
-        self.put(id, call_with(call, b));
-        let polled = self.poll(js, id);
-        let woken = self.run_woken(js);
-        polled.and(woken)
+        Ok(())
     }
 
     /// The loader's answer for `keys`; a value that is no mapping fails the call.
@@ -295,6 +313,17 @@ impl Inner {
         js.set(err, "errors", errors)?;
         js.set(err, "values", values)?;
         self.reply(js, call, Err(err))
+    }
+}
+
+/// The call and its batch, or the call unchanged when it is no longer a batch.
+fn into_batch(mut call: Call) -> std::result::Result<(Call, Box<Batch>), Call> {
+    match std::mem::replace(&mut call.state, State::Start) {
+        State::Batch(b) => Ok((call, b)),
+        other => {
+            call.state = other;
+            Err(call)
+        }
     }
 }
 
