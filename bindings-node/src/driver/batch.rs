@@ -156,16 +156,14 @@ impl Inner {
                         // A sync answer goes on in this loop, not through many_loaded: that
                         // polls this batch again, a stack frame per loader call, and a batch
                         // of 120,000 keys overflowed the stack.
-                        let Some(taken) = self.take(id) else {
+                        let Some(mut taken) = self.take(id) else {
                             return Ok(());
                         };
-                        (call, b) = match into_batch(taken) {
-                            Ok(parts) => parts,
-                            Err(other) => {
-                                self.put(id, other);
-                                return Ok(());
-                            }
+                        let Some(batch) = take_batch(&mut taken) else {
+                            self.put(id, taken);
+                            return Ok(());
                         };
+                        (call, b) = (taken, batch);
                         self.apply_loaded(js, &mut b, outcome)?;
                     }
                     ManyStep::Done(answers) => {
@@ -186,15 +184,12 @@ impl Inner {
     /// keys it was asked for to their values (`ABSENT`, or a key left out: absent), or its
     /// rejection for every key.
     fn many_loaded(self: &Rc<Self>, js: Js, id: u64, result: Outcome) -> Result<()> {
-        let Some(call) = self.take(id) else {
+        let Some(mut call) = self.take(id) else {
             return Ok(());
         };
-        let (call, mut b) = match into_batch(call) {
-            Ok(parts) => parts,
-            Err(other) => {
-                self.put(id, other);
-                return Ok(());
-            }
+        let Some(mut b) = take_batch(&mut call) else {
+            self.put(id, call);
+            return Ok(());
         };
         self.apply_loaded(js, &mut b, result)?;
         self.put(id, call_with(call, b));
@@ -316,13 +311,13 @@ impl Inner {
     }
 }
 
-/// The call and its batch, or the call unchanged when it is no longer a batch.
-fn into_batch(mut call: Call) -> std::result::Result<(Call, Box<Batch>), Call> {
+/// The batch out of `call`, or None (the call unchanged) when it is no longer a batch.
+fn take_batch(call: &mut Call) -> Option<Box<Batch>> {
     match std::mem::replace(&mut call.state, State::Start) {
-        State::Batch(b) => Ok((call, b)),
+        State::Batch(b) => Some(b),
         other => {
             call.state = other;
-            Err(call)
+            None
         }
     }
 }
