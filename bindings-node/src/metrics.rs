@@ -113,6 +113,8 @@ pub struct RedisCounters {
     pub lease_extensions: f64,
     /// Leases found lost.
     pub leases_lost: f64,
+    /// Locks handed back at the hard timeout while their loader still ran.
+    pub leases_cut: f64,
     /// Entries written to Redis.
     pub commits: f64,
     /// Commits refused: the lease was lost or the namespace bumped meanwhile.
@@ -150,6 +152,7 @@ pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
         batch_round_trips: m.batch_round_trips as f64,
         lease_extensions: m.lease_extensions as f64,
         leases_lost: m.leases_lost as f64,
+        leases_cut: m.leases_cut as f64,
         commits: m.commits as f64,
         superseded_commits: m.superseded_commits as f64,
         notices: m.notices as f64,

@@ -36,6 +36,11 @@ pub struct FleetOptions {
     /// whose tags were all read within it is one round trip; otherwise its tags are read
     /// too (one more). The bound on a lost tag notification for reads of the tier.
     pub tag_check: Duration,
+    /// Longest a lock is held for one load (default none: while its leader runs). The
+    /// engines set it to the hard timeout: past it the lock is handed back even though the
+    /// loader still runs (a blocking loader cannot be stopped), so the other processes
+    /// lead instead of waiting on a hung loader; its late answer is not published.
+    pub hold: Option<Duration>,
 }
 
 impl FleetOptions {
@@ -69,6 +74,7 @@ impl Default for FleetOptions {
             recheck: Duration::from_millis(250),
             wait_timeout: Duration::from_secs(5),
             tag_check: Duration::from_secs(1),
+            hold: None,
         }
     }
 }
@@ -672,12 +678,27 @@ impl std::fmt::Debug for FleetLease {
     }
 }
 
-/// Extends the lease every third of it until stopped or the lock is found gone.
+/// Extends the lease every third of it until stopped or the lock is found gone; past the
+/// `hold` (the hard timeout), hands the lock back instead (see [`FleetOptions::hold`]).
 async fn extend(fleet: Fleet, key: String, token: LockToken, lost: Arc<AtomicBool>) {
     let lease = fleet.opts.lease;
     let every = (lease / 3).max(Duration::from_millis(1));
+    let until = fleet.opts.hold.map(|h| tokio::time::Instant::now() + h);
     loop {
-        tokio::time::sleep(every).await;
+        let next = tokio::time::Instant::now() + every;
+        match until {
+            Some(until) if until <= next => {
+                tokio::time::sleep_until(until).await;
+                // The commit checks the token, so the late answer is refused (stays local).
+                lost.store(true, Ordering::Release);
+                inc(&fleet.metrics.leases_cut);
+                if let Err(e) = fleet.backend.release(&key, &token).await {
+                    drop(fleet.failed(&key, e));
+                }
+                return;
+            }
+            _ => tokio::time::sleep_until(next).await,
+        }
         match fleet.backend.extend(&key, &token, lease).await {
             Ok(true) => inc(&fleet.metrics.lease_extensions),
             Ok(false) => {

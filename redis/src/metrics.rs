@@ -46,6 +46,7 @@ counters! {
     batch_round_trips: "Round trips of batch loads' lock requests (one pipeline per Cluster slot group).",
     lease_extensions: "Lease extensions while a loader ran.",
     leases_lost: "Leases found lost (expired, broken by a write or invalidation, or Redis restarted).",
+    leases_cut: "Locks handed back at the hard timeout while their loader still ran (the fleet's other processes lead).",
     commits: "Entries written to Redis.",
     superseded_commits: "Commits refused: the lease was lost or the namespace bumped meanwhile.",
     notices: "Notifications received from other processes.",

@@ -126,7 +126,7 @@ where
     }
 
     /// Builds the cache and subscribes it to the fleet's changes.
-    pub fn build(self) -> Result<TieredCache<V, C>, herdless::ConfigError> {
+    pub fn build(mut self) -> Result<TieredCache<V, C>, herdless::ConfigError> {
         let mut b = Cache::<Versioned<V>>::builder();
         if let Some(f) = self.l1 {
             b = f(b);
@@ -145,6 +145,7 @@ where
         if let Some(h) = self.hard_timeout {
             b = b.hard_timeout(h);
         }
+        self.fleet.hold = self.hard_timeout;
         let l1 = b.build()?;
         life.check()?;
         self.fleet.check()?;

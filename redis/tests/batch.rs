@@ -374,3 +374,80 @@ fn stale_keys_of_a_batch_are_served_and_refreshed_in_one_background_call() {
         "the five stale keys in one call"
     );
 }
+
+/// A batch whose blocking loader hangs past the hard timeout hands its keys' fleet locks
+/// back at that timeout (its loader cannot be stopped), so another process leads them
+/// instead of waiting behind it until `wait_timeout` (issue 33 item 3); the late answer is
+/// not published over the other process's value.
+fn a_hung_batch_loader_holds_its_fleet_locks_at_most_the_hard_timeout(
+    tier: impl Fn() -> SharedTier,
+) {
+    let hung = |t: SharedTier| {
+        TieredCache::<u64, Json>::builder(t, Json)
+            .ttl(Duration::from_secs(600))
+            .hard_timeout(Duration::from_millis(300))
+            .build()
+            .expect("cache")
+    };
+    let (a, b) = (hung(tier()), cache(tier()));
+    let (release, hang) = std::sync::mpsc::channel::<()>();
+    let hang = Arc::new(Mutex::new(hang));
+    let started = Arc::new(Barrier::new(2));
+    let leader = {
+        let (a, started) = (a.clone(), started.clone());
+        std::thread::spawn(move || {
+            a.get_or_load_many(&[key(1), key(2)], move |keys: &[String]| {
+                started.wait();
+                // Hangs until the test is done (far past the other process's wait_timeout).
+                let _ = hang.lock().unwrap().recv_timeout(Duration::from_secs(30));
+                Ok::<Found, std::io::Error>(keys.iter().map(|k| (k.clone(), Some(1))).collect())
+            })
+        })
+    };
+    started.wait();
+    // B arrives while A's loader hangs: it must lead once A's locks are handed back.
+    let got = b.get_or_load_many(&[key(1), key(2)], |keys: &[String]| {
+        Ok::<Found, std::io::Error>(
+            keys.iter()
+                .map(|k| (k.clone(), Some(value_of(k))))
+                .collect(),
+        )
+    });
+    let got: Vec<_> = got
+        .into_iter()
+        .map(|r| r.expect("B loads the keys itself"))
+        .collect();
+    assert_eq!(got, vec![Some(10), Some(20)]);
+    let cut = a.metrics().1.leases_cut;
+    assert!(cut >= 2, "{cut} locks cut");
+    release.send(()).unwrap();
+    let late = leader.join().unwrap();
+    assert_eq!(late.len(), 2);
+    // A's late answer was not published over B's.
+    let c = cache(tier());
+    assert_eq!(c.get(&key(1)).unwrap(), Some(10));
+}
+
+#[test]
+fn on_the_memory_tier_a_hung_batch_loader_holds_its_locks_at_most_the_hard_timeout() {
+    let store = MemoryStore::new();
+    a_hung_batch_loader_holds_its_fleet_locks_at_most_the_hard_timeout(|| {
+        store.backend().build().unwrap().into()
+    });
+}
+
+#[test]
+fn on_redis_a_hung_batch_loader_holds_its_locks_at_most_the_hard_timeout() {
+    if !common::redis_available() {
+        return;
+    }
+    let srv = common::Server::start();
+    let p = common::unique("hung");
+    a_hung_batch_loader_holds_its_fleet_locks_at_most_the_hard_timeout(|| {
+        RedisBackend::builder(srv.url())
+            .prefix(&p)
+            .build()
+            .expect("backend")
+            .into()
+    });
+}

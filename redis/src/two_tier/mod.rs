@@ -378,6 +378,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let fleet = FleetOptions {
             lease: t.lease.unwrap_or(defaults.lease),
             wait_timeout: options.wait_timeout,
+            hold: options.hard_timeout,
             ..defaults
         };
         let l1 = l1.jitter(0.0).build().map_err(BuildError::Config)?;
