@@ -735,6 +735,8 @@ export interface RedisCounters {
   leaseExtensions: number
   /** Leases found lost. */
   leasesLost: number
+  /** Locks handed back at the hard timeout while their loader still ran. */
+  leasesCut: number
   /** Entries written to Redis. */
   commits: number
   /** Commits refused: the lease was lost or the namespace bumped meanwhile. */

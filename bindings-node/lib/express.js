@@ -4,6 +4,11 @@
 //   const { cached, metrics } = require('herdless/express')
 //   app.get('/products/:id', cached(cache, { key: (req) => `products:v1:#${req.params.id}` },
 //     async (req) => db.product(req.params.id)))
+//   app.get('/search', cached(cache, { vary: (req) => ({ user: req.user.id }) }, search))
+//
+// Without `key`, the key is `requestKey(req)`: one namespace (`http`) for every route, the
+// method and path, the query in canonical order, plus `vary(req)` (say what else the answer
+// depends on: the user, a header). Keys from request input never become namespaces.
 //   app.get('/metrics', metrics(cache))
 //
 // Concurrent requests for one key run the handler once (single-flight); with `grace` a stale
@@ -12,6 +17,17 @@
 // the leading request's handler runs, so it must not write to `res` itself. Every error (the
 // key function's, the handler's, a body JSON cannot encode, the send's) goes to `next(err)`:
 // a body that cannot be sent fails its load, so it is never cached.
+
+const { keyOf } = require('./request-key.js')
+
+/**
+ * The default key of a request: namespace `options.namespace` (default `http`), the method
+ * and path, the query in canonical order, and `options.vary` (what else the answer depends
+ * on, e.g. `{ user: req.user.id }`) as named parts. See lib/request-key.js.
+ */
+function requestKey(req, options = {}) {
+  return keyOf(req.method, req.originalUrl || req.url, options)
+}
 
 function checkCache(cache) {
   if (!cache || typeof cache.getOrLoad !== 'function') {
@@ -25,9 +41,16 @@ function checkCache(cache) {
  */
 function cached(cache, options, handler) {
   checkCache(cache)
-  if (!options || typeof options.key !== 'function') {
-    throw new TypeError('herdless/express: cached() needs options.key, a function of the request')
+  options = options || {}
+  if (options.key !== undefined && typeof options.key !== 'function') {
+    throw new TypeError('herdless/express: options.key of cached() must be a function of the request')
   }
+  if (options.vary !== undefined && typeof options.vary !== 'function') {
+    throw new TypeError('herdless/express: options.vary of cached() must be a function of the request')
+  }
+  const keyFor =
+    options.key ||
+    ((req) => requestKey(req, { namespace: options.namespace, vary: options.vary && options.vary(req) }))
   if (typeof handler !== 'function') {
     throw new TypeError('herdless/express: cached() needs a handler, a function of the request')
   }
@@ -35,7 +58,7 @@ function cached(cache, options, handler) {
   return function herdlessCached(req, res, next) {
     let key
     try {
-      key = options.key(req)
+      key = keyFor(req)
     } catch (e) {
       next(e)
       return
@@ -63,4 +86,4 @@ function metrics(...caches) {
   }
 }
 
-module.exports = { cached, metrics }
+module.exports = { cached, metrics, requestKey }

@@ -26,8 +26,15 @@ declare namespace herdless {
 
   /** A route's `config.herdless`: how its body is cached. */
   export interface HerdlessRouteConfig<Request = any> {
-    /** The cache key of a request. */
-    key: (request: Request) => string
+    /**
+     * The cache key of a request. Default: `requestKey(request)`, the method, the path and
+     * the query in canonical order under namespace `http`.
+     */
+    key?: (request: Request) => string
+    /** With the default key: its namespace (default `http`). */
+    namespace?: string
+    /** With the default key: what else the answer depends on (the user, a header). */
+    vary?: (request: Request) => Record<string, string | number | boolean>
     /** Milliseconds these entries stay fresh, instead of the cache's `ttl`. */
     ttl?: number
     /**
@@ -37,6 +44,12 @@ declare namespace herdless {
      */
     cacheStatus?: (statusCode: number) => boolean
   }
+
+  /** The default cache key of a request (see herdless/express's `requestKey`). */
+  export function requestKey(
+    request: { method: string; url: string },
+    options?: { namespace?: string; vary?: Record<string, string | number | boolean> },
+  ): string
 
   export { herdless, herdless as default }
 }

@@ -17,7 +17,9 @@
 // request runs the handler again. A 200 body with no headers of its own is stored as the body
 // itself, so `cache.get(key)` reads it. Only the leading request's handler runs, so it must
 // not send with `reply`: one that does is refused (HERDLESS_REPLY_SENT), nothing is cached.
-// The cache is `app.herdless` in every route.
+// The cache is `app.herdless` in every route. Without `key`, the key is
+// `requestKey(request)`: namespace `http`, the method and path, the query in canonical
+// order, plus `vary(request)` (the user, a header: what else the answer depends on).
 
 // The marker of a stored reply that is more than a 200 body (a status or headers).
 const REPLY = '__herdlessReply'
@@ -45,6 +47,16 @@ function headersSetBy(before, after) {
   return own
 }
 
+const { keyOf } = require('./request-key.js')
+
+/**
+ * The default key of a request: namespace `options.namespace` (default `http`), the method
+ * and path, the query in canonical order, and `options.vary` as named parts.
+ */
+function requestKey(request, options = {}) {
+  return keyOf(request.method, request.url, options)
+}
+
 function herdless(fastify, options, done) {
   const { cache, metricsPath } = options || {}
   if (!cache || typeof cache.getOrLoad !== 'function') {
@@ -55,9 +67,15 @@ function herdless(fastify, options, done) {
   fastify.addHook('onRoute', (route) => {
     const conf = route.config && route.config.herdless
     if (!conf) return
-    if (typeof conf.key !== 'function') {
+    if (conf.key !== undefined && typeof conf.key !== 'function') {
       throw new TypeError(`herdless/fastify: config.herdless.key of ${route.url} must be a function of the request`)
     }
+    if (conf.vary !== undefined && typeof conf.vary !== 'function') {
+      throw new TypeError(`herdless/fastify: config.herdless.vary of ${route.url} must be a function of the request`)
+    }
+    const keyFor =
+      conf.key ||
+      ((request) => requestKey(request, { namespace: conf.namespace, vary: conf.vary && conf.vary(request) }))
     const handler = route.handler
     const loadOptions = conf.ttl === undefined ? undefined : { ttl: conf.ttl }
     const cacheable = conf.cacheStatus === undefined ? is2xx : conf.cacheStatus
@@ -65,7 +83,7 @@ function herdless(fastify, options, done) {
       throw new TypeError(`herdless/fastify: config.herdless.cacheStatus of ${route.url} must be a function of the status code`)
     }
     route.handler = async function herdlessRoute(request, reply) {
-      const key = conf.key(request)
+      const key = keyFor(request)
       // What the hooks set before the handler: every request gets those anyway. Taken here,
       // not in the loader, so a background refresh (run after this reply was sent with the
       // cached headers) still tells the handler's headers from the hooks'.
@@ -132,3 +150,4 @@ herdless[Symbol.for('plugin-meta')] = { name: 'herdless', fastify: '>=4' }
 module.exports = herdless
 module.exports.default = herdless
 module.exports.herdless = herdless
+module.exports.requestKey = requestKey

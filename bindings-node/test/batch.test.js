@@ -98,3 +98,17 @@ test('on a memory:// tier the other process reads the batch', async () => {
   assert.deepEqual(lb.calls, [['s:3']])
   assert.equal(a.metrics().redis.batchRoundTrips, 1)
 })
+
+test('a batch loader answering an array fails its keys instead of caching them absent', async () => {
+  const cache = new Cache({ ttl: 60_000 })
+  await assert.rejects(
+    cache.getOrLoadMany(['p:1', 'p:2'], async () => [10, 20]),
+    (err) => {
+      assert.equal(err.code, 'HERDLESS_BATCH')
+      assert.match(String(err.errors['p:1'].message), /got an array/)
+      return true
+    }
+  )
+  assert.equal(cache.peek('p:1'), undefined, 'nothing cached')
+  assert.deepEqual(await cache.getOrLoadMany(['p:1'], async () => ({ 'p:1': 10 })), [10])
+})

@@ -235,3 +235,61 @@ test('fastify: a plain 200 body is stored as the body itself; grace refreshes ke
     await app.close()
   }
 })
+
+test('express: the default key keeps request input out of namespaces and metric labels', async () => {
+  const express = require('express')
+  const { cached, metrics, requestKey } = require('herdless/express')
+  const cache = new Cache({ ttl: 60_000 })
+  let calls = 0
+  const app = express()
+  app.get('/search', cached(cache, { vary: (req) => ({ user: String(req.headers['x-user'] || 'anon') }) }, async (req) => {
+    calls++
+    return { q: req.query.q || null }
+  }))
+  app.get('/metrics', metrics(cache))
+  const { server, url } = await listenExpress(app)
+  try {
+    for (let i = 0; i < 300; i++) {
+      assert.equal((await fetch(`${url}/search?q=${i}&reset_token=SECRET-abc${i}`)).status, 200)
+    }
+    assert.equal(calls, 300)
+    // The query in canonical order: one entry for both spellings.
+    await fetch(`${url}/search?b=2&a=1`)
+    await fetch(`${url}/search?a=1&b=2`)
+    assert.equal(calls, 301)
+    // vary: another user, another entry.
+    await fetch(`${url}/search?a=1&b=2`, { headers: { 'x-user': 'bob' } })
+    assert.equal(calls, 302)
+    const text = await (await fetch(`${url}/metrics`)).text()
+    assert.doesNotMatch(text, /SECRET/)
+    const labels = new Set([...text.matchAll(/namespace="([^"]*)"/g)].map((m) => m[1]))
+    assert.deepEqual([...labels], ['http'])
+    assert.deepEqual(cache.metrics().namespaces.map((n) => n.namespace), ['http'])
+  } finally {
+    server.close()
+  }
+  assert.equal(
+    requestKey({ method: 'HEAD', originalUrl: '/a?y=2&x=1', url: '/a' }),
+    requestKey({ method: 'GET', originalUrl: '/a?x=1&y=2', url: '/a' })
+  )
+})
+
+test('fastify: the default key is the method, the path and the canonical query under namespace http', async () => {
+  const Fastify = require('fastify')
+  const cache = new Cache({ ttl: 60_000 })
+  const app = Fastify()
+  await app.register(require('herdless/fastify'), { cache, metricsPath: '/metrics' })
+  let calls = 0
+  app.get('/items', { config: { herdless: {} } }, async (request) => ({ n: ++calls, q: request.query }))
+  const url = await listenFastify(app)
+  try {
+    await fetch(`${url}/items?token=SECRET-1&z=1`)
+    await fetch(`${url}/items?z=1&token=SECRET-1`)
+    assert.equal(calls, 1)
+    const text = await (await fetch(`${url}/metrics`)).text()
+    assert.doesNotMatch(text, /SECRET/)
+    assert.match(text, /herdless_loads_total\{namespace="http"\} 1/)
+  } finally {
+    await app.close()
+  }
+})

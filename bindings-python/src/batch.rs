@@ -14,9 +14,10 @@ use pyo3::types::{PyDict, PyList};
 use crate::block::block_on;
 use crate::blocking::Handle;
 use crate::codec::PyHost;
+use crate::context::to_loaded;
 use crate::errors::{PyLoadError, herdless_err, map_error};
 use crate::shutdown::Busy;
-use crate::value::{PyValue, from_loader, to_caller};
+use crate::value::{PyValue, to_caller};
 
 /// The values of `keys` in their order; see `Cache.get_or_load_many` (python/herdless).
 /// Any key that failed raises one `BatchError` carrying every key's answer.
@@ -78,9 +79,9 @@ fn drive(
                 drop(busy);
                 let host = PyHost::new(py, &handle.codec);
                 match called {
-                    Ok(found) => many.loaded(Ok(found), &host),
+                    Ok(found) => many.loaded_with(Ok(found), &host),
                     Err(err) if err.is_instance_of::<PyException>(py) => {
-                        many.loaded(Err(LoadError::new(PyLoadError::new(py, err))), &host);
+                        many.loaded_with(Err(LoadError::new(PyLoadError::new(py, err))), &host);
                     }
                     // Any other BaseException is about this thread, not the load: the keys
                     // are handed over (dropping the batch) and it is re-raised.
@@ -94,14 +95,15 @@ fn drive(
     }
 }
 
-/// One loader call: `loader(keys)` answers a mapping of key to value (`ABSENT`: absent);
-/// keys it leaves out are absent, keys it was not asked for are ignored.
+/// One loader call: `loader(keys)` answers a mapping of key to value (`ABSENT`: absent; a
+/// `Loaded(...)`: that key's own ttl, tags, meta, or no_cache, as a single load's); keys it
+/// leaves out are absent, keys it was not asked for are ignored.
 fn call(
     py: Python<'_>,
     loader: &Py<PyAny>,
     keys: &[String],
     copy: bool,
-) -> PyResult<Vec<(String, Option<PyValue>)>> {
+) -> PyResult<Vec<(String, herdless::Loaded<PyValue>)>> {
     let found = loader.bind(py).call1((PyList::new(py, keys)?,))?;
     if found.hasattr("__await__")? {
         if found.get_type().name()? == "coroutine" {
@@ -127,7 +129,7 @@ fn call(
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
         // Keys the loader invented are not the batch's: only string keys can be asked for.
         if let Ok(key) = key.extract::<String>() {
-            out.push((key, from_loader(value, copy)?));
+            out.push((key, to_loaded(value, copy)?));
         }
     }
     Ok(out)

@@ -175,3 +175,33 @@ def test_two_processes_on_redis_share_a_batch(server: RedisServer) -> None:
     want = [value_of(k) for k in keys]
     assert out == {"a": want, "b": want}
     assert set(loader.loads().values()) == {1}, "each key loaded once in the fleet"
+
+
+@pytest.mark.parametrize("tier", [None, "memory://"])
+def test_a_batch_loaders_loaded_answers_keep_their_own_ttl_and_tags(tier: str | None) -> None:
+    from herdless import Loaded
+
+    options: dict[str, object] = {"ttl": 600.0}
+    if tier:
+        options.update(redis=tier, redis_prefix=f"loaded-{next(_names)}")
+    cache = Cache(**options)  # type: ignore[arg-type]
+    calls: list[list[str]] = []
+
+    def load(keys: list[str]) -> dict[str, object]:
+        calls.append(keys)
+        return {
+            "p:1": Loaded("short", ttl=0.2),
+            "p:2": Loaded("tagged", tags=["item:2"]),
+            "p:3": "plain",
+            "p:4": Loaded("once", no_cache=True),
+        }
+
+    keys = ["p:1", "p:2", "p:3", "p:4"]
+    assert cache.get_or_load_many(keys, load) == ["short", "tagged", "plain", "once"]
+    assert cache.get("p:4") is None, "no_cache: answered, not stored"
+    cache.invalidate_tag("item:2")
+    assert cache.get("p:2") is None, "the tag of a batch answer is kept"
+    assert cache.get("p:3") == "plain"
+    time.sleep(0.3)
+    assert cache.get("p:1") is None, "the ttl of a batch answer is kept"
+    assert cache.get("p:3") == "plain"

@@ -252,7 +252,10 @@ pub use key::error::KeyError;
 pub use key::param::Param;
 pub use loaded::{Loaded, MAX_META_BYTES};
 pub use lookup::{Begin, Hit, LoadGuard, Lookup, Retry, Waited, Waiter};
-pub use metrics::{CounterSnapshot, HistogramSnapshot, MetricsSnapshot, NamespaceMetrics};
+pub use metrics::{
+    CounterSnapshot, HistogramSnapshot, MAX_LABELLED_NAMESPACES, MetricsSnapshot, NamespaceMetrics,
+    OTHER_NAMESPACE,
+};
 pub use rng::{DefaultRng, default_rng};
 #[cfg(feature = "std")]
 pub use spawn::ThreadSpawn;

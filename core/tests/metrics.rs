@@ -155,14 +155,57 @@ fn counters_match_a_scripted_scenario_and_prometheus_shows_them_by_namespace() {
 }
 
 #[test]
-fn label_values_are_escaped() {
+fn a_namespace_that_could_break_the_exposition_is_shown_as_other() {
     let sim = Sim::new();
     let cache: Cache<u32> = sim.builder().build().unwrap();
     cache.set("we\"ird\\ns\n:1", 1).unwrap();
     assert_eq!(cache.get("we\"ird\\ns\n:1"), Some(1));
     let text = cache.prometheus();
     assert!(
-        text.contains("herdless_hits_total{namespace=\"we\\\"ird\\\\ns\\n\"} 1"),
+        text.contains("herdless_hits_total{namespace=\"(other)\"} 1"),
         "{text}"
+    );
+    assert!(!text.contains("we\""), "{text}");
+}
+
+/// Keys made from request input (a URL used as a key is its own namespace) must not become
+/// unbounded labels, nor put a token of a URL into the exposition: namespaces that are not
+/// plain words, and those past MAX_LABELLED_NAMESPACES, are summed as OTHER_NAMESPACE.
+#[test]
+fn request_input_never_becomes_a_label_and_labels_are_bounded() {
+    use herdless::{MAX_LABELLED_NAMESPACES, OTHER_NAMESPACE};
+    let cache: Cache<u32> = Cache::builder().capacity(10_000).build().unwrap();
+    for i in 0..300 {
+        cache
+            .set(&format!("/search?q={i}&reset_token=SECRET-{i}"), 1)
+            .unwrap();
+        assert_eq!(
+            cache.get(&format!("/search?q={i}&reset_token=SECRET-{i}")),
+            Some(1)
+        );
+    }
+    for i in 0..(MAX_LABELLED_NAMESPACES + 50) {
+        // ns0 is the busiest: it keeps its label whatever the order.
+        for _ in 0..(if i == 0 { 5 } else { 1 }) {
+            assert_eq!(cache.get(&format!("ns{i}:v1:k")), None);
+        }
+    }
+    let text = cache.prometheus();
+    assert!(
+        !text.contains("SECRET"),
+        "a token of a URL reached the exposition"
+    );
+    let hits: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("herdless_hits_total{"))
+        .collect();
+    assert_eq!(hits.len(), MAX_LABELLED_NAMESPACES + 1, "{hits:?}");
+    let other = format!("herdless_hits_total{{namespace=\"{OTHER_NAMESPACE}\"}} 300");
+    assert!(hits.contains(&other.as_str()), "{hits:?}");
+    assert!(text.contains("herdless_misses_total{namespace=\"ns0\"} 5"));
+    // The snapshot itself keeps every namespace.
+    assert_eq!(
+        cache.metrics().namespaces.len(),
+        300 + MAX_LABELLED_NAMESPACES + 50
     );
 }

@@ -226,9 +226,20 @@ impl Inner {
                     t.name()
                 )));
             }
+            // An array is no mapping: read as one, its keys "0", "1"... match no key and
+            // every key would be cached absent without a word.
+            if js.is_array(v)? {
+                return Ok(Err(
+                    "a batch loader answers a Map or an object of key to value, got an array"
+                        .to_owned(),
+                ));
+            }
             let is_map = js.type_of(js.get(v, "has")?)? == crate::js::Type::Function
                 && js.type_of(js.get(v, "get")?)? == crate::js::Type::Function;
-            let own = if is_map { Vec::new() } else { js.keys(v)? };
+            let own: std::collections::HashSet<String> = match is_map {
+                true => Default::default(),
+                false => js.keys(v)?.into_iter().collect(),
+            };
             let mut out = Vec::with_capacity(keys.len());
             for k in keys {
                 let key = js.string(k)?;
@@ -238,7 +249,7 @@ impl Inner {
                     }
                     js.call_method(v, "get", &[key])?
                 } else {
-                    if !own.iter().any(|o| o == k) {
+                    if !own.contains(k) {
                         continue;
                     }
                     js.get(v, k)?

@@ -236,7 +236,9 @@ class Cache(_native.Cache):
 
         ``loader`` gets the list of keys it must load and answers a mapping (a ``dict``) of
         key to value; ``ABSENT`` or a key left out of the mapping is an absence (cached for
-        ``negative_ttl``, answered as ``ABSENT``). Over ``max_batch`` misses, it is called
+        ``negative_ttl``, answered as ``ABSENT``); a ``Loaded(value, ttl=..., tags=...,
+        meta=..., no_cache=...)`` gives that key its own lifetime, tags and metadata, as a
+        single load's answer does. Over ``max_batch`` misses, it is called
         once per ``max_batch`` keys. If it raises, every key it was asked for fails with
         that exception (nothing is cached). Stale keys are served and refreshed together in
         the background; one loader call takes one unit of ``origin_budget``.

@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 
 use super::alerts::Alert;
-use crate::metrics::prometheus::ns_label;
+use crate::metrics::prometheus::{ns_label, shown};
 
 /// The detector's alerts as the gauge `herdless_alerts_active{namespace, kind, cause}`: how
 /// many alerts of that kind and cause hold now. An alert still listed after its condition
@@ -19,7 +19,7 @@ pub(crate) fn alerts_gauge(alerts: &[Alert]) -> String {
     out.push_str("# TYPE herdless_alerts_active gauge\n");
     let mut series: Vec<(&str, &str, &str, u32)> = Vec::new();
     for a in alerts {
-        let labels = (a.namespace.as_str(), a.kind.name(), a.cause.name());
+        let labels = (shown(&a.namespace), a.kind.name(), a.cause.name());
         let active = u32::from(a.active);
         match series.iter_mut().find(|s| (s.0, s.1, s.2) == labels) {
             Some(s) => s.3 += active,

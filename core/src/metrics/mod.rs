@@ -10,6 +10,7 @@ use alloc::vec::Vec;
 pub(crate) use self::histogram::BUCKETS;
 pub(crate) use self::histogram::Histogram;
 pub use self::histogram::HistogramSnapshot;
+pub use self::prometheus::{MAX_LABELLED_NAMESPACES, OTHER_NAMESPACE};
 
 use crate::sync::{AtomicU64, CachePadded, Ordering};
 

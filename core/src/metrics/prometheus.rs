@@ -3,7 +3,10 @@
 use alloc::string::String;
 use core::fmt::Write;
 
-use super::{BUCKETS, HistogramSnapshot, MetricsSnapshot};
+use alloc::borrow::Cow;
+use alloc::vec::Vec;
+
+use super::{BUCKETS, HistogramSnapshot, MetricsSnapshot, NamespaceMetrics};
 
 fn escape(label: &str, out: &mut String) {
     for ch in label.chars() {
@@ -42,20 +45,83 @@ fn histogram(out: &mut String, name: &str, label: &str, h: &HistogramSnapshot) {
     let _ = writeln!(out, "{name}_count{{{label}}} {cumulative}");
 }
 
+/// At most this many namespaces are labels of the exposition (the most requested ones);
+/// the others are summed under [`OTHER_NAMESPACE`]. Namespaces can come from request input
+/// (a URL used as a key is its own namespace), and each label is a series per metric.
+pub const MAX_LABELLED_NAMESPACES: usize = 100;
+
+/// The `namespace` label of what the exposition sums: namespaces past
+/// [`MAX_LABELLED_NAMESPACES`] and those whose name is not a plain word (letters, digits,
+/// `_`, `-`, `.`; at most 64 bytes), which is what a URL or a token used as a key looks like.
+pub const OTHER_NAMESPACE: &str = "(other)";
+
+/// Whether a namespace may be a label value as it is.
+fn plain_word(ns: &str) -> bool {
+    !ns.is_empty()
+        && ns.len() <= 64
+        && ns
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// How a namespace is shown as a label: itself if it is a plain word, else
+/// [`OTHER_NAMESPACE`] (it may hold request input, a token in a URL).
+pub(crate) fn shown(ns: &str) -> &str {
+    match plain_word(ns) {
+        true => ns,
+        false => OTHER_NAMESPACE,
+    }
+}
+
+fn add_histogram(to: &mut HistogramSnapshot, h: &HistogramSnapshot) {
+    for (t, c) in to.counts.iter_mut().zip(h.counts.iter()) {
+        *t += c;
+    }
+    to.sum += h.sum;
+}
+
+/// The namespaces as the exposition labels them (see [`MAX_LABELLED_NAMESPACES`]).
+fn labelled(namespaces: &[NamespaceMetrics]) -> Vec<Cow<'_, NamespaceMetrics>> {
+    let activity = |n: &NamespaceMetrics| -> u64 { n.counters.fields().iter().map(|f| f.2).sum() };
+    let (mut plain, mut folded): (Vec<&NamespaceMetrics>, Vec<&NamespaceMetrics>) =
+        namespaces.iter().partition(|n| plain_word(&n.namespace));
+    if plain.len() > MAX_LABELLED_NAMESPACES {
+        plain.sort_by(|a, b| {
+            activity(b)
+                .cmp(&activity(a))
+                .then(a.namespace.cmp(&b.namespace))
+        });
+        folded.extend(plain.drain(MAX_LABELLED_NAMESPACES..));
+        plain.sort_by(|a, b| a.namespace.cmp(&b.namespace));
+    }
+    let mut out: Vec<Cow<'_, NamespaceMetrics>> = plain.into_iter().map(Cow::Borrowed).collect();
+    if !folded.is_empty() {
+        let mut other = NamespaceMetrics {
+            namespace: OTHER_NAMESPACE.into(),
+            ..NamespaceMetrics::default()
+        };
+        for n in folded {
+            other.counters.add(&n.counters);
+            add_histogram(&mut other.load_duration, &n.load_duration);
+            add_histogram(&mut other.lock_wait, &n.lock_wait);
+        }
+        out.push(Cow::Owned(other));
+    }
+    out
+}
+
 impl MetricsSnapshot {
-    /// The snapshot in Prometheus text exposition format, every series labelled by namespace.
+    /// The snapshot in Prometheus text exposition format, every series labelled by namespace
+    /// (at most [`MAX_LABELLED_NAMESPACES`] of them, the rest as [`OTHER_NAMESPACE`]).
     pub fn to_prometheus(&self) -> String {
         let mut out = String::new();
-        let labels: alloc::vec::Vec<String> = self
-            .namespaces
-            .iter()
-            .map(|n| ns_label(&n.namespace))
-            .collect();
+        let namespaces = labelled(&self.namespaces);
+        let labels: Vec<String> = namespaces.iter().map(|n| ns_label(&n.namespace)).collect();
         let names = super::CounterSnapshot::default().fields();
         for (i, (name, help, _)) in names.iter().enumerate() {
             let _ = writeln!(out, "# HELP herdless_{name}_total {help}");
             let _ = writeln!(out, "# TYPE herdless_{name}_total counter");
-            for (ns, label) in self.namespaces.iter().zip(&labels) {
+            for (ns, label) in namespaces.iter().zip(&labels) {
                 let v = ns.counters.fields()[i].2;
                 let _ = writeln!(out, "herdless_{name}_total{{{label}}} {v}");
             }
@@ -74,7 +140,7 @@ impl MetricsSnapshot {
         ] {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} histogram");
-            for (ns, label) in self.namespaces.iter().zip(&labels) {
+            for (ns, label) in namespaces.iter().zip(&labels) {
                 histogram(&mut out, name, label, pick(ns));
             }
         }

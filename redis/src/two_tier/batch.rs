@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::task::{Context, Poll};
 
 use herdless::driver::{self, Batch, OriginPermit, Timer, chunks_of};
-use herdless::{Error, LoadError, LoadGuard, Waited, Waiter};
+use herdless::{Error, LoadError, LoadGuard, Loaded, Waited, Waiter};
 
 use super::{Deadline, Host, Load, Pending, Reply, Step, TwoTier, Versioned};
 
@@ -390,16 +390,33 @@ impl<V: Clone + Send + Sync + 'static> Many<V> {
         result: Result<Vec<(String, Option<V>)>, LoadError>,
         host: &dyn Host<V>,
     ) {
+        let answers = result.map(|found| {
+            found
+                .into_iter()
+                .map(|(k, v)| (k, Loaded::from(v)))
+                .collect()
+        });
+        self.loaded_with(answers, host);
+    }
+
+    /// [`loaded`](Self::loaded) with each key's answer a [`Loaded`]: its own lifetimes,
+    /// tags, metadata or "no cache", applied to that key as a single load applies them
+    /// ([`Load::loaded_with`]). A key the loader omitted is absent.
+    pub fn loaded_with(
+        &mut self,
+        result: Result<Vec<(String, Loaded<V>)>, LoadError>,
+        host: &dyn Host<V>,
+    ) {
         let Some(call) = &mut self.call else {
             return;
         };
         let loads = std::mem::take(&mut call.loads);
         match result {
             Ok(found) => {
-                let mut found: HashMap<String, Option<V>> = found.into_iter().collect();
+                let mut found: HashMap<String, Loaded<V>> = found.into_iter().collect();
                 for (i, load) in loads {
-                    let v = found.remove(load.key()).flatten();
-                    call.steps.push((i, load.loaded(Ok(v), host)));
+                    let answer = found.remove(load.key()).unwrap_or_else(Loaded::absent);
+                    call.steps.push((i, load.loaded_with(Ok(answer), host)));
                 }
             }
             Err(e) => {
