@@ -237,13 +237,16 @@ fn millis(js: Js, name: &str, v: Value, zero_ok: bool) -> Result<Duration> {
     }
     let ms = js.get_number(v)?;
     let ok = ms.is_finite() && (ms > 0.0 || (zero_ok && ms == 0.0));
+    // A positive duration under a nanosecond would be zero, which means "the cache's own":
+    // refused, as Python refuses it, rather than silently becoming the default.
     let d = ok
         .then(|| Duration::try_from_secs_f64(ms / 1000.0).ok())
-        .flatten();
+        .flatten()
+        .filter(|d| zero_ok || !d.is_zero());
     match d {
         Some(d) => Ok(d),
         None => {
-            let need = if zero_ok { ">= 0" } else { "> 0" };
+            let need = if zero_ok { ">= 0" } else { "of at least one nanosecond" };
             let message = format!("ctx.{name} takes milliseconds {need}, got {ms}");
             Err(crate::error::throw_new(
                 js,

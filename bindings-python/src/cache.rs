@@ -259,7 +259,8 @@ impl Cache {
         let tag = tag
             .cast::<pyo3::types::PyString>()
             .map_err(|_| crate::errors::config_type_error(py, "`tag` must be a str".into()))?;
-        crate::tags::stamp(py, &self.handle.tt, &[tag.to_str()?.to_owned()], soft)
+        let tag = crate::tags::tag_text(py, "tag", tag)?.to_owned();
+        crate::tags::stamp(py, &self.handle.tt, &[tag], soft)
     }
 
     /// `invalidate_tag` of each of `tags` (an iterable of str), at once: one round trip

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::block::block_on;
-use crate::errors::{config_type_error, map_error};
+use crate::errors::{config_type_error, herdless_err, map_error};
 use crate::value::PyValue;
 
 /// The tags in `v` (any iterable of str), in order. A str, or an item that is not a str,
@@ -49,7 +49,7 @@ pub(crate) fn tag_list(
         })?;
         // A repeat is not kept (the engine keeps the first of each): what is held stays
         // within `limit + 1` tags, however long the iterable.
-        let tag = s.to_str()?;
+        let tag = tag_text(py, name, s)?;
         if !seen.contains(tag) {
             seen.insert(tag.to_owned());
             tags.push(tag.to_owned());
@@ -59,6 +59,23 @@ pub(crate) fn tag_list(
         }
     }
     Ok(tags)
+}
+
+/// The text of one tag. A lone surrogate has no UTF-8 form: `InvalidTag` (Python's own
+/// `UnicodeEncodeError` would say nothing of tags).
+pub(crate) fn tag_text<'a>(
+    py: Python<'_>,
+    name: &str,
+    s: &'a Bound<'_, PyString>,
+) -> PyResult<&'a str> {
+    s.to_str().map_err(|_| {
+        herdless_err(
+            py,
+            "InvalidTag",
+            format!("a tag of `{name}` is not valid Unicode (a lone surrogate)"),
+            &[],
+        )
+    })
 }
 
 fn type_name(v: &Bound<'_, PyAny>) -> String {

@@ -302,8 +302,15 @@ def test_bounds_raise_typed_exceptions(cache: Cache) -> None:
             cache.invalidate_tags(bad)
     with pytest.raises(EmptyTag):
         cache.invalidate_tag("")
+    # A lone surrogate is no tag: InvalidTag, not a raw UnicodeEncodeError.
+    with pytest.raises(InvalidTag):
+        cache.set("p:5", "v", tags=["\ud800"])
+    with pytest.raises(InvalidTag):
+        cache.invalidate_tags(["ok", "\udfff"])
+    with pytest.raises(InvalidTag):
+        cache.invalidate_tag("\ud800")
     # Nothing bad was stored; every error is a ValueError.
-    assert cache.get("p:2") is None and cache.get("p:4") is None
+    assert cache.get("p:2") is None and cache.get("p:4") is None and cache.get("p:5") is None
     assert issubclass(InvalidTag, ValueError) and issubclass(InvalidTag, herdless.HerdlessError)
 
 

@@ -151,7 +151,8 @@
 //! - listen: [`Builder::listener`] ([`Event`], [`EventKind`]): evictions, expiries,
 //!   failed loads, fail-safe activations, through a bounded queue the engine never waits on;
 //! - observe: [`metrics`](Cache::metrics) ([`MetricsSnapshot`], [`NamespaceMetrics`],
-//!   [`CounterSnapshot`], [`HistogramSnapshot`]), [`prometheus`](Cache::prometheus),
+//!   [`CounterSnapshot`], [`HistogramSnapshot`]), [`prometheus`](Cache::prometheus) (at
+//!   most [`MAX_LABELLED_NAMESPACES`] namespace labels, the rest as [`OTHER_NAMESPACE`]),
 //!   [`alerts`](Cache::alerts) ([`Alert`], [`AlertKind`], [`Cause`], [`Cure`], [`Evidence`];
 //!   set up with [`DetectorOptions`]), [`budget_in_use`](Cache::budget_in_use);
 //! - the state machine: [`lookup`](Cache::lookup) and [`lookup_again`](Cache::lookup_again),
