@@ -56,6 +56,9 @@ fn drive(
     mut many: Many<PyValue>,
     loader: &Py<PyAny>,
 ) -> PyResult<Vec<ManyAnswer<PyValue>>> {
+    // The exit waits for the whole batch, not only its loader calls and waits (see
+    // `shutdown` and `blocking::drive`).
+    let _busy = Busy::enter()?;
     loop {
         match many.step() {
             ManyStep::Done(answers) => return Ok(answers),
@@ -152,6 +155,11 @@ impl BatchRefresh {
             return Ok(());
         };
         if let Err(err) = drive(py, &handle, many, &loader) {
+            // At exit nobody is left to read the warning, and logging takes locks (which
+            // may release the GIL inside this call: see `shutdown`).
+            if crate::shutdown::shutting_down() {
+                return Ok(());
+            }
             if !err.is_instance_of::<PyException>(py) {
                 return Err(err);
             }

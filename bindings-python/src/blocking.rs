@@ -199,6 +199,10 @@ pub(crate) fn drive(
     mut step: Step<PyValue>,
     loader: Loader,
 ) -> PyResult<Py<PyAny>> {
+    // The whole drive runs Python code now and then (codecs, the loader, errors): the exit
+    // waits for all of it, not only for the loader and the waits, or this thread would be
+    // ended by the interpreter inside herdless frames (see `shutdown`).
+    let _busy = Busy::enter()?;
     let mut loader = Some(loader);
     loop {
         step = match step {
@@ -283,6 +287,11 @@ impl Refresh {
             return Ok(());
         };
         if let Err(err) = drive(py, &handle, &key, step, loader) {
+            // At exit nobody is left to read the warning, and logging takes locks (which
+            // may release the GIL inside this call: see `shutdown`).
+            if crate::shutdown::shutting_down() {
+                return Ok(());
+            }
             if !err.is_instance_of::<PyException>(py) {
                 return Err(err);
             }

@@ -55,6 +55,57 @@ def test_exiting_while_loaders_run_on_daemon_threads_is_clean(ms: int) -> None:
         assert out.stdout.strip() == "exiting"
 
 
+EXIT_ON_REDIS = """
+    import sys, threading, time, uuid
+    from herdless import Cache
+
+    cache = Cache(ttl=60, wait_timeout=0.4, redis=sys.argv[1],
+                  redis_prefix="exit-" + uuid.uuid4().hex[:8])
+
+    def lead():
+        if sys.argv[2] == "tagged":
+            cache.get_or_load("k:1", lambda ctx: (ctx.set_tags(["t"]), time.sleep(2), 1)[2])
+        else:
+            cache.get_or_load("k:1", lambda: (time.sleep(2), 1)[1])
+
+    def wait():
+        try:
+            cache.get_or_load("k:1", lambda: 2)
+        except Exception:
+            pass
+
+    threading.Thread(target=lead, daemon=True).start()
+    time.sleep(0.2)
+    for _ in range(3):
+        threading.Thread(target=wait, daemon=True).start()
+    time.sleep(float(sys.argv[3]))
+    print("exiting", flush=True)
+"""
+
+
+@pytest.mark.parametrize("how", ["plain", "tagged"])
+def test_exiting_while_a_daemon_thread_leads_on_the_redis_tier_is_clean(how: str) -> None:
+    # A leader and waiters whose wait_timeout falls around the exit (issue 33 item 7: rc
+    # -11 or -6 there, the memory tier exiting 0): the exit waits for each herdless call as
+    # a whole, not only its loader and its waits.
+    from redis_support import RedisServer
+
+    server = RedisServer()
+    try:
+        for pause in (0.1, 0.35, 0.45, 0.6):
+            out = subprocess.run(
+                [sys.executable, "-c", textwrap.dedent(EXIT_ON_REDIS), server.url, how, str(pause)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert out.returncode == 0, (pause, out.returncode, out.stderr[-2000:])
+            assert "FATAL" not in out.stderr, out.stderr[-2000:]
+            assert out.stdout.strip() == "exiting"
+    finally:
+        server.stop()
+
+
 def test_after_fork_asyncio_loads_finish_in_the_child() -> None:
     # The parent used asyncio waiters; the child (a prefork worker) creates its own cache.
     # Waiters bridged through a runtime whose threads the child does not have would hang
