@@ -98,9 +98,9 @@ export interface CacheEvent {
 /**
  * A stampede-proof cache of JS values under string keys.
  *
- * Values are kept as they are (no serialisation): a hit returns the very object that was
- * stored. Concurrent `getOrLoad` calls of one key share one loader call; the others wait
- * without blocking the event loop.
+ * Each caller gets its own copy of a stored object (`copyValues`, on by default; off, a
+ * hit returns the very object that was stored). Concurrent `getOrLoad` calls of one key
+ * share one loader call; the others wait without blocking the event loop.
  */
 export declare class Cache {
   /**

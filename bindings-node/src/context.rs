@@ -246,7 +246,11 @@ fn millis(js: Js, name: &str, v: Value, zero_ok: bool) -> Result<Duration> {
     match d {
         Some(d) => Ok(d),
         None => {
-            let need = if zero_ok { ">= 0" } else { "of at least one nanosecond" };
+            let need = if zero_ok {
+                ">= 0"
+            } else {
+                "of at least one nanosecond"
+            };
             let message = format!("ctx.{name} takes milliseconds {need}, got {ms}");
             Err(crate::error::throw_new(
                 js,

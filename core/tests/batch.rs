@@ -511,3 +511,15 @@ fn xfetch_early_refreshes_of_a_batch_go_to_one_background_call() {
     );
     assert_eq!(cache.metrics().total().early_refreshes, 5);
 }
+
+#[test]
+fn chunks_of_allocates_each_run_to_its_own_length() {
+    use herdless::driver::chunks_of;
+    let runs = chunks_of((0..2_500).collect::<Vec<u32>>(), 1_000);
+    let lens: Vec<_> = runs.iter().map(Vec::len).collect();
+    assert_eq!(lens, [1_000, 1_000, 500]);
+    assert!(runs.iter().all(|r| r.capacity() == r.len()));
+    assert_eq!(runs.concat(), (0..2_500).collect::<Vec<u32>>());
+    assert_eq!(chunks_of(Vec::<u32>::new(), 10).len(), 0);
+    assert_eq!(chunks_of(vec![1, 2], 0).len(), 2, "max 0 counts as 1");
+}

@@ -161,24 +161,3 @@ impl<V: Clone + Send + Sync + 'static> Chunk<V> {
         rest.map(|(i, g)| (i, f(g))).collect()
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::chunks_of;
-    use alloc::vec::Vec;
-
-    #[test]
-    fn each_run_is_allocated_to_its_own_length() {
-        let runs = chunks_of((0..2_500).collect::<Vec<u32>>(), 1_000);
-        let lens: Vec<_> = runs.iter().map(Vec::len).collect();
-        assert_eq!(lens, [1_000, 1_000, 500]);
-        assert!(runs.iter().all(|r| r.capacity() == r.len()));
-        assert_eq!(runs.concat(), (0..2_500).collect::<Vec<u32>>());
-        assert_eq!(chunks_of(Vec::<u32>::new(), 10).len(), 0);
-        assert_eq!(
-            chunks_of(alloc::vec![1, 2], 0).len(),
-            2,
-            "max 0 counts as 1"
-        );
-    }
-}

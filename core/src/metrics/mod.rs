@@ -10,7 +10,16 @@ use alloc::vec::Vec;
 pub(crate) use self::histogram::BUCKETS;
 pub(crate) use self::histogram::Histogram;
 pub use self::histogram::HistogramSnapshot;
-pub use self::prometheus::{MAX_LABELLED_NAMESPACES, OTHER_NAMESPACE};
+
+/// At most this many namespaces are labels of the exposition (the most requested ones);
+/// the others are summed under [`OTHER_NAMESPACE`]. Namespaces can come from request input
+/// (a URL used as a key is its own namespace), and each label is a series per metric.
+pub const MAX_LABELLED_NAMESPACES: usize = 100;
+
+/// The `namespace` label of what the exposition sums: namespaces past
+/// [`MAX_LABELLED_NAMESPACES`] and those whose name is not a plain word (letters, digits,
+/// `_`, `-`, `.`; at most 64 bytes), which is what a URL or a token used as a key looks like.
+pub const OTHER_NAMESPACE: &str = "(other)";
 
 use crate::sync::{AtomicU64, CachePadded, Ordering};
 

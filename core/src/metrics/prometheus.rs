@@ -6,7 +6,10 @@ use core::fmt::Write;
 use alloc::borrow::Cow;
 use alloc::vec::Vec;
 
-use super::{BUCKETS, HistogramSnapshot, MetricsSnapshot, NamespaceMetrics};
+use super::{
+    BUCKETS, HistogramSnapshot, MAX_LABELLED_NAMESPACES, MetricsSnapshot, NamespaceMetrics,
+    OTHER_NAMESPACE,
+};
 
 fn escape(label: &str, out: &mut String) {
     for ch in label.chars() {
@@ -44,16 +47,6 @@ fn histogram(out: &mut String, name: &str, label: &str, h: &HistogramSnapshot) {
     let _ = writeln!(out, "{name}_sum{{{label}}} {}", h.sum.as_secs_f64());
     let _ = writeln!(out, "{name}_count{{{label}}} {cumulative}");
 }
-
-/// At most this many namespaces are labels of the exposition (the most requested ones);
-/// the others are summed under [`OTHER_NAMESPACE`]. Namespaces can come from request input
-/// (a URL used as a key is its own namespace), and each label is a series per metric.
-pub const MAX_LABELLED_NAMESPACES: usize = 100;
-
-/// The `namespace` label of what the exposition sums: namespaces past
-/// [`MAX_LABELLED_NAMESPACES`] and those whose name is not a plain word (letters, digits,
-/// `_`, `-`, `.`; at most 64 bytes), which is what a URL or a token used as a key looks like.
-pub const OTHER_NAMESPACE: &str = "(other)";
 
 /// Whether a namespace may be a label value as it is.
 fn plain_word(ns: &str) -> bool {
