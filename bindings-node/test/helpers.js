@@ -41,4 +41,12 @@ function freePort() {
   })
 }
 
-module.exports = { freePort, sleep, slowLoader, within }
+/** Starts an Express (or any `listen(port, host)`) app on a free port: its server and URL. */
+async function listen(app) {
+  const { once } = require('node:events')
+  const server = app.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return { server, url: `http://127.0.0.1:${server.address().port}` }
+}
+
+module.exports = { freePort, listen, sleep, slowLoader, within }

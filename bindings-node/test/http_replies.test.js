@@ -5,15 +5,9 @@
 // replies, never stores or shares a Set-Cookie, and refuses a handler that sends by itself.
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { once } = require('node:events')
 
 const { Cache } = require('..')
-
-async function listenExpress(app) {
-  const server = app.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return { server, url: `http://127.0.0.1:${server.address().port}` }
-}
+const { listen: listenExpress } = require('./helpers.js')
 
 async function listenFastify(app) {
   await app.listen({ port: 0, host: '127.0.0.1' })

@@ -4,16 +4,9 @@
 // frameworks and SDKs.
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { once } = require('node:events')
 
 const { Cache, ABSENT } = require('..')
-const { sleep } = require('./helpers.js')
-
-async function listen(app) {
-  const server = app.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  return { server, url: `http://127.0.0.1:${server.address().port}` }
-}
+const { listen, sleep } = require('./helpers.js')
 
 test('express: concurrent requests for one key run the handler once', async () => {
   const express = require('express')
