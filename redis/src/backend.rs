@@ -22,6 +22,8 @@ use crate::scripts::SCRIPTS;
 use crate::tags::{StampCache, Stamps, TagTier};
 use crate::wire;
 
+mod batch;
+
 /// Wall-clock Unix milliseconds: the fleet's shared time line (keep hosts on NTP).
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -709,59 +711,7 @@ impl Backend for RedisBackend {
         &'a self,
         requests: &'a [(String, AcquireRequest)],
     ) -> BackendFuture<'a, Vec<Result<Acquired, herdless::LoadError>>> {
-        self.op("acquire_many", async move {
-            // One pipeline per Cluster slot: a namespace is one slot (its hash tag), and
-            // one server takes everything in one pipeline.
-            let sharded = self.inner.sharded;
-            let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
-            for (i, (key, _)) in requests.iter().enumerate() {
-                let slot = if sharded { namespace_of(key) } else { "" };
-                match groups.iter_mut().find(|(s, _)| *s == slot) {
-                    Some((_, members)) => members.push(i),
-                    None => groups.push((slot, vec![i])),
-                }
-            }
-            let mut out: Vec<Option<Result<Acquired, herdless::LoadError>>> =
-                requests.iter().map(|_| None).collect();
-            for (_, members) in &groups {
-                // Each group's namespaces subscribed before its reads, as `read`.
-                for &i in members {
-                    self.subscribe_for(&requests[i].0).await?;
-                }
-                let mut live = self.inner.cmd.live().await?;
-                // The script is loaded in the same round trip: a pipeline does not reload
-                // a script Redis lost (a restart, SCRIPT FLUSH) the way one invocation does.
-                let mut pipe = redis::pipe();
-                pipe.load_script(&SCRIPTS.acquire).ignore();
-                let invocations: Vec<_> = members
-                    .iter()
-                    .map(|&i| {
-                        let (key, req) = &requests[i];
-                        let n = self.names(key);
-                        let mut inv = SCRIPTS.acquire.key(n.value);
-                        inv.key(n.epoch)
-                            .key(n.lock)
-                            .arg(req.now_ms)
-                            .arg(ms_arg(req.lease))
-                            .arg(hex(&req.secret))
-                            .arg(req.have_version);
-                        inv
-                    })
-                    .collect();
-                for inv in &invocations {
-                    pipe.invoke_script(inv);
-                }
-                inc(&self.inner.metrics.batch_round_trips);
-                let replies: Vec<AcquireReply> = pipe.query_async(&mut live).await?;
-                for (&i, reply) in members.iter().zip(replies) {
-                    out[i] = Some(self.acquired(&requests[i].1, reply).map_err(Into::into));
-                }
-            }
-            Ok(out
-                .into_iter()
-                .map(|a| a.unwrap_or(Err(Error::Protocol("acquire_many: no reply").into())))
-                .collect())
-        })
+        Box::pin(async move { Ok(self.acquire_batch(requests).await) })
     }
 
     fn extend<'a>(

@@ -20,6 +20,8 @@ use crate::metrics::{Metrics, inc};
 use crate::runtime::block_on;
 use crate::tags::{Fate, Stamps, TagTier, fate, judged};
 
+mod many;
+
 /// Options of the fleet protocol.
 #[derive(Clone, Copy, Debug)]
 pub struct FleetOptions {
@@ -310,93 +312,6 @@ impl Fleet {
                 }
             }
         }
-    }
-
-    /// [`lead`](Self::lead) for many keys at once (a batch load), each with its
-    /// `have_version`: their locks are asked for together, in one round trip per Cluster
-    /// slot group ([`Backend::acquire_many`]; one in all on a single server), which also
-    /// reads their entries. One answer per key, in order; `None` for a key another process
-    /// is loading with nothing to serve meanwhile: the caller waits for it with
-    /// [`lead_until`](Self::lead_until) once its own loads of the batch are done, so that
-    /// two batches holding each other's keys never wait on each other.
-    pub async fn lead_many(
-        &self,
-        keys: Vec<(String, u64)>,
-    ) -> Vec<Option<Result<FleetOutcome, herdless::Error>>> {
-        let this = self.clone();
-        let n = keys.len();
-        let mut task = AbortOnDrop(
-            self.rt
-                .spawn(async move { this.lead_many_inner(keys).await }),
-        );
-        match (&mut task.0).await {
-            Ok(r) => r,
-            Err(e) => (0..n)
-                .map(|_| {
-                    let e = herdless::LoadError::new(std::io::Error::other(e.to_string()));
-                    Some(Err(herdless::Error::Backend(e)))
-                })
-                .collect(),
-        }
-    }
-
-    async fn lead_many_inner(
-        &self,
-        keys: Vec<(String, u64)>,
-    ) -> Vec<Option<Result<FleetOutcome, herdless::Error>>> {
-        let mut requests = Vec::with_capacity(keys.len());
-        for (key, have_version) in &keys {
-            let secret = match random_secret() {
-                Ok(s) => s,
-                Err(e) => {
-                    let e = herdless::Error::from(e);
-                    return keys.iter().map(|_| Some(Err(e.clone()))).collect();
-                }
-            };
-            let req = AcquireRequest {
-                now_ms: now_ms(),
-                lease: self.opts.lease,
-                secret,
-                have_version: *have_version,
-            };
-            requests.push((key.clone(), req));
-        }
-        let answers = match self.backend.acquire_many(&requests).await {
-            Ok(a) => a,
-            Err(e) => requests.iter().map(|_| Err(e.clone())).collect(),
-        };
-        let mut out = Vec::with_capacity(keys.len());
-        for ((key, req), acquired) in requests.iter().zip(answers) {
-            let acquired = match acquired {
-                Ok(a) => match self.judge_acquired(a).await {
-                    Ok(Judged::Ready(a)) => Ok(a),
-                    // Fresh in the tier, not by its tags: asked again alone, later.
-                    Ok(Judged::PastFresh(_)) => {
-                        out.push(None);
-                        continue;
-                    }
-                    Err(e) => Err(e),
-                },
-                Err(e) => Err(e),
-            };
-            out.push(match acquired {
-                Err(e) => {
-                    self.forget_later(key, req.secret);
-                    Some(Err(self.failed(key, e)))
-                }
-                Ok(Acquired::Fresh(e)) => Some(Ok(FleetOutcome::Fresh(e))),
-                Ok(Acquired::Locked { token, stale }) => Some(Ok(FleetOutcome::Lead(
-                    FleetLease::start(self.clone(), key, token, stale),
-                ))),
-                Ok(Acquired::Contended { stale: Some(e), .. }) if e.version > req.have_version => {
-                    Some(Ok(FleetOutcome::Stale(e)))
-                }
-                Ok(Acquired::Unshared) => Some(Ok(FleetOutcome::Unshared)),
-                // Waited for (and counted) by `lead_until`, later.
-                Ok(Acquired::Contended { .. }) => None,
-            });
-        }
-        out
     }
 
     /// An acquire whose answer never came (it timed out) may still run when the tier

@@ -68,6 +68,7 @@ mod coherence;
 mod conn;
 mod error;
 mod fleet;
+mod join;
 pub mod keys;
 mod lifetimes;
 pub mod memory;

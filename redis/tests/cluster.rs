@@ -134,3 +134,134 @@ fn three_node_cluster() {
     );
     assert!(ba.metrics().corrupt_entries >= 1);
 }
+
+/// The node of `cluster` that serves `name`'s slot: the one that answers for it rather
+/// than redirecting (MOVED).
+fn owner(cluster: &common::Cluster, name: &str) -> usize {
+    (0..cluster.nodes.len())
+        .find(|&i| {
+            redis::cmd("EXISTS")
+                .arg(name)
+                .query::<i64>(&mut cluster.nodes[i].client())
+                .is_ok()
+        })
+        .expect("a node serves every slot")
+}
+
+/// Issue 33 item 11: one node of three stopped (SIGSTOP), a batch over ten namespaces
+/// still locks, loads (in its one loader call) and publishes every key of the two healthy
+/// nodes; only the stopped node's keys are loaded in the process and kept there, each
+/// slot group bounded by `op_timeout` on its own. A second process then loads only those.
+#[test]
+fn a_batch_publishes_the_keys_of_the_healthy_nodes_while_one_node_stalls() {
+    if !common::redis_available() {
+        return;
+    }
+    // Never declared failed while the test stops a node (the healthy ones keep serving).
+    let cluster = common::Cluster::start_with(&["--cluster-node-timeout", "60000"]);
+    let p = common::unique("stall");
+    let op_timeout = Duration::from_millis(300);
+    let process = || -> TieredCache<String, Json> {
+        let backend = RedisBackend::cluster(cluster.urls())
+            .prefix(p.clone())
+            .op_timeout(op_timeout)
+            .build()
+            .expect("backend");
+        TieredCache::builder(backend, Json)
+            .ttl(Duration::from_secs(600))
+            .wait_timeout(Duration::from_secs(2))
+            .build()
+            .expect("cache")
+    };
+    let (a, b) = (process(), process());
+    let namespaces: Vec<String> = (0..10).map(|i| format!("ns{i}")).collect();
+    let keys: Vec<String> = namespaces
+        .iter()
+        .flat_map(|ns| (0..4).map(move |j| format!("{ns}:k{j}")))
+        .collect();
+    let where_is: Vec<usize> = keys
+        .iter()
+        .map(|k| owner(&cluster, &keys::names(&p, k).value))
+        .collect();
+    let stopped = where_is[0];
+    let healthy: Vec<(&String, usize)> = keys
+        .iter()
+        .zip(where_is.iter().copied())
+        .filter(|(_, n)| *n != stopped)
+        .collect();
+    assert!(
+        !healthy.is_empty() && healthy.len() < keys.len(),
+        "the namespaces spread over the nodes"
+    );
+    // Both processes have met the cluster (slots, connections) before the stall.
+    for c in [&a, &b] {
+        let warm = c.get_or_load("warm:1", || Ok::<_, std::io::Error>(Some("w".into())));
+        assert_eq!(warm.unwrap().as_deref(), Some("w"));
+    }
+
+    type Calls = Arc<std::sync::Mutex<Vec<Vec<String>>>>;
+    let loader = |calls: &Calls, who: &'static str| {
+        let calls = calls.clone();
+        move |keys: &[String]| {
+            calls.lock().unwrap().push(keys.to_vec());
+            Ok::<_, std::io::Error>(
+                keys.iter()
+                    .map(|k| (k.clone(), Some(format!("{who}-{k}"))))
+                    .collect::<Vec<_>>(),
+            )
+        }
+    };
+    cluster.nodes[stopped].stop();
+    let (calls_a, calls_b): (Calls, Calls) = Default::default();
+    let t = Instant::now();
+    let got = a.get_or_load_many(&keys, loader(&calls_a, "a"));
+    let took_a = t.elapsed();
+    for (k, v) in keys.iter().zip(got) {
+        assert_eq!(v.unwrap(), Some(format!("a-{k}")), "{k}");
+    }
+    assert_eq!(calls_a.lock().unwrap().len(), 1, "one loader call");
+    // Published: read back from the healthy nodes themselves.
+    let published = healthy
+        .iter()
+        .filter(|(k, n)| {
+            redis::cmd("EXISTS")
+                .arg(keys::names(&p, k).value)
+                .query::<i64>(&mut cluster.nodes[*n].client())
+                .unwrap()
+                == 1
+        })
+        .count();
+    // Another process: the healthy nodes' keys are read, the stopped node's loaded.
+    let t = Instant::now();
+    let got = b.get_or_load_many(&keys, loader(&calls_b, "b"));
+    let took_b = t.elapsed();
+    cluster.nodes[stopped].resume();
+    let is_healthy = |k: &String| healthy.iter().any(|(h, _)| *h == k);
+    let stalled: Vec<String> = keys.iter().filter(|k| !is_healthy(k)).cloned().collect();
+    eprintln!(
+        "published {published} of {} keys on healthy nodes ({} keys in all); \
+         A took {took_a:?}, B took {took_b:?}; B loaded {:?} keys",
+        healthy.len(),
+        keys.len(),
+        calls_b.lock().unwrap().iter().map(Vec::len).sum::<usize>()
+    );
+    assert_eq!(
+        published,
+        healthy.len(),
+        "every healthy node's key published"
+    );
+    for (k, v) in keys.iter().zip(got) {
+        let who = if is_healthy(k) { "a" } else { "b" };
+        assert_eq!(v.unwrap(), Some(format!("{who}-{k}")), "{k}");
+    }
+    assert_eq!(
+        calls_b.lock().unwrap().clone(),
+        vec![stalled],
+        "the second process loads the stopped node's keys only, in one call"
+    );
+    // Each slot group waited for its own node only: a stopped node costs about one
+    // `op_timeout`, not one per group, and nothing waits past `wait_timeout`.
+    for took in [took_a, took_b] {
+        assert!(took < op_timeout * 4, "{took:?}");
+    }
+}

@@ -10,6 +10,8 @@ use herdless::backend::{
 };
 use tokio::runtime::Handle;
 
+use herdless::key::namespace_of;
+
 use super::{Fault, MemoryStore, PREFIX, Slot, ms};
 use crate::backend::{now_ms, random_secret};
 use crate::error::Error;
@@ -19,6 +21,8 @@ use crate::notify::Hub;
 use crate::runtime::Runtime;
 use crate::tags::{StampCache, Stamps, TagTier};
 use crate::wire;
+
+mod acquire;
 
 /// Parses a lock value `<epoch>:<hex>`: its epoch.
 fn lock_epoch(v: &[u8]) -> Option<u64> {
@@ -154,10 +158,22 @@ impl MemoryBackend {
         )
     }
 
-    /// Runs `apply` on the store's data under the current fault, bounded by `op_timeout`.
+    /// Runs `apply` on the store's data under the whole store's fault, bounded by
+    /// `op_timeout`: an operation on no namespace's slot (a tag's).
     fn op<'a, T: Send + 'static>(
         &'a self,
         name: &'static str,
+        apply: impl FnOnce(&MemoryStore, u64) -> T + Send + 'static,
+    ) -> BackendFuture<'a, T> {
+        self.op_on(name, None, apply)
+    }
+
+    /// [`op`](Self::op) on the slot of `namespace` (the node that holds it): under the
+    /// whole store's fault, else that namespace's.
+    fn op_on<'a, T: Send + 'static>(
+        &'a self,
+        name: &'static str,
+        namespace: Option<String>,
         apply: impl FnOnce(&MemoryStore, u64) -> T + Send + 'static,
     ) -> BackendFuture<'a, T> {
         let store = self.inner.store.clone();
@@ -172,7 +188,7 @@ impl MemoryBackend {
                 Err(herdless::LoadError::new(e))
             };
             let run = async move {
-                match store.fault() {
+                match store.fault_of(namespace.as_deref()) {
                     Some(Fault::Down) => return Err(Error::Protocol("the store is down")),
                     Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
                     _ => {}
@@ -181,14 +197,17 @@ impl MemoryBackend {
                 // caller still waits for it (as a script does on a Redis that was stopped).
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 let s = store.clone();
-                store.run_or_hold(Box::new(move || {
-                    // Subscribed in the same step as the operation: no change after what
-                    // it reads can be published unheard.
-                    if let Some(b) = subscriber {
-                        b.subscribe();
-                    }
-                    let _ = tx.send(apply(&s, now_ms()));
-                }));
+                store.run_or_hold(
+                    namespace.as_deref(),
+                    Box::new(move || {
+                        // Subscribed in the same step as the operation: no change after what
+                        // it reads can be published unheard.
+                        if let Some(b) = subscriber {
+                            b.subscribe();
+                        }
+                        let _ = tx.send(apply(&s, now_ms()));
+                    }),
+                );
                 rx.await.map_err(|_| Error::Protocol("the store went away"))
             };
             let task = handle.spawn(run);
@@ -223,12 +242,17 @@ fn names(key: &str) -> crate::keys::KeyNames {
     crate::keys::names(PREFIX, key)
 }
 
+/// The namespace whose slot holds `key` (a namespace is one Cluster slot).
+fn slot(key: &str) -> Option<String> {
+    Some(namespace_of(key).to_owned())
+}
+
 impl Backend for MemoryBackend {
     fn read<'a>(&'a self, key: &'a str, now: u64) -> BackendFuture<'a, Option<StoredEntry>> {
         let (key, this) = (key.to_owned(), self.clone());
         Box::pin(async move {
             let found = self
-                .op("read", move |s, _| {
+                .op_on("read", slot(&key), move |s, _| {
                     let n = names(&key);
                     let mut d = s.data();
                     // MGET: another type reads as nothing; a bad epoch is counted below.
@@ -265,93 +289,19 @@ impl Backend for MemoryBackend {
         })
     }
 
-    /// One exchange with the store for the whole batch, counted as one round trip (the
-    /// memory tier stands for a single Redis server).
+    /// One exchange with the store per namespace of the batch (a Cluster slot group), all
+    /// at once, each bounded by `op_timeout` on its own: a namespace whose slot fails or
+    /// stalls fails only its own keys. Counted as one round trip (the memory tier stands
+    /// for a single Redis server).
     fn acquire_many<'a>(
         &'a self,
         requests: &'a [(String, AcquireRequest)],
     ) -> BackendFuture<'a, Vec<Result<Acquired, herdless::LoadError>>> {
-        Box::pin(async move {
-            inc(&self.inner.metrics.batch_round_trips);
-            let mut out = Vec::with_capacity(requests.len());
-            for (key, req) in requests {
-                out.push(self.acquire(key, req.clone()).await);
-            }
-            Ok(out)
-        })
+        self.acquire_batch(requests)
     }
 
     fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired> {
-        let (owned, this) = (key.to_owned(), self.clone());
-        Box::pin(async move {
-            let answer = self
-                .op("acquire", move |s, now| {
-                    let n = names(&owned);
-                    let mut d = s.data();
-                    let (ep, mut corrupt) = d.epoch(&n.epoch, req.now_ms.max(now));
-                    let (raw, bad) = d.get(&n.value, now);
-                    corrupt |= bad;
-                    let mut keep = None;
-                    if let Some(raw) = raw {
-                        match wire::decode(&raw) {
-                            Err(_) => corrupt = true,
-                            Ok(e) if e.epoch == ep && req.now_ms < e.stale_until_ms => {
-                                if req.now_ms < e.fresh_until_ms && e.version > req.have_version {
-                                    return (Acquired::Fresh(e), corrupt);
-                                }
-                                keep = Some(e);
-                            }
-                            Ok(_) => {}
-                        }
-                    }
-                    let (cur, bad) = d.get(&n.lock, now);
-                    corrupt |= bad;
-                    if let Some(cur) = cur {
-                        let pttl = d.pttl(&n.lock, now);
-                        if pttl > 0 {
-                            if lock_epoch(&cur) == Some(ep) {
-                                let remaining = Duration::from_millis(pttl as u64);
-                                return (
-                                    Acquired::Contended {
-                                        stale: keep,
-                                        remaining,
-                                    },
-                                    corrupt,
-                                );
-                            }
-                            if cur == format!("unshared:{ep}").as_bytes() {
-                                return (Acquired::Unshared, corrupt);
-                            }
-                        }
-                    }
-                    let value = format!("{ep}:{}", crate::backend::hex(&req.secret));
-                    d.set(&n.lock, value.into_bytes(), Some(ms(req.lease)), now);
-                    let token = LockToken {
-                        epoch: ep,
-                        secret: req.secret,
-                    };
-                    (Acquired::Locked { token, stale: keep }, corrupt)
-                })
-                .await;
-            let (acquired, corrupt) = answer?;
-            let m = &this.inner.metrics;
-            if corrupt {
-                inc(&m.corrupt_entries);
-            }
-            match &acquired {
-                Acquired::Fresh(e) => this.count_read(Some(e), req.now_ms),
-                Acquired::Locked { stale, .. } => {
-                    inc(&m.fleet_locks_acquired);
-                    this.count_read(stale.as_ref(), req.now_ms);
-                }
-                Acquired::Contended { stale, .. } => {
-                    inc(&m.fleet_locks_contended);
-                    this.count_read(stale.as_ref(), req.now_ms);
-                }
-                Acquired::Unshared => {}
-            }
-            Ok(acquired)
-        })
+        self.acquire_one(key, req)
     }
 
     fn extend<'a>(
@@ -361,7 +311,7 @@ impl Backend for MemoryBackend {
         lease: Duration,
     ) -> BackendFuture<'a, bool> {
         let (key, value) = (key.to_owned(), lock_text(token));
-        self.op("extend", move |s, now| {
+        self.op_on("extend", slot(&key), move |s, now| {
             let n = names(&key);
             let mut d = s.data();
             if d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes()) {
@@ -374,7 +324,7 @@ impl Backend for MemoryBackend {
 
     fn release<'a>(&'a self, key: &'a str, token: &'a LockToken) -> BackendFuture<'a, bool> {
         let (key, value, origin) = (key.to_owned(), lock_text(token), self.origin().to_owned());
-        self.op("release", move |s, now| {
+        self.op_on("release", slot(&key), move |s, now| {
             let n = names(&key);
             let released = {
                 let mut d = s.data();
@@ -397,7 +347,7 @@ impl Backend for MemoryBackend {
             crate::backend::hex(secret),
             self.origin().to_owned(),
         );
-        self.op("forget", move |s, now| {
+        self.op_on("forget", slot(&key), move |s, now| {
             let n = names(&key);
             let forgot = {
                 let mut d = s.data();
@@ -427,7 +377,7 @@ impl Backend for MemoryBackend {
     ) -> BackendFuture<'a, bool> {
         let (key, value, origin) = (key.to_owned(), lock_text(token), self.origin().to_owned());
         let epoch = token.epoch;
-        self.op("unshare", move |s, now| {
+        self.op_on("unshare", slot(&key), move |s, now| {
             let n = names(&key);
             let marked = {
                 let mut d = s.data();
@@ -454,7 +404,7 @@ impl Backend for MemoryBackend {
         let (owned, origin) = (key.to_owned(), self.origin().to_owned());
         let token = token.map(lock_text);
         let metrics = self.inner.metrics.clone();
-        let commit = self.op("commit", move |s, now| {
+        let commit = self.op_on("commit", slot(&owned), move |s, now| {
             let n = names(&owned);
             let written = {
                 let mut d = s.data();
@@ -509,7 +459,7 @@ impl Backend for MemoryBackend {
 
     fn invalidate<'a>(&'a self, key: &'a str) -> BackendFuture<'a, bool> {
         let (key, origin) = (key.to_owned(), self.origin().to_owned());
-        self.op("invalidate", move |s, now| {
+        self.op_on("invalidate", slot(&key), move |s, now| {
             let n = names(&key);
             let had = {
                 let mut d = s.data();
@@ -526,7 +476,7 @@ impl Backend for MemoryBackend {
     fn bump<'a>(&'a self, namespace: &'a str) -> BackendFuture<'a, u64> {
         let (ns, origin) = (namespace.to_owned(), self.origin().to_owned());
         let metrics = self.inner.metrics.clone();
-        self.op("bump", move |s, now| {
+        self.op_on("bump", slot(&ns), move |s, now| {
             let name = crate::keys::epoch_key(PREFIX, &ns);
             let epoch = {
                 let mut d = s.data();
@@ -545,7 +495,8 @@ impl Backend for MemoryBackend {
     fn watch<'a>(&'a self, key: &'a str) -> BackendFuture<'a, Box<dyn Watch>> {
         // A subscription already made: only a tier that is down refuses it.
         let hub = self.inner.hub.clone();
-        let (key, down) = (key.to_owned(), self.store().fault() == Some(Fault::Down));
+        let fault = self.store().fault_of(Some(namespace_of(key)));
+        let (key, down) = (key.to_owned(), fault == Some(Fault::Down));
         let metrics = self.inner.metrics.clone();
         let this = self.clone();
         Box::pin(async move {

@@ -13,6 +13,9 @@
 //!   Redis script does after `SIGSTOP`/`DEBUG SLEEP`);
 //! - [`Fault::Delay`]: every operation takes this long first (a slow network);
 //! - [`Fault::LoseNotifications`]: published messages reach nobody;
+//! - [`MemoryStore::set_namespace_fault`]: any of these for one namespace's operations
+//!   only, as when the Cluster node that holds its slot fails (a namespace is one slot:
+//!   PROTOCOL.md section 1) while the other nodes serve;
 //! - [`MemoryStore::restart`]: everything is gone, and every process is told its
 //!   notifications may have been lost (as after a resubscription);
 //! - [`MemoryStore::put_raw`] and friends: bytes, epochs and keys of the wrong type,
@@ -23,6 +26,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use herdless::backend::StoredEntry;
+use herdless::key::namespace_of;
 
 use crate::backend::now_ms;
 use crate::notify::Hub;
@@ -113,10 +117,37 @@ impl Data {
 /// An operation sent during a stall: it runs, in the order sent, when the stall ends.
 type Stalled = Box<dyn FnOnce() + Send>;
 
+/// The store's faults, and the operations a stall holds back.
+#[derive(Default)]
+struct Faults {
+    /// The whole store's fault (one Redis server, or every node).
+    all: Option<Fault>,
+    /// Faults of single namespaces (the node of their slot); the store's own comes first.
+    namespaces: HashMap<String, Fault>,
+    /// Operations held back by a stall, in the order sent, each with its namespace.
+    held: Vec<(Option<String>, Stalled)>,
+}
+
+impl Faults {
+    /// The fault an operation on `namespace` (`None`: on no namespace's slot) meets.
+    fn of(&self, namespace: Option<&str>) -> Option<Fault> {
+        self.all
+            .or_else(|| namespace.and_then(|ns| self.namespaces.get(ns).copied()))
+    }
+
+    /// The held operations no stall holds any more, in the order sent.
+    fn unstalled(&mut self) -> Vec<Stalled> {
+        let (go, stay): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(ns, _)| self.of(ns.as_deref()) != Some(Fault::Stall));
+        self.held = stay;
+        go.into_iter().map(|(_, op)| op).collect()
+    }
+}
+
 struct StoreInner {
     data: Mutex<Data>,
-    /// The fault, and the operations a stall holds back.
-    fault: Mutex<(Option<Fault>, Vec<Stalled>)>,
+    fault: Mutex<Faults>,
     /// The processes, for notifications.
     hubs: Mutex<Vec<Weak<Hub>>>,
 }
@@ -150,7 +181,7 @@ impl MemoryStore {
         Self {
             inner: Arc::new(StoreInner {
                 data: Mutex::default(),
-                fault: Mutex::new((None, Vec::new())),
+                fault: Mutex::default(),
                 hubs: Mutex::default(),
             }),
         }
@@ -173,37 +204,61 @@ impl MemoryStore {
         MemoryBuilder::new(self.clone())
     }
 
-    /// Sets (or with `None` clears) the store's fault. Ending a stall runs what was sent
-    /// meanwhile, in order.
+    /// Sets the whole store's fault; `None` ends every fault, the namespaces' too (all
+    /// is well again). Ending a stall runs what was sent meanwhile, in order.
     pub fn set_fault(&self, fault: Option<Fault>) {
         let held = {
             let mut f = self.lock_fault();
-            f.0 = fault;
-            if fault == Some(Fault::Stall) {
-                Vec::new()
-            } else {
-                std::mem::take(&mut f.1)
+            f.all = fault;
+            if fault.is_none() {
+                f.namespaces.clear();
             }
+            f.unstalled()
         };
         for op in held {
             op();
         }
     }
 
-    /// The current fault.
-    pub fn fault(&self) -> Option<Fault> {
-        self.lock_fault().0
+    /// Sets (or with `None` clears) the fault of `namespace`'s operations alone: the
+    /// Cluster node that holds its slot is down, stalled, slow or loses its notices while
+    /// the others serve. The whole store's fault, if any, comes first. Ending a stall runs
+    /// what was sent to the namespace meanwhile, in order.
+    pub fn set_namespace_fault(&self, namespace: &str, fault: Option<Fault>) {
+        let held = {
+            let mut f = self.lock_fault();
+            match fault {
+                Some(fault) => f.namespaces.insert(namespace.to_owned(), fault),
+                None => f.namespaces.remove(namespace),
+            };
+            f.unstalled()
+        };
+        for op in held {
+            op();
+        }
     }
 
-    fn lock_fault(&self) -> std::sync::MutexGuard<'_, (Option<Fault>, Vec<Stalled>)> {
+    /// The whole store's fault.
+    pub fn fault(&self) -> Option<Fault> {
+        self.lock_fault().all
+    }
+
+    /// The fault an operation on `namespace` meets (`None`: an operation on no
+    /// namespace's slot, such as a tag's, meets the whole store's only).
+    pub fn fault_of(&self, namespace: Option<&str>) -> Option<Fault> {
+        self.lock_fault().of(namespace)
+    }
+
+    fn lock_fault(&self) -> std::sync::MutexGuard<'_, Faults> {
         self.inner.fault.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Runs `op` now, or, during a stall, when the stall ends (`false`: held back).
-    fn run_or_hold(&self, op: Stalled) -> bool {
+    /// Runs `op` (on `namespace`'s slot, if any) now, or, while a stall holds it, when the
+    /// stall ends (`false`: held back).
+    fn run_or_hold(&self, namespace: Option<&str>, op: Stalled) -> bool {
         let mut f = self.lock_fault();
-        if f.0 == Some(Fault::Stall) {
-            f.1.push(op);
+        if f.of(namespace) == Some(Fault::Stall) {
+            f.held.push((namespace.map(str::to_owned), op));
             return false;
         }
         drop(f);
@@ -295,7 +350,9 @@ impl MemoryStore {
     }
 
     fn publish(&self, kind: char, origin: &str, number: u64, key: &str) {
-        if self.fault() == Some(Fault::LoseNotifications) {
+        // A tag's notice ('t', 'x') is on the tags channel, no namespace's.
+        let namespace = (!matches!(kind, 't' | 'x')).then(|| namespace_of(key));
+        if self.fault_of(namespace) == Some(Fault::LoseNotifications) {
             return;
         }
         let message = format!("{kind}:{origin}:{number}:{key}");

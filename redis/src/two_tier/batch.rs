@@ -29,6 +29,7 @@ use herdless::driver::{self, Batch, OriginPermit, Timer, chunks_of};
 use herdless::{Error, LoadError, LoadGuard, Loaded, Waited, Waiter};
 
 use super::{Deadline, Host, Load, Pending, Reply, Step, TwoTier, Versioned};
+use crate::join::join_all;
 
 /// What a batch answers for one key: the value, `None` for an absence, or its error.
 pub type ManyAnswer<V> = Result<Option<V>, Error>;
@@ -274,6 +275,8 @@ impl<V: Clone + Send + Sync + 'static> Many<V> {
         if !tier.is_empty() {
             return Some(ManyStep::Tier(Pending::new(async move {
                 let (index, pending): (Vec<usize>, Vec<_>) = tier.into_iter().unzip();
+                // A multiplexed connection pipelines what is sent together; a stalled
+                // node's operations never hold the others' back.
                 let replies = join_all(pending).await;
                 Resume(Resumed::Replies(index.into_iter().zip(replies).collect()))
             })));
@@ -477,26 +480,4 @@ fn begin_together<V: Clone + Send + Sync + 'static>(
         driver::begin_in_batch(g);
     }
     true
-}
-
-/// Awaits every operation of the shared tier at once (a multiplexed connection pipelines
-/// what is sent together); the answers in order.
-async fn join_all<T>(mut pending: Vec<Pending<T>>) -> Vec<T> {
-    let mut out: Vec<Option<T>> = pending.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx: &mut Context<'_>| {
-        let mut done = true;
-        for (slot, p) in out.iter_mut().zip(pending.iter_mut()) {
-            if slot.is_none() {
-                match std::pin::Pin::new(p).poll(cx) {
-                    Poll::Ready(v) => *slot = Some(v),
-                    Poll::Pending => done = false,
-                }
-            }
-        }
-        if done { Poll::Ready(()) } else { Poll::Pending }
-    })
-    .await;
-    out.into_iter()
-        .map(|v| v.expect("every operation ended"))
-        .collect()
 }

@@ -180,17 +180,23 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start() -> Cluster {
+        Self::start_with(&[])
+    }
+
+    /// A cluster whose nodes get `extra` redis-server options after the defaults (a later
+    /// option overrides an earlier one: `--cluster-node-timeout 60000` keeps a node
+    /// stopped by a test from being declared failed meanwhile).
+    pub fn start_with(extra: &[&str]) -> Cluster {
         let nodes: Vec<Server> = (0..3)
             .map(|_| {
-                Server::start_with(
-                    free_port(),
-                    vec![
-                        "--cluster-enabled".into(),
-                        "yes".into(),
-                        "--cluster-node-timeout".into(),
-                        "2000".into(),
-                    ],
-                )
+                let mut args: Vec<String> = vec![
+                    "--cluster-enabled".into(),
+                    "yes".into(),
+                    "--cluster-node-timeout".into(),
+                    "2000".into(),
+                ];
+                args.extend(extra.iter().map(|a| (*a).to_owned()));
+                Server::start_with(free_port(), args)
             })
             .collect();
         let addrs: Vec<String> = nodes
