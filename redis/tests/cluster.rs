@@ -148,6 +148,147 @@ fn owner(cluster: &common::Cluster, name: &str) -> usize {
         .expect("a node serves every slot")
 }
 
+type Calls = Arc<std::sync::Mutex<Vec<Vec<String>>>>;
+
+/// Two processes of a fleet over a three-node cluster, and a batch of 40 keys over ten
+/// namespaces, some of whose slots are on the node the test stops.
+struct Stall {
+    cluster: common::Cluster,
+    prefix: String,
+    op_timeout: Duration,
+    a: TieredCache<String, Json>,
+    b: TieredCache<String, Json>,
+    keys: Vec<String>,
+    /// The node the test stops.
+    stopped: usize,
+    /// The keys of the other nodes, each with its node.
+    healthy: Vec<(String, usize)>,
+}
+
+impl Stall {
+    fn start() -> Stall {
+        // Never declared failed while the test stops a node (the healthy ones serve on).
+        let cluster = common::Cluster::start_with(&["--cluster-node-timeout", "60000"]);
+        let prefix = common::unique("stall");
+        let op_timeout = Duration::from_millis(300);
+        let process = || -> TieredCache<String, Json> {
+            let backend = RedisBackend::cluster(cluster.urls())
+                .prefix(prefix.clone())
+                .op_timeout(op_timeout)
+                .build()
+                .expect("backend");
+            TieredCache::builder(backend, Json)
+                .ttl(Duration::from_secs(600))
+                .wait_timeout(Duration::from_secs(2))
+                .build()
+                .expect("cache")
+        };
+        let (a, b) = (process(), process());
+        let keys: Vec<String> = (0..10)
+            .flat_map(|ns| (0..4).map(move |j| format!("ns{ns}:k{j}")))
+            .collect();
+        let where_is: Vec<usize> = keys
+            .iter()
+            .map(|k| owner(&cluster, &keys::names(&prefix, k).value))
+            .collect();
+        let stopped = where_is[0];
+        let healthy: Vec<(String, usize)> = keys
+            .iter()
+            .cloned()
+            .zip(where_is.iter().copied())
+            .filter(|(_, n)| *n != stopped)
+            .collect();
+        assert!(
+            !healthy.is_empty() && healthy.len() < keys.len(),
+            "the namespaces spread over the nodes"
+        );
+        // Both processes have met the cluster (slots, connections) before the stall.
+        for c in [&a, &b] {
+            let warm = c.get_or_load("warm:1", || Ok::<_, std::io::Error>(Some("w".into())));
+            assert_eq!(warm.unwrap().as_deref(), Some("w"));
+        }
+        Stall {
+            cluster,
+            prefix,
+            op_timeout,
+            a,
+            b,
+            keys,
+            stopped,
+            healthy,
+        }
+    }
+
+    fn is_healthy(&self, key: &str) -> bool {
+        self.healthy.iter().any(|(h, _)| h == key)
+    }
+
+    /// The keys of the stopped node.
+    fn stalled(&self) -> Vec<String> {
+        let keys = self.keys.iter();
+        keys.filter(|k| !self.is_healthy(k)).cloned().collect()
+    }
+
+    /// How many keys of the healthy nodes are in Redis, read back from those nodes.
+    fn published(&self) -> usize {
+        let names = |k: &str| keys::names(&self.prefix, k).value;
+        self.healthy
+            .iter()
+            .filter(|(k, n)| {
+                let mut c = self.cluster.nodes[*n].client();
+                redis::cmd("EXISTS")
+                    .arg(names(k))
+                    .query::<i64>(&mut c)
+                    .unwrap()
+                    == 1
+            })
+            .count()
+    }
+
+    fn stop(&self) {
+        self.cluster.nodes[self.stopped].stop();
+    }
+
+    fn resume(&self) {
+        self.cluster.nodes[self.stopped].resume();
+    }
+
+    /// The second process's batch over the same keys, while the node is stopped: the
+    /// healthy nodes' keys are read (process A's values), the stopped node's loaded here,
+    /// in one call.
+    fn second_process_loads_only_the_stopped_nodes_keys(&self) {
+        let calls = Calls::default();
+        let t = Instant::now();
+        let got = self.b.get_or_load_many(&self.keys, loader(&calls, "b"));
+        let took = t.elapsed();
+        eprintln!(
+            "B took {took:?} and loaded {} keys",
+            calls.lock().unwrap().iter().map(Vec::len).sum::<usize>()
+        );
+        for (k, v) in self.keys.iter().zip(got) {
+            let who = if self.is_healthy(k) { "a" } else { "b" };
+            assert_eq!(v.unwrap(), Some(format!("{who}-{k}")), "{k}");
+        }
+        assert_eq!(calls.lock().unwrap().clone(), vec![self.stalled()]);
+        assert!(took < self.op_timeout * 4, "{took:?}");
+    }
+}
+
+/// What a test loader answers.
+type Found = Result<Vec<(String, Option<String>)>, std::io::Error>;
+
+/// A loader answering `<who>-<key>` for every key, recording its calls.
+fn loader(calls: &Calls, who: &'static str) -> impl Fn(&[String]) -> Found + Send + Sync + 'static {
+    let calls = calls.clone();
+    move |keys: &[String]| {
+        calls.lock().unwrap().push(keys.to_vec());
+        Ok(keys
+            .iter()
+            .map(|k| (k.clone(), Some(format!("{who}-{k}"))))
+            .collect())
+    }
+}
+
 /// Issue 33 item 11: one node of three stopped (SIGSTOP), a batch over ten namespaces
 /// still locks, loads (in its one loader call) and publishes every key of the two healthy
 /// nodes; only the stopped node's keys are loaded in the process and kept there, each
@@ -157,111 +298,70 @@ fn a_batch_publishes_the_keys_of_the_healthy_nodes_while_one_node_stalls() {
     if !common::redis_available() {
         return;
     }
-    // Never declared failed while the test stops a node (the healthy ones keep serving).
-    let cluster = common::Cluster::start_with(&["--cluster-node-timeout", "60000"]);
-    let p = common::unique("stall");
-    let op_timeout = Duration::from_millis(300);
-    let process = || -> TieredCache<String, Json> {
-        let backend = RedisBackend::cluster(cluster.urls())
-            .prefix(p.clone())
-            .op_timeout(op_timeout)
-            .build()
-            .expect("backend");
-        TieredCache::builder(backend, Json)
-            .ttl(Duration::from_secs(600))
-            .wait_timeout(Duration::from_secs(2))
-            .build()
-            .expect("cache")
-    };
-    let (a, b) = (process(), process());
-    let namespaces: Vec<String> = (0..10).map(|i| format!("ns{i}")).collect();
-    let keys: Vec<String> = namespaces
-        .iter()
-        .flat_map(|ns| (0..4).map(move |j| format!("{ns}:k{j}")))
-        .collect();
-    let where_is: Vec<usize> = keys
-        .iter()
-        .map(|k| owner(&cluster, &keys::names(&p, k).value))
-        .collect();
-    let stopped = where_is[0];
-    let healthy: Vec<(&String, usize)> = keys
-        .iter()
-        .zip(where_is.iter().copied())
-        .filter(|(_, n)| *n != stopped)
-        .collect();
-    assert!(
-        !healthy.is_empty() && healthy.len() < keys.len(),
-        "the namespaces spread over the nodes"
-    );
-    // Both processes have met the cluster (slots, connections) before the stall.
-    for c in [&a, &b] {
-        let warm = c.get_or_load("warm:1", || Ok::<_, std::io::Error>(Some("w".into())));
-        assert_eq!(warm.unwrap().as_deref(), Some("w"));
-    }
-
-    type Calls = Arc<std::sync::Mutex<Vec<Vec<String>>>>;
-    let loader = |calls: &Calls, who: &'static str| {
-        let calls = calls.clone();
-        move |keys: &[String]| {
-            calls.lock().unwrap().push(keys.to_vec());
-            Ok::<_, std::io::Error>(
-                keys.iter()
-                    .map(|k| (k.clone(), Some(format!("{who}-{k}"))))
-                    .collect::<Vec<_>>(),
-            )
-        }
-    };
-    cluster.nodes[stopped].stop();
-    let (calls_a, calls_b): (Calls, Calls) = Default::default();
+    let s = Stall::start();
+    s.stop();
+    let calls = Calls::default();
     let t = Instant::now();
-    let got = a.get_or_load_many(&keys, loader(&calls_a, "a"));
-    let took_a = t.elapsed();
-    for (k, v) in keys.iter().zip(got) {
+    let got = s.a.get_or_load_many(&s.keys, loader(&calls, "a"));
+    let took = t.elapsed();
+    for (k, v) in s.keys.iter().zip(got) {
         assert_eq!(v.unwrap(), Some(format!("a-{k}")), "{k}");
     }
-    assert_eq!(calls_a.lock().unwrap().len(), 1, "one loader call");
-    // Published: read back from the healthy nodes themselves.
-    let published = healthy
-        .iter()
-        .filter(|(k, n)| {
-            redis::cmd("EXISTS")
-                .arg(keys::names(&p, k).value)
-                .query::<i64>(&mut cluster.nodes[*n].client())
-                .unwrap()
-                == 1
-        })
-        .count();
-    // Another process: the healthy nodes' keys are read, the stopped node's loaded.
-    let t = Instant::now();
-    let got = b.get_or_load_many(&keys, loader(&calls_b, "b"));
-    let took_b = t.elapsed();
-    cluster.nodes[stopped].resume();
-    let is_healthy = |k: &String| healthy.iter().any(|(h, _)| *h == k);
-    let stalled: Vec<String> = keys.iter().filter(|k| !is_healthy(k)).cloned().collect();
+    assert_eq!(calls.lock().unwrap().len(), 1, "one loader call");
+    let published = s.published();
     eprintln!(
-        "published {published} of {} keys on healthy nodes ({} keys in all); \
-         A took {took_a:?}, B took {took_b:?}; B loaded {:?} keys",
-        healthy.len(),
-        keys.len(),
-        calls_b.lock().unwrap().iter().map(Vec::len).sum::<usize>()
+        "published {published} of {} keys on healthy nodes ({} keys in all); A took {took:?}",
+        s.healthy.len(),
+        s.keys.len(),
     );
     assert_eq!(
         published,
-        healthy.len(),
+        s.healthy.len(),
         "every healthy node's key published"
     );
-    for (k, v) in keys.iter().zip(got) {
-        let who = if is_healthy(k) { "a" } else { "b" };
-        assert_eq!(v.unwrap(), Some(format!("{who}-{k}")), "{k}");
-    }
-    assert_eq!(
-        calls_b.lock().unwrap().clone(),
-        vec![stalled],
-        "the second process loads the stopped node's keys only, in one call"
-    );
     // Each slot group waited for its own node only: a stopped node costs about one
-    // `op_timeout`, not one per group, and nothing waits past `wait_timeout`.
-    for took in [took_a, took_b] {
-        assert!(took < op_timeout * 4, "{took:?}");
+    // `op_timeout`, not one per group.
+    assert!(took < s.op_timeout * 4, "{took:?}");
+    s.second_process_loads_only_the_stopped_nodes_keys();
+    s.resume();
+}
+
+/// The node stops while the batch's loader runs (its locks were taken): the publishes of
+/// the healthy nodes' keys are not held back by the stopped node's, and the caller is
+/// answered about one `op_timeout` after its loader, with every value.
+#[test]
+fn a_node_stalling_during_a_batchs_load_holds_back_only_its_own_publishes() {
+    if !common::redis_available() {
+        return;
     }
+    let s = Stall::start();
+    let calls = Calls::default();
+    let (load, node) = (loader(&calls, "a"), s.cluster.nodes[s.stopped].pid());
+    let returned = Arc::new(std::sync::Mutex::new(None));
+    let at = returned.clone();
+    let got = s.a.get_or_load_many(&s.keys, move |keys: &[String]| {
+        common::signal(node, libc::SIGSTOP);
+        let answer = load(keys);
+        *at.lock().unwrap() = Some(Instant::now());
+        answer
+    });
+    let after_loader = returned.lock().unwrap().expect("the loader ran").elapsed();
+    for (k, v) in s.keys.iter().zip(got) {
+        assert_eq!(v.unwrap(), Some(format!("a-{k}")), "{k}");
+    }
+    assert_eq!(calls.lock().unwrap().clone(), vec![s.keys.clone()]);
+    let published = s.published();
+    eprintln!(
+        "published {published} of {} keys on healthy nodes; answered {after_loader:?} after \
+         the loader returned",
+        s.healthy.len(),
+    );
+    assert_eq!(
+        published,
+        s.healthy.len(),
+        "every healthy node's key published"
+    );
+    assert!(after_loader < s.op_timeout * 3, "{after_loader:?}");
+    s.second_process_loads_only_the_stopped_nodes_keys();
+    s.resume();
 }
