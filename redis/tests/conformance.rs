@@ -80,15 +80,26 @@ impl Tier {
         b.build().expect("cache")
     }
 
-    fn fault(&mut self, fault: &str) {
+    /// `fault` of the whole tier, or with `ns` (memory only) of that namespace's slot
+    /// alone (its Cluster node).
+    fn fault(&mut self, fault: &str, ns: Option<&str>) {
         match self {
-            Tier::Memory(store) => store.set_fault(match fault {
-                "down" => Some(Fault::Down),
-                "stall" => Some(Fault::Stall),
-                "lose_notifications" => Some(Fault::LoseNotifications),
-                "up" => None,
-                other => panic!("unknown fault {other}"),
-            }),
+            Tier::Memory(store) => {
+                let fault = match fault {
+                    "down" => Some(Fault::Down),
+                    "stall" => Some(Fault::Stall),
+                    "lose_notifications" => Some(Fault::LoseNotifications),
+                    "up" => None,
+                    other => panic!("unknown fault {other}"),
+                };
+                match ns {
+                    Some(ns) => store.set_namespace_fault(ns, fault),
+                    None => store.set_fault(fault),
+                }
+            }
+            Tier::Redis(..) if ns.is_some() => {
+                panic!("a namespace's fault is memory only (one server has one node)")
+            }
             Tier::Redis(srv, _) => match fault {
                 "down" => srv.kill(),
                 "stall" => srv.stop(),
@@ -395,7 +406,7 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
             ),
             "sleep" => std::thread::sleep(ms(step, "ms")),
             "fault" => {
-                tier.fault(&text("fault"));
+                tier.fault(&text("fault"), step["ns"].as_str());
                 if text("fault") == "up" {
                     wait_until_reachable(&procs);
                 }
