@@ -235,7 +235,10 @@ pub trait Backend: Send + Sync + 'static {
     /// [`acquire`](Backend::acquire) for many keys at once (a batch load): one answer per
     /// request, in order. The default asks one key after the other; a tier that can do
     /// better overrides it (Redis: one pipeline per Cluster slot, so one round trip on a
-    /// single server). An error of the whole exchange is the outer error.
+    /// single server). An error of the whole exchange is the outer error. A tier whose
+    /// parts can fail apart (a Cluster's nodes) answers each part on its own: a part that
+    /// fails or stalls fails only its own requests, within the tier's operation timeout,
+    /// and holds back no other part (PROTOCOL.md, "Batch loads").
     fn acquire_many<'a>(
         &'a self,
         requests: &'a [(String, AcquireRequest)],
