@@ -365,3 +365,39 @@ fn a_node_stalling_during_a_batchs_load_holds_back_only_its_own_publishes() {
     s.second_process_loads_only_the_stopped_nodes_keys();
     s.resume();
 }
+
+/// The entries of a batch are on healthy nodes but their tag's stamps on the stopped one:
+/// they cannot be judged, so they are loaded in the process, and that costs the batch
+/// about one `op_timeout` for all of them (their stamps asked together, then each key's
+/// judged at once), not one per key.
+#[test]
+fn a_batch_whose_tags_sit_on_a_stopped_node_waits_for_it_once() {
+    if !common::redis_available() {
+        return;
+    }
+    let s = Stall::start();
+    let tag = (0..)
+        .map(|i| format!("tag{i}"))
+        .find(|t| owner(&s.cluster, &keys::tag_key(&s.prefix, t)) == s.stopped)
+        .expect("a tag on the stopped node");
+    let healthy: Vec<String> = s.healthy.iter().map(|(k, _)| k.clone()).collect();
+    for k in &healthy {
+        let tagged = herdless::Loaded::value(format!("a-{k}")).tags(vec![tag.clone()]);
+        s.a.set_with(k, tagged).unwrap();
+    }
+    s.stop();
+    let calls = Calls::default();
+    let t = Instant::now();
+    let got = s.b.get_or_load_many(&healthy, loader(&calls, "b"));
+    let took = t.elapsed();
+    s.resume();
+    eprintln!(
+        "{} tagged keys, tag stamps on the stopped node: {took:?}",
+        healthy.len()
+    );
+    for (k, v) in healthy.iter().zip(got) {
+        assert_eq!(v.unwrap(), Some(format!("b-{k}")), "{k}: loaded here");
+    }
+    assert_eq!(calls.lock().unwrap().clone(), vec![healthy.clone()]);
+    assert!(took < s.op_timeout * 4, "{took:?}");
+}

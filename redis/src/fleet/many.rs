@@ -5,10 +5,11 @@
 //! loaded in this process and not published), while the keys the tier answered lock, load
 //! and publish as if nothing had failed (PROTOCOL.md, "Batch loads").
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
 
-use herdless::backend::{AcquireRequest, Acquired};
+use herdless::backend::{AcquireRequest, Acquired, StoredEntry};
 
 use super::{AbortOnDrop, Fleet, FleetLease, FleetOutcome, Judged};
 use crate::backend::{now_ms, random_secret};
@@ -73,8 +74,21 @@ impl Fleet {
             Ok(a) => a,
             Err(e) => requests.iter().map(|_| Err(e.clone())).collect(),
         };
-        // Judged all at once: a tag whose stamps sit on a stalled node costs the batch one
-        // `op_timeout`, not one per key.
+        // The stamps of every tag the answers carry, in one exchange (each key's judging
+        // then finds them known); judged all at once, so that tags whose stamps sit on a
+        // stalled node cost the batch about one `op_timeout` more, not one per key.
+        let mut seen = HashSet::new();
+        let tags: Vec<String> = answers
+            .iter()
+            .filter_map(|a| entry_of(a.as_ref().ok()?))
+            .flat_map(|e| &e.tags)
+            .filter(|t| seen.insert(t.as_str()))
+            .cloned()
+            .collect();
+        if !tags.is_empty() {
+            // A failure is met again, key by key, by the judging below (and counted there).
+            let _ = self.stamps(&tags, false).await;
+        }
         let judging: Vec<Judging<'_>> = answers
             .into_iter()
             .map(|a| -> Judging<'_> {
@@ -113,5 +127,14 @@ impl Fleet {
             });
         }
         out
+    }
+}
+
+/// The entry an acquire's answer carries, if any (what its tags are judged on).
+fn entry_of(a: &Acquired) -> Option<&StoredEntry> {
+    match a {
+        Acquired::Fresh(e) => Some(e),
+        Acquired::Locked { stale, .. } | Acquired::Contended { stale, .. } => stale.as_ref(),
+        Acquired::Unshared => None,
     }
 }
