@@ -820,12 +820,15 @@ export declare namespace testing {
    */
   export class MemoryStore {
     /**
-     * Sets the store's fault, or clears it with `null`: `'down'` (every operation fails at
-     * once, as a refused connection), `'stall'` (operations wait; callers give up at their
-     * 1 s operation timeout, and what they sent runs when the stall is cleared, as on a
-     * stopped Redis), `'lose_notifications'` (published notifications reach nobody).
+     * Sets the store's fault, or clears it with `null` (with no `namespace`: every fault):
+     * `'down'` (every operation fails at once, as a refused connection), `'stall'`
+     * (operations wait; callers give up at their 1 s operation timeout, and what they sent
+     * runs when the stall is cleared, as on a stopped Redis), `'lose_notifications'`
+     * (published notifications reach nobody). With `namespace`, the fault of that
+     * namespace's operations alone, as when the Redis Cluster node that holds its slot
+     * fails while the others serve.
      */
-    setFault(fault: 'down' | 'stall' | 'lose_notifications' | null): void
+    setFault(fault: 'down' | 'stall' | 'lose_notifications' | null, namespace?: string): void
     /**
      * Tells every cache of the store that its notifications may have been lost (a
      * subscription that dropped and came back): each drops its whole memory tier.

@@ -22,12 +22,22 @@ pub struct MemoryStore {
 
 #[napi(namespace = "testing")]
 impl MemoryStore {
-    /// Sets the store's fault, or clears it with `null`: `'down'` (every operation fails at
-    /// once, as a refused connection), `'stall'` (operations wait; callers give up at their
-    /// 1 s operation timeout, and what they sent runs when the stall is cleared, as on a
-    /// stopped Redis), `'lose_notifications'` (published notifications reach nobody).
-    #[napi(ts_args_type = "fault: 'down' | 'stall' | 'lose_notifications' | null")]
-    pub fn set_fault(&self, env: &Env, fault: Option<String>) -> Result<()> {
+    /// Sets the store's fault, or clears it with `null` (with no `namespace`: every fault):
+    /// `'down'` (every operation fails at once, as a refused connection), `'stall'`
+    /// (operations wait; callers give up at their 1 s operation timeout, and what they sent
+    /// runs when the stall is cleared, as on a stopped Redis), `'lose_notifications'`
+    /// (published notifications reach nobody). With `namespace`, the fault of that
+    /// namespace's operations alone, as when the Redis Cluster node that holds its slot
+    /// fails while the others serve.
+    #[napi(
+        ts_args_type = "fault: 'down' | 'stall' | 'lose_notifications' | null, namespace?: string"
+    )]
+    pub fn set_fault(
+        &self,
+        env: &Env,
+        fault: Option<String>,
+        namespace: Option<String>,
+    ) -> Result<()> {
         let fault = match fault.as_deref() {
             None => None,
             Some("down") => Some(Fault::Down),
@@ -45,7 +55,10 @@ impl MemoryStore {
                 ));
             }
         };
-        self.store.set_fault(fault);
+        match namespace {
+            Some(ns) => self.store.set_namespace_fault(&ns, fault),
+            None => self.store.set_fault(fault),
+        }
         Ok(())
     }
 

@@ -144,10 +144,11 @@ class MemoryTier {
     return new Cache({ ...cacheOptions(cfg), redis: `memory://${this.name}` })
   }
 
-  async fault(fault) {
+  // `fault` of the whole tier, or with `ns` of that namespace's slot alone (its Cluster node).
+  async fault(fault, ns) {
     const faults = { down: 'down', stall: 'stall', lose_notifications: 'lose_notifications', up: null }
     assert.ok(fault in faults, `unknown fault ${fault}`)
-    this.store.setFault(faults[fault])
+    this.store.setFault(faults[fault], ns)
   }
 
   async plant(step) {
@@ -257,7 +258,8 @@ class RedisTier {
     return new Cache({ ...cacheOptions(cfg), redis: this.server.url, redisPrefix: this.prefix })
   }
 
-  async fault(fault) {
+  async fault(fault, ns) {
+    assert.ok(ns === undefined, "a namespace's fault is memory only (one server has one node)")
     if (fault === 'down') await this.server.kill()
     else if (fault === 'stall') this.server.signal('SIGSTOP')
     else if (fault === 'up' && this.server.child) this.server.signal('SIGCONT')
@@ -398,7 +400,7 @@ async function play(name, scenario, tier) {
           await sleep(step.ms)
           break
         case 'fault':
-          await tier.fault(step.fault)
+          await tier.fault(step.fault, step.ns)
           if (step.fault === 'up') await waitUntilReachable(procs)
           break
         case 'resubscribe':

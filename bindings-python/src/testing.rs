@@ -25,8 +25,16 @@ impl MemoryStore {
 
     /// Sets the fault: `"down"` (every call fails at once), `"stall"` (calls hang; a caller
     /// gives up after 1 s, and what it sent still runs when the stall ends),
-    /// `"lose_notifications"`, or `None` to clear it.
-    fn set_fault(&self, py: Python<'_>, fault: Option<&str>) -> PyResult<()> {
+    /// `"lose_notifications"`, or `None` to clear it (with no `namespace`: every fault).
+    /// With `namespace`, the fault of that namespace's operations alone, as when the Redis
+    /// Cluster node that holds its slot fails while the others serve.
+    #[pyo3(signature = (fault, namespace=None))]
+    fn set_fault(
+        &self,
+        py: Python<'_>,
+        fault: Option<&str>,
+        namespace: Option<&str>,
+    ) -> PyResult<()> {
         let fault = match fault {
             None => None,
             Some("down") => Some(Fault::Down),
@@ -41,7 +49,10 @@ impl MemoryStore {
                 ));
             }
         };
-        self.0.set_fault(fault);
+        match namespace {
+            Some(ns) => self.0.set_namespace_fault(ns, fault),
+            None => self.0.set_fault(fault),
+        }
         Ok(())
     }
 

@@ -93,11 +93,14 @@ class Tier:
             return Cache(redis=f"memory://{self.name}", **opts)
         return Cache(redis=self.server.url, redis_prefix=self.prefix, **opts)
 
-    def fault(self, fault: str) -> None:
+    def fault(self, fault: str, ns: str | None = None) -> None:
+        """`fault` of the whole tier, or with `ns` (memory only) of that namespace's slot
+        alone (its Cluster node)."""
         if self.store is not None:
-            self.store.set_fault(None if fault == "up" else fault)
+            self.store.set_fault(None if fault == "up" else fault, ns)
             return
         assert self.server is not None
+        assert ns is None, "a namespace's fault is memory only (one server has one node)"
         if fault == "down":
             self.server.kill()
         elif fault == "stall":
@@ -274,7 +277,7 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
             elif op == "sleep":
                 time.sleep(step["ms"] / 1000)
             elif op == "fault":
-                tier.fault(step["fault"])
+                tier.fault(step["fault"], step.get("ns"))
                 if step["fault"] == "up":
                     _wait_until_reachable(procs)
             elif op == "resubscribe":

@@ -98,6 +98,8 @@ async function usage(signal: AbortSignal): Promise<void> {
   const store: testing.MemoryStore = testing.memoryStore('t')
   store.setFault('down')
   store.setFault(null)
+  store.setFault('stall', 'users')
+  store.setFault(null, 'users')
   store.plant('k:1', 'junk')
   store.plantEpoch('k', '1.5')
   store.plantLock('k:1', 500)

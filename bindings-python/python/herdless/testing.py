@@ -11,6 +11,7 @@ Redis is down, stalls, loses notifications or holds corrupt data::
 
     a, b = Cache(redis="memory://t1"), Cache(redis="memory://t1")
     MemoryStore("t1").set_fault("down")     # every Redis call fails at once
+    MemoryStore("t1").set_fault("stall", "users")  # one namespace's node stalls
     MemoryStore("t1").set_fault(None)       # back
 """
 
