@@ -22,7 +22,7 @@ use crate::runtime::Runtime;
 use crate::tags::{StampCache, Stamps, TagTier};
 use crate::wire;
 
-mod acquire;
+mod locks;
 
 /// Parses a lock value `<epoch>:<hex>`: its epoch.
 fn lock_epoch(v: &[u8]) -> Option<u64> {
@@ -310,63 +310,15 @@ impl Backend for MemoryBackend {
         token: &'a LockToken,
         lease: Duration,
     ) -> BackendFuture<'a, bool> {
-        let (key, value) = (key.to_owned(), lock_text(token));
-        self.op_on("extend", slot(&key), move |s, now| {
-            let n = names(&key);
-            let mut d = s.data();
-            if d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes()) {
-                d.set(&n.lock, value.into_bytes(), Some(ms(lease)), now);
-                return true;
-            }
-            false
-        })
+        self.extend_lock(key, token, lease)
     }
 
     fn release<'a>(&'a self, key: &'a str, token: &'a LockToken) -> BackendFuture<'a, bool> {
-        let (key, value, origin) = (key.to_owned(), lock_text(token), self.origin().to_owned());
-        self.op_on("release", slot(&key), move |s, now| {
-            let n = names(&key);
-            let released = {
-                let mut d = s.data();
-                let mine = d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes());
-                if mine {
-                    d.keys.remove(&n.lock);
-                }
-                mine
-            };
-            if released {
-                s.publish('r', &origin, 0, &key);
-            }
-            released
-        })
+        self.release_lock(key, token)
     }
 
     fn forget<'a>(&'a self, key: &'a str, secret: &'a [u8; 16]) -> BackendFuture<'a, bool> {
-        let (key, hex, origin) = (
-            key.to_owned(),
-            crate::backend::hex(secret),
-            self.origin().to_owned(),
-        );
-        self.op_on("forget", slot(&key), move |s, now| {
-            let n = names(&key);
-            let forgot = {
-                let mut d = s.data();
-                let cur = d.get(&n.lock, now).0;
-                let ours = cur.as_deref().and_then(|c| {
-                    let c = std::str::from_utf8(c).ok()?;
-                    let (e, h) = c.split_once(':')?;
-                    Some(e.bytes().all(|b| b.is_ascii_digit()) && h == hex)
-                });
-                if ours == Some(true) {
-                    d.keys.remove(&n.lock);
-                }
-                ours == Some(true)
-            };
-            if forgot {
-                s.publish('r', &origin, 0, &key);
-            }
-            forgot
-        })
+        self.forget_lock(key, secret)
     }
 
     fn mark_unshared<'a>(
@@ -375,24 +327,7 @@ impl Backend for MemoryBackend {
         token: &'a LockToken,
         hold: Duration,
     ) -> BackendFuture<'a, bool> {
-        let (key, value, origin) = (key.to_owned(), lock_text(token), self.origin().to_owned());
-        let epoch = token.epoch;
-        self.op_on("unshare", slot(&key), move |s, now| {
-            let n = names(&key);
-            let marked = {
-                let mut d = s.data();
-                let mine = d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes());
-                if mine {
-                    let mark = format!("unshared:{epoch}").into_bytes();
-                    d.set(&n.lock, mark, Some(ms(hold)), now);
-                }
-                mine
-            };
-            if marked {
-                s.publish('r', &origin, 0, &key);
-            }
-            marked
-        })
+        self.unshare_lock(key, token, hold)
     }
 
     fn commit<'a>(

@@ -1,12 +1,14 @@
-//! The `acquire` script of PROTOCOL.md on a [`MemoryStore`](super::MemoryStore)'s data, for
-//! one key or for the keys of a batch (one exchange per namespace: a Cluster slot group).
+//! The fleet lock of PROTOCOL.md on a [`MemoryStore`](super::MemoryStore)'s data, as its
+//! scripts do: `acquire` for one key or for the keys of a batch (one exchange per
+//! namespace: a Cluster slot group), `extend`, and the scripts that free it (`release`,
+//! `forget`, `unshare`).
 
 use std::time::Duration;
 
 use herdless::backend::{AcquireRequest, Acquired, BackendFuture, LockToken};
 use herdless::key::namespace_of;
 
-use super::{MemoryBackend, lock_epoch, names, slot};
+use super::{MemoryBackend, lock_epoch, lock_text, names, slot};
 use crate::join::join_all;
 use crate::memory::{Data, ms};
 use crate::metrics::inc;
@@ -85,6 +87,109 @@ impl MemoryBackend {
                 .into_iter()
                 .map(|a| a.expect("every member of a group is answered"))
                 .collect())
+        })
+    }
+
+    /// [`Backend::extend`](herdless::backend::Backend::extend).
+    pub(super) fn extend_lock<'a>(
+        &'a self,
+        key: &'a str,
+        token: &'a LockToken,
+        lease: Duration,
+    ) -> BackendFuture<'a, bool> {
+        let (key, value) = (key.to_owned(), lock_text(token));
+        self.op_on("extend", slot(&key), move |s, now| {
+            let n = names(&key);
+            let mut d = s.data();
+            if d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes()) {
+                d.set(&n.lock, value.into_bytes(), Some(ms(lease)), now);
+                return true;
+            }
+            false
+        })
+    }
+
+    /// [`Backend::release`](herdless::backend::Backend::release).
+    pub(super) fn release_lock<'a>(
+        &'a self,
+        key: &'a str,
+        token: &'a LockToken,
+    ) -> BackendFuture<'a, bool> {
+        let (key, value, origin) = (key.to_owned(), lock_text(token), self.origin().to_owned());
+        self.op_on("release", slot(&key), move |s, now| {
+            let n = names(&key);
+            let released = {
+                let mut d = s.data();
+                let mine = d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes());
+                if mine {
+                    d.keys.remove(&n.lock);
+                }
+                mine
+            };
+            if released {
+                s.publish('r', &origin, 0, &key);
+            }
+            released
+        })
+    }
+
+    /// [`Backend::forget`](herdless::backend::Backend::forget).
+    pub(super) fn forget_lock<'a>(
+        &'a self,
+        key: &'a str,
+        secret: &'a [u8; 16],
+    ) -> BackendFuture<'a, bool> {
+        let (key, hex, origin) = (
+            key.to_owned(),
+            crate::backend::hex(secret),
+            self.origin().to_owned(),
+        );
+        self.op_on("forget", slot(&key), move |s, now| {
+            let n = names(&key);
+            let forgot = {
+                let mut d = s.data();
+                let cur = d.get(&n.lock, now).0;
+                let ours = cur.as_deref().and_then(|c| {
+                    let c = std::str::from_utf8(c).ok()?;
+                    let (e, h) = c.split_once(':')?;
+                    Some(e.bytes().all(|b| b.is_ascii_digit()) && h == hex)
+                });
+                if ours == Some(true) {
+                    d.keys.remove(&n.lock);
+                }
+                ours == Some(true)
+            };
+            if forgot {
+                s.publish('r', &origin, 0, &key);
+            }
+            forgot
+        })
+    }
+
+    /// [`Backend::mark_unshared`](herdless::backend::Backend::mark_unshared).
+    pub(super) fn unshare_lock<'a>(
+        &'a self,
+        key: &'a str,
+        token: &'a LockToken,
+        hold: Duration,
+    ) -> BackendFuture<'a, bool> {
+        let (key, value, origin) = (key.to_owned(), lock_text(token), self.origin().to_owned());
+        let epoch = token.epoch;
+        self.op_on("unshare", slot(&key), move |s, now| {
+            let n = names(&key);
+            let marked = {
+                let mut d = s.data();
+                let mine = d.get(&n.lock, now).0.as_deref() == Some(value.as_bytes());
+                if mine {
+                    let mark = format!("unshared:{epoch}").into_bytes();
+                    d.set(&n.lock, mark, Some(ms(hold)), now);
+                }
+                mine
+            };
+            if marked {
+                s.publish('r', &origin, 0, &key);
+            }
+            marked
         })
     }
 
