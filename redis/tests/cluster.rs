@@ -202,10 +202,16 @@ impl Stall {
             !healthy.is_empty() && healthy.len() < keys.len(),
             "the namespaces spread over the nodes"
         );
-        // Both processes have met the cluster (slots, connections) before the stall.
+        // Both processes have met the cluster (slots, connections) and subscribed to every
+        // namespace before the stall, as processes that ran a while have: their acquires
+        // then reach the stopped node (and run there when it resumes).
         for c in [&a, &b] {
-            let warm = c.get_or_load("warm:1", || Ok::<_, std::io::Error>(Some("w".into())));
-            assert_eq!(warm.unwrap().as_deref(), Some("w"));
+            for ns in 0..10 {
+                let warm = c.get_or_load(&format!("ns{ns}:warm"), || {
+                    Ok::<_, std::io::Error>(Some("w".into()))
+                });
+                assert_eq!(warm.unwrap().as_deref(), Some("w"));
+            }
         }
         Stall {
             cluster,
@@ -324,6 +330,24 @@ fn a_batch_publishes_the_keys_of_the_healthy_nodes_while_one_node_stalls() {
     assert!(took < s.op_timeout * 4, "{took:?}");
     s.second_process_loads_only_the_stopped_nodes_keys();
     s.resume();
+    // Back: what the stopped node ran late (the acquires both processes gave up on) left
+    // no lock behind for long (each is forgotten, well before its 5 s lease ends), and
+    // none of its keys was published.
+    let mut node = s.cluster.nodes[s.stopped].client();
+    std::thread::sleep(Duration::from_millis(200));
+    for k in s.stalled() {
+        let n = keys::names(&s.prefix, &k);
+        let gone = common::eventually(Duration::from_secs(2), || {
+            redis::cmd("EXISTS")
+                .arg(&n.lock)
+                .query::<i64>(&mut node)
+                .unwrap()
+                == 0
+        });
+        assert!(gone, "{k}: its lock is forgotten");
+        let value: i64 = redis::cmd("EXISTS").arg(&n.value).query(&mut node).unwrap();
+        assert_eq!(value, 0, "{k}: loaded in each process, never published");
+    }
 }
 
 /// The node stops while the batch's loader runs (its locks were taken): the publishes of
