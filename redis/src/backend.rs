@@ -127,11 +127,11 @@ impl RedisBuilder {
         self
     }
 
-    /// How long a tag's invalidation record is kept after its last invalidation (default
-    /// one day, [`DEFAULT_TAG_RETENTION`](crate::tags::DEFAULT_TAG_RETENTION)). A tagged
-    /// entry lives at most this long after its birth, so no entry outlives the record of
-    /// an invalidation that happened after it was born. Every process of a fleet should
-    /// use the same value (PROTOCOL.md, "Tags").
+    /// How long a tag's record is kept after its last invalidation or use by a writer
+    /// (default one day, [`DEFAULT_TAG_RETENTION`](crate::tags::DEFAULT_TAG_RETENTION)). A
+    /// tagged entry lives at most this long after its load began (or its write), so it
+    /// outlives its records only if one is evicted, and then reads as removed. Every
+    /// process of a fleet should use the same value (PROTOCOL.md, "Tags").
     pub fn tag_retention(mut self, d: Duration) -> Self {
         self.tag_retention = d;
         self

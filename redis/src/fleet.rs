@@ -33,10 +33,10 @@ pub struct FleetOptions {
     pub recheck: Duration,
     /// Longest wait for another process's load (default 5 s).
     pub wait_timeout: Duration,
-    /// How long this process trusts the invalidation stamps of a tag it read from the
-    /// tier (default 1 s; notifications update them meanwhile): a hit on a tagged entry
-    /// whose tags were all read within it is one round trip; otherwise its tags are read
-    /// too (one more). The bound on a lost tag notification for reads of the tier.
+    /// How long this process trusts the record of a tag it read from the tier (default
+    /// 1 s; notifications update it meanwhile): a hit on a tagged entry whose tags were all
+    /// read within it is one round trip; otherwise its tags are read too (one more). The
+    /// bound on a lost tag notification, or a lost record, for reads of the tier.
     pub tag_check: Duration,
     /// Longest a lock is held for one load (default none: while its leader runs). The
     /// engines set it to the hard timeout: past it the lock is handed back even though the
