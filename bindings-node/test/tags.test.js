@@ -44,9 +44,9 @@ function present(cache) {
 
 /**
  * Lets the clock move on between a load's start in one cache and an invalidation in another
- * (two processes): the fleet dates loads and tag stamps in wall-clock milliseconds, and two
- * machines are never in the same one. The tests of one cache race in the load's own
- * millisecond. Not an assertion: every check waits for events.
+ * (two processes): for a tag the loading process did not know before its load, the fleet
+ * compares the tag's stamp (its server's clock) with the load's start (this host's), and two
+ * machines are never at the same instant. Not an assertion: every check waits for events.
  */
 const fleetGap = () => sleep(20)
 
