@@ -164,8 +164,9 @@ export declare class Cache {
    */
   invalidateTag(tag: string, options?: { soft?: boolean }): Promise<void>
   /**
-   * `invalidateTag` of each of `tags` at once (one round trip with a shared tier). Every
-   * tag is checked before any is invalidated.
+   * `invalidateTag` of each of `tags` at once (one round trip with a shared tier per 256
+   * tags). Every tag is checked before any is invalidated; more than 10,000 distinct tags
+   * reject with `HERDLESS_TOO_MANY_TAGS`, nothing invalidated.
    */
   invalidateTags(tags: readonly string[], options?: { soft?: boolean }): Promise<void>
   /**
@@ -754,12 +755,17 @@ export interface RedisCounters {
   /** Tags invalidated or expired by this process for the fleet. */
   tagInvalidations: number
   /**
-   * Round trips that read tags' invalidation stamps (a tagged entry whose tags were not
-   * known recently enough, or a leader's check before its commit).
+   * Round trips that read tags' records (a tagged entry whose tags were not known
+   * recently enough, or a writer's use of its tags before its commit).
    */
   tagFetches: number
   /** Loads not published because one of their tags was invalidated after the load began. */
   tagRejectedCommits: number
+  /**
+   * Tagged entries read as removed because a tag's record was gone (evicted, expired),
+   * not a record, or made again since they were written.
+   */
+  tagRecordsLost: number
 }
 
 /** Options of `cache.warm(keys, loader, options)`. */
@@ -841,6 +847,19 @@ export declare namespace testing {
     plant(key: string, text: string): void
     /** Plants `text` as the epoch of `namespace` (a corrupt epoch is repaired forward). */
     plantEpoch(namespace: string, text: string): void
+    /**
+     * Plants `text` as the record of the entry tag `tag` (no expiry), as a bug, an older
+     * release or an attacker would: text that is not a record removes every entry carrying
+     * the tag.
+     */
+    plantTag(tag: string, text: string): void
+    /** Makes the record of the entry tag `tag` a key of another Redis type. */
+    plantTagWrongType(tag: string): void
+    /**
+     * Deletes the record of the entry tag `tag`, as a `maxmemory` eviction (or its expiry)
+     * would: the entries carrying it are removed, never served again.
+     */
+    evictTag(tag: string): void
     /**
      * Plants a lock on `key` that no live cache holds (a leader that died), for `ms`
      * milliseconds.

@@ -616,8 +616,9 @@ impl Cache {
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
     }
 
-    /// `invalidateTag` of each of `tags` at once (one round trip with a shared tier). Every
-    /// tag is checked before any is invalidated.
+    /// `invalidateTag` of each of `tags` at once (one round trip with a shared tier per 256
+    /// tags). Every tag is checked before any is invalidated; more than 10,000 distinct tags
+    /// reject with `HERDLESS_TOO_MANY_TAGS`, nothing invalidated.
     #[napi(
         ts_args_type = "tags: readonly string[], options?: { soft?: boolean }",
         ts_return_type = "Promise<void>"

@@ -131,11 +131,14 @@ pub struct RedisCounters {
     pub fleet_wait_timeouts: f64,
     /// Tags invalidated or expired by this process for the fleet.
     pub tag_invalidations: f64,
-    /// Round trips that read tags' invalidation stamps (a tagged entry whose tags were not
-    /// known recently enough, or a leader's check before its commit).
+    /// Round trips that read tags' records (a tagged entry whose tags were not known
+    /// recently enough, or a writer's use of its tags before its commit).
     pub tag_fetches: f64,
     /// Loads not published because one of their tags was invalidated after the load began.
     pub tag_rejected_commits: f64,
+    /// Tagged entries read as removed because a tag's record was gone (evicted, expired),
+    /// not a record, or made again since they were written.
+    pub tag_records_lost: f64,
 }
 
 /// The shared tier's counters as JS sees them.
@@ -163,6 +166,7 @@ pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
         tag_invalidations: m.tag_invalidations as f64,
         tag_fetches: m.tag_fetches as f64,
         tag_rejected_commits: m.tag_rejected_commits as f64,
+        tag_records_lost: m.tag_records_lost as f64,
     }
 }
 

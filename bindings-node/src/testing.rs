@@ -82,6 +82,27 @@ impl MemoryStore {
         self.store.put_epoch(&namespace, &text);
     }
 
+    /// Plants `text` as the record of the entry tag `tag` (no expiry), as a bug, an older
+    /// release or an attacker would: text that is not a record removes every entry carrying
+    /// the tag.
+    #[napi]
+    pub fn plant_tag(&self, tag: String, text: String) {
+        self.store.put_tag_record(&tag, &text);
+    }
+
+    /// Makes the record of the entry tag `tag` a key of another Redis type.
+    #[napi]
+    pub fn plant_tag_wrong_type(&self, tag: String) {
+        self.store.put_tag_wrong_type(&tag);
+    }
+
+    /// Deletes the record of the entry tag `tag`, as a `maxmemory` eviction (or its expiry)
+    /// would: the entries carrying it are removed, never served again.
+    #[napi]
+    pub fn evict_tag(&self, tag: String) {
+        self.store.evict_tag(&tag);
+    }
+
     /// Plants a lock on `key` that no live cache holds (a leader that died), for `ms`
     /// milliseconds.
     #[napi]

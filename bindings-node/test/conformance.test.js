@@ -157,6 +157,13 @@ class MemoryTier {
     else this.store.plantLock(step.key, step.ms)
   }
 
+  /** `plant_tag` (raw `text`, or with `wrong_type` a key of another type) and `evict_tag`. */
+  async plantTag(step) {
+    if (step.op === 'evict_tag') this.store.evictTag(step.tag)
+    else if (step.wrong_type) this.store.plantTagWrongType(step.tag)
+    else this.store.plantTag(step.tag, step.text)
+  }
+
   resubscribe() {
     this.store.restartSubscriptions()
   }
@@ -276,6 +283,20 @@ class RedisTier {
     return { value: `${at}:v:${key}`, lock: `${at}:l:${key}`, epoch: `${at}:e` }
   }
 
+  /** The name of an entry tag's record: `<prefix>:{t:<escaped tag>}:t`. */
+  tagKey(tag) {
+    return `${this.prefix}:{t:${tag.replace(/%/g, '%25').replace(/\{/g, '%7B').replace(/\}/g, '%7D')}}:t`
+  }
+
+  /** `plant_tag` (raw `text`, or with `wrong_type` a list) and `evict_tag` (the record deleted). */
+  async plantTag(step) {
+    const port = this.server.port
+    const name = this.tagKey(step.tag)
+    await command(port, 'DEL', name)
+    if (step.wrong_type) await command(port, 'LPUSH', name, 'x')
+    else if (step.op !== 'evict_tag') await command(port, 'SET', name, step.text)
+  }
+
   async plant(step) {
     const port = this.server.port
     if (step.op === 'plant') return command(port, 'SET', this.names(step.key).value, step.bytes)
@@ -386,8 +407,10 @@ async function play(name, scenario, tier) {
           break
         case 'invalidate_tag': {
           const soft = { soft: step.soft ?? false }
-          const call = step.tags !== undefined ? p.invalidateTags(step.tags, soft) : p.invalidateTag(step.tag, soft)
-          check(at, step, await outcome(call), started)
+          for (let i = 0; i < (step.repeat ?? 1); i++) {
+            const call = step.tags !== undefined ? p.invalidateTags(step.tags, soft) : p.invalidateTag(step.tag, soft)
+            check(at, step, await outcome(call), started)
+          }
           break
         }
         case 'invalidate':
@@ -410,6 +433,10 @@ async function play(name, scenario, tier) {
         case 'plant_epoch':
         case 'plant_lock':
           await tier.plant(step)
+          break
+        case 'plant_tag':
+        case 'evict_tag':
+          await tier.plantTag(step)
           break
         case 'expect_loads':
           assert.equal(loads, step.n, `${at}: loads`)

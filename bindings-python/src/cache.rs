@@ -264,7 +264,8 @@ impl Cache {
     }
 
     /// `invalidate_tag` of each of `tags` (an iterable of str), at once: one round trip
-    /// with Redis. Every tag is checked before any is invalidated.
+    /// with Redis per 256 tags. Every tag is checked before any is invalidated; more than
+    /// 10,000 distinct tags raise `TooManyTags` (nothing invalidated).
     #[pyo3(signature = (tags, *, soft=false))]
     fn invalidate_tags(&self, py: Python<'_>, tags: Bound<'_, PyAny>, soft: bool) -> PyResult<()> {
         let tags = tag_list(py, "tags", &tags, usize::MAX)?;

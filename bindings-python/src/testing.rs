@@ -77,6 +77,21 @@ impl MemoryStore {
         self.0.put_epoch(namespace, text);
     }
 
+    /// Plants `text` as `tag`'s record (PROTOCOL.md, "Tags"), or with `wrong_type` a key of
+    /// another Redis type: corrupt state.
+    #[pyo3(signature = (tag, text = None, wrong_type = false))]
+    fn plant_tag(&self, tag: &str, text: Option<&str>, wrong_type: bool) {
+        match (wrong_type, text) {
+            (true, _) => self.0.put_tag_wrong_type(tag),
+            (false, text) => self.0.put_tag_record(tag, text.unwrap_or_default()),
+        }
+    }
+
+    /// Deletes `tag`'s record, as a `maxmemory` eviction (or its expiry) would.
+    fn evict_tag(&self, tag: &str) {
+        self.0.evict_tag(tag);
+    }
+
     /// Plants a lock on `key` that no cache holds (a leader that died), for `seconds`.
     fn plant_lock(&self, py: Python<'_>, key: &str, seconds: Bound<'_, PyAny>) -> PyResult<()> {
         let d: Duration = duration(py, "seconds", &seconds, true)?;

@@ -227,3 +227,9 @@ def lock_key(prefix: str, key: str) -> str:
 def epoch_key(prefix: str, namespace: str) -> str:
     """The Redis name of a namespace's epoch."""
     return f"{stem(prefix, namespace)}:e"
+
+
+def tag_key(prefix: str, tag: str) -> str:
+    """The Redis name of an entry tag's record (PROTOCOL.md section 1)."""
+    escaped = tag.replace("%", "%25").replace("{", "%7B").replace("}", "%7D")
+    return f"{prefix}:{{t:{escaped}}}:t"

@@ -32,7 +32,7 @@ from herdless import (
 )
 from herdless.testing import MemoryStore
 
-from redis_support import RedisServer, command, epoch_key, lock_key, value_key
+from redis_support import RedisServer, command, epoch_key, lock_key, tag_key, value_key
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "conformance").glob("*.json"))
 PLAYED = SCENARIOS
@@ -134,6 +134,24 @@ class Tier:
             epoch = raw.decode() if raw else "0"
             command(port, "SET", lock_key(self.prefix, step["key"]), f"{epoch}:{'0' * 32}",
                     "PX", step["ms"])
+
+    def plant_tag(self, step: dict[str, Any]) -> None:
+        """``plant_tag`` (raw ``text``, or with ``wrong_type`` a key of another Redis type, as
+        a tag's record) and ``evict_tag`` (the record deleted, as eviction would)."""
+        evict, wrong_type = step["op"] == "evict_tag", step.get("wrong_type", False)
+        if self.store is not None:
+            if evict:
+                self.store.evict_tag(step["tag"])
+            else:
+                self.store.plant_tag(step["tag"], step.get("text"), wrong_type=wrong_type)
+            return
+        assert self.server is not None
+        name = tag_key(self.prefix, step["tag"])
+        command(self.server.port, "DEL", name)
+        if wrong_type:
+            command(self.server.port, "LPUSH", name, "x")
+        elif not evict:
+            command(self.server.port, "SET", name, step["text"])
 
 
 def _check(name: str, step: dict[str, Any], got: Any, exc: BaseException | None,
@@ -266,10 +284,11 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
                 )
             elif op == "invalidate_tag":
                 soft = step.get("soft", False)
-                if "tags" in step:
-                    _check(name, step, *timed(lambda: p.invalidate_tags(step["tags"], soft=soft)))
-                else:
-                    _check(name, step, *timed(lambda: p.invalidate_tag(step["tag"], soft=soft)))
+                for _ in range(step.get("repeat", 1)):
+                    if "tags" in step:
+                        _check(name, step, *timed(lambda: p.invalidate_tags(step["tags"], soft=soft)))
+                    else:
+                        _check(name, step, *timed(lambda: p.invalidate_tag(step["tag"], soft=soft)))
             elif op == "invalidate":
                 _check(name, step, *timed(lambda: p.invalidate(step["key"])))
             elif op == "bump":
@@ -285,6 +304,8 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
                 tier.store.restart_subscriptions()
             elif op in ("plant", "plant_epoch", "plant_lock"):
                 tier.plant(step)
+            elif op in ("plant_tag", "evict_tag"):
+                tier.plant_tag(step)
             elif op == "expect_loads":
                 assert loads == step["n"], f"{name}: loads = {loads}, expected {step['n']}"
             elif op == "expect_metrics":

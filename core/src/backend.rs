@@ -67,11 +67,25 @@ pub struct StoredEntry {
     /// The metadata its loader kept with it ([`Loaded::meta`](crate::Loaded::meta)).
     pub meta: Option<String>,
     /// Its tags ([`Loaded::tags`](crate::Loaded::tags)); empty: none. An invalidation of
-    /// any of them at or after `born_ms` drops it for the whole fleet.
+    /// any of them after it was written drops it for the whole fleet.
     pub tags: Vec<String>,
-    /// When the load that produced it began (or the write happened), Unix milliseconds:
-    /// what its tags' invalidation stamps are compared with. 0 without tags.
-    pub born_ms: u64,
+    /// One mark per tag, in the order of `tags`: what the shared tier's record of that tag
+    /// said when the entry was written. Readers compare each with the tag's record as it is
+    /// now; the writer fills them in (empty until then, and without tags).
+    pub tag_marks: Vec<TagMark>,
+}
+
+/// What a shared tier's record of one tag said when an entry carrying the tag was written:
+/// which record it was (a record that is lost and made again has another incarnation) and
+/// the last invalidation of it the entry has seen. A later invalidation, or another
+/// incarnation, tells a reader the entry was removed (or, soft, expired).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TagMark {
+    /// The record's incarnation: random, never 0, made when the record is made.
+    pub incarnation: u64,
+    /// The stamp of the record's last invalidation (hard or soft) the entry has seen; 0:
+    /// none.
+    pub seen: u64,
 }
 
 impl StoredEntry {

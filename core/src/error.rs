@@ -128,7 +128,9 @@ pub enum Error {
         max: usize,
     },
     /// An entry was given more distinct tags than
-    /// [`Builder::max_tags_per_entry`](crate::Builder::max_tags_per_entry).
+    /// [`Builder::max_tags_per_entry`](crate::Builder::max_tags_per_entry), or one call that
+    /// invalidates tags more than its bound (a shared tier's, e.g. herdless-redis's
+    /// `MAX_TAGS_PER_INVALIDATION`): nothing was stored or invalidated.
     TooManyTags {
         /// How many tags it was given, duplicates included (more than `max` distinct).
         count: usize,
@@ -188,7 +190,10 @@ impl fmt::Display for Error {
                 write!(f, "a tag is {len} bytes long; the limit is {max}")
             }
             Error::TooManyTags { count, max } => {
-                write!(f, "an entry has {count} tags; the limit is {max}")
+                write!(
+                    f,
+                    "{count} tags given, more than {max} distinct; the limit is {max}"
+                )
             }
         }
     }

@@ -2,7 +2,7 @@
 //!
 //! Invariants:
 //! - `decode` never panics;
-//! - it accepts exactly the bytes §2 calls an entry (formats 1, 2 and 3) (checked against an independent reading
+//! - it accepts exactly the bytes §2 calls an entry (formats 1, 2 and 4; 3 is retired) (checked against an independent reading
 //!   of the table, not against the decoder's own code);
 //! - an accepted entry re-encodes to the very same bytes (the format has one spelling per
 //!   entry), and any entry with ordered times and a whole number of microseconds survives
@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use arbitrary::{Arbitrary, Unstructured};
-use herdless::backend::StoredEntry;
+use herdless::backend::{StoredEntry, TagMark};
 use herdless_redis::wire::{self, DecodeError, HEADER_LEN};
 use libfuzzer_sys::fuzz_target;
 
@@ -27,17 +27,16 @@ fn extension_end(b: &[u8]) -> Option<usize> {
     (b.len() >= at + len).then_some(at + len)
 }
 
-/// Where format 3's value starts, after its tags section at `at` (born_ms, a count of 1
-/// or more, each tag a length of 1 to 128 and UTF-8), or the first rule it breaks.
+/// Where format 4's value starts, after its tags section at `at` (a count of 1 or more,
+/// each tag a length of 1 to 128, UTF-8, then a 16-byte mark), or the first rule it breaks.
 fn tags_end(b: &[u8], at: usize) -> Result<usize, DecodeError> {
-    if b.len() < at + 9 {
+    let Some(&count) = b.get(at) else {
         return Err(DecodeError::Truncated);
-    }
-    let count = b[at + 8];
+    };
     if count == 0 {
         return Err(DecodeError::Malformed);
     }
-    let mut at = at + 9;
+    let mut at = at + 1;
     for _ in 0..count {
         let Some(&len) = b.get(at) else {
             return Err(DecodeError::Truncated);
@@ -52,7 +51,10 @@ fn tags_end(b: &[u8], at: usize) -> Result<usize, DecodeError> {
         if std::str::from_utf8(&b[at + 1..at + 1 + len]).is_err() {
             return Err(DecodeError::Malformed);
         }
-        at += 1 + len;
+        if b.len() < at + 1 + len + 16 {
+            return Err(DecodeError::Truncated);
+        }
+        at += 1 + len + 16;
     }
     Ok(at)
 }
@@ -64,7 +66,7 @@ fn is_entry(b: &[u8]) -> bool {
     }
     let body = match b[2] {
         1 => HEADER_LEN,
-        2 | 3 => match extension_end(b) {
+        2 | 4 => match extension_end(b) {
             Some(end) => {
                 let meta = &b[HEADER_LEN + 10..end];
                 if meta.len() > herdless::MAX_META_BYTES
@@ -108,23 +110,26 @@ fn entry_from(u: &mut Unstructured<'_>) -> arbitrary::Result<StoredEntry> {
         // Not empty (an empty meta is None) and within the cap.
         meta: Option::<String>::arbitrary(u)?
             .filter(|m| !m.is_empty() && m.len() <= herdless::MAX_META_BYTES),
-        // Non-empty tags within the bounds, and a birth only with them.
+        // Non-empty tags within the bounds, each with a mark.
         tags: Vec::<String>::arbitrary(u)?
             .into_iter()
             .filter(|t| !t.is_empty() && t.len() <= wire::MAX_TAG_BYTES)
             .take(wire::MAX_TAGS)
             .collect(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     })
     .and_then(|mut e| {
-        if !e.tags.is_empty() {
-            e.born_ms = u64::arbitrary(u)?;
+        for _ in 0..e.tags.len() {
+            e.tag_marks.push(TagMark {
+                incarnation: u64::arbitrary(u)?,
+                seen: u64::arbitrary(u)?,
+            });
         }
         Ok(e)
     })
 }
 
-/// The first rule of format 2's (or 3's) extension and tags section that `b` breaks (its
+/// The first rule of format 2's (or 4's) extension and tags section that `b` breaks (its
 /// header is whole).
 fn extension_error(b: &[u8]) -> DecodeError {
     let at = HEADER_LEN + 10;
@@ -136,7 +141,7 @@ fn extension_error(b: &[u8]) -> DecodeError {
         DecodeError::Malformed
     } else if b.len() < at + len {
         DecodeError::Truncated
-    } else if b[2] == 3 && std::str::from_utf8(&b[at..at + len]).is_ok() {
+    } else if b[2] == 4 && std::str::from_utf8(&b[at..at + len]).is_ok() {
         tags_end(b, at + len)
             .err()
             .unwrap_or(DecodeError::Malformed)
@@ -161,7 +166,7 @@ fuzz_target!(|data: &[u8]| {
                 DecodeError::Foreign
             } else if data.len() < 3 {
                 DecodeError::Truncated
-            } else if !(wire::FORMAT..=wire::FORMAT_TAGGED).contains(&data[2]) {
+            } else if !(wire::FORMAT..=wire::FORMAT_TAGGED).contains(&data[2]) || data[2] == 3 {
                 DecodeError::UnknownFormat(data[2])
             } else if data.len() < HEADER_LEN {
                 DecodeError::Truncated
@@ -175,11 +180,11 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(entry) = entry_from(&mut Unstructured::new(data)) {
         let bytes = wire::encode(&entry);
-        let tags: usize = entry.tags.iter().map(|t| 1 + t.len()).sum();
+        let tags: usize = entry.tags.iter().map(|t| 1 + t.len() + 16).sum();
         let extension = match (&entry.ttl, &entry.meta, entry.tags.is_empty()) {
             (None, None, true) => 0,
             (_, meta, true) => 10 + meta.as_ref().map_or(0, String::len),
-            (_, meta, false) => 10 + meta.as_ref().map_or(0, String::len) + 9 + tags,
+            (_, meta, false) => 10 + meta.as_ref().map_or(0, String::len) + 1 + tags,
         };
         assert_eq!(
             bytes.len(),

@@ -30,7 +30,7 @@ fn entry(value: &[u8]) -> StoredEntry {
         ttl: None,
         meta: None,
         tags: Vec::new(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     }
 }
 

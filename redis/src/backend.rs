@@ -19,10 +19,10 @@ use crate::metrics::{Metrics, RedisMetrics, inc};
 use crate::notify::{Hub, MAX_SHARDED_SUBSCRIPTIONS};
 use crate::runtime::Runtime;
 use crate::scripts::SCRIPTS;
-use crate::tags::{StampCache, Stamps, TagTier};
 use crate::wire;
 
 mod batch;
+mod tags;
 
 /// Wall-clock Unix milliseconds: the fleet's shared time line (keep hosts on NTP).
 pub fn now_ms() -> u64 {
@@ -128,11 +128,11 @@ impl RedisBuilder {
         self
     }
 
-    /// How long a tag's invalidation record is kept after its last invalidation (default
-    /// one day, [`DEFAULT_TAG_RETENTION`](crate::tags::DEFAULT_TAG_RETENTION)). A tagged
-    /// entry lives at most this long after its birth, so no entry outlives the record of
-    /// an invalidation that happened after it was born. Every process of a fleet should
-    /// use the same value (PROTOCOL.md, "Tags").
+    /// How long a tag's record is kept after its last invalidation or use by a writer
+    /// (default one day, [`DEFAULT_TAG_RETENTION`](crate::tags::DEFAULT_TAG_RETENTION)). A
+    /// tagged entry lives at most this long after its load began (or its write), so it
+    /// outlives its records only if one is evicted, and then reads as removed. Every
+    /// process of a fleet should use the same value (PROTOCOL.md, "Tags").
     pub fn tag_retention(mut self, d: Duration) -> Self {
         self.tag_retention = d;
         self
@@ -494,8 +494,8 @@ impl RedisBackend {
 
     /// Subscribes to `key`'s namespace before reading it, so that whatever the read hands
     /// the L1 hears of later changes. Tags need nothing more here: a tagged entry is
-    /// checked against its tags' stamps before it is kept, and that check subscribes the
-    /// tags channel before it reads them ([`TagTier::fetch_stamps`]). Once confirmed, a
+    /// checked against its tags' records before it is kept, and that check subscribes the
+    /// tags channel before it reads them (`TagTier::fetch_records`). Once confirmed, a
     /// subscription costs an atomic load. While the subscription is known to be down (a
     /// disconnection seen, its resubscription not yet confirmed) nothing read is handed
     /// over: the read fails.
@@ -504,139 +504,6 @@ impl RedisBackend {
             return Err(Error::Unsubscribed);
         }
         self.subscribe_namespace(key).await
-    }
-
-    /// Listens to the tags channel (once): before this process relies on tag stamps it
-    /// learned, it must hear of later invalidations. On a single server the one pattern
-    /// subscription covers it; on a Cluster it is one sharded subscription, never dropped.
-    async fn subscribe_tags(&self) -> Result<(), Error> {
-        let inner = &self.inner;
-        if inner.sharded {
-            let channel = keys::tags_channel(&inner.prefix);
-            inner
-                .tags_subscription
-                .get_or_try_init(|| inner.sub.ssubscribe(&channel))
-                .await?;
-        } else {
-            let pattern = keys::channel_pattern(&inner.prefix);
-            let (cell, _) = inner.hub.subscription(&pattern, usize::MAX);
-            cell.get_or_try_init(|| inner.sub.psubscribe(&pattern))
-                .await?;
-        }
-        Ok(())
-    }
-
-    /// `tags`' indices grouped by Cluster slot (one group on a single server).
-    fn slot_groups(&self, tags: &[String]) -> Vec<Vec<usize>> {
-        let mut groups: Vec<(u16, Vec<usize>)> = Vec::new();
-        for (i, t) in tags.iter().enumerate() {
-            let slot = match self.inner.sharded {
-                true => keys::slot(&keys::tag_key(&self.inner.prefix, t)),
-                false => 0,
-            };
-            match groups.iter_mut().find(|(s, _)| *s == slot) {
-                Some((_, members)) => members.push(i),
-                None => groups.push((slot, vec![i])),
-            }
-        }
-        groups.into_iter().map(|(_, m)| m).collect()
-    }
-}
-
-impl TagTier for RedisBackend {
-    fn fetch_stamps<'a>(&'a self, tags: &'a [String]) -> BackendFuture<'a, Vec<Stamps>> {
-        self.op("tag_stamps", async move {
-            self.subscribe_tags().await?;
-            let mut out = vec![Stamps::default(); tags.len()];
-            for members in self.slot_groups(tags) {
-                let mut live = self.inner.cmd.live().await?;
-                let mut mget = redis::cmd("MGET");
-                for &i in &members {
-                    mget.arg(keys::tag_key(&self.inner.prefix, &tags[i]));
-                }
-                inc(&self.inner.metrics.tag_fetches);
-                let raw: Vec<Option<Vec<u8>>> = mget.query_async(&mut live).await?;
-                let now = now_ms();
-                for (&i, raw) in members.iter().zip(raw) {
-                    out[i] = match raw.map(|r| Stamps::parse(&r)) {
-                        None => Stamps::default(),
-                        Some(Some(s)) => s,
-                        // A record that is not one may have held any invalidation.
-                        Some(None) => {
-                            inc(&self.inner.metrics.corrupt_entries);
-                            Stamps {
-                                removed: now,
-                                expired: now,
-                            }
-                        }
-                    };
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    fn stamp_tags<'a>(
-        &'a self,
-        tags: &'a [String],
-        soft: bool,
-        now_ms: u64,
-    ) -> BackendFuture<'a, Vec<Stamps>> {
-        self.op("tag", async move {
-            self.subscribe_tags().await?;
-            let inner = &self.inner;
-            let channel = keys::tags_channel(&inner.prefix);
-            let mut out = vec![Stamps::default(); tags.len()];
-            for members in self.slot_groups(tags) {
-                let mut live = inner.cmd.live().await?;
-                let mut pipe = redis::pipe();
-                pipe.load_script(&SCRIPTS.tag).ignore();
-                for &i in &members {
-                    let mut inv = SCRIPTS.tag.key(keys::tag_key(&inner.prefix, &tags[i]));
-                    inv.arg(now_ms)
-                        .arg(if soft { "1" } else { "0" })
-                        .arg(ms_arg(inner.tag_retention))
-                        // A script may publish only on its keys' slot: on a Cluster the
-                        // notice follows as its own SPUBLISH.
-                        .arg(if inner.sharded { "" } else { channel.as_str() })
-                        .arg(&inner.hub.origin)
-                        .arg("0")
-                        .arg(&tags[i]);
-                    pipe.invoke_script(&inv);
-                }
-                let replies: Vec<(u64, u64, i64)> = pipe.query_async(&mut live).await?;
-                for (&i, (removed, expired, corrupt)) in members.iter().zip(replies) {
-                    if corrupt == 1 {
-                        inc(&inner.metrics.corrupt_entries);
-                    }
-                    inc(&inner.metrics.tag_invalidations);
-                    out[i] = Stamps { removed, expired };
-                    inner.hub.stamps.learn(&tags[i], out[i]);
-                }
-            }
-            if inner.sharded {
-                let kind = if soft { 'x' } else { 't' };
-                for (tag, s) in tags.iter().zip(&out) {
-                    let stamp = if soft { s.expired } else { s.removed };
-                    let message = format!("{kind}:{}:{stamp}:{tag}", inner.hub.origin);
-                    let mut live = inner.cmd.live().await?;
-                    redis::cmd("SPUBLISH")
-                        .arg(&channel)
-                        .arg(message)
-                        .query_async::<i64>(&mut live)
-                        .await?;
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    fn stamp_cache(&self) -> &StampCache {
-        &self.inner.hub.stamps
-    }
-
-    fn tag_retention(&self) -> Duration {
-        self.inner.tag_retention
     }
 }
 

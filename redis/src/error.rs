@@ -38,6 +38,17 @@ pub enum Error {
     /// The subscription connection is down (its resubscription not yet confirmed): what a
     /// read would hand the L1 could not hear of later changes, so the read is refused.
     Unsubscribed,
+    /// A tag invalidation sent in several round trips failed after some of them: the first
+    /// `applied` of its `tags` were invalidated (or expired) for the fleet, the others are
+    /// unknown (the failed round trip) or not sent. Invalidating them again is harmless.
+    TagsPartlyApplied {
+        /// Tags invalidated for the fleet before the failure.
+        applied: usize,
+        /// Tags of the call.
+        tags: usize,
+        /// Why the rest failed.
+        cause: Box<Error>,
+    },
 }
 
 impl fmt::Display for Error {
@@ -58,6 +69,14 @@ impl fmt::Display for Error {
             Self::Unsubscribed => f.write_str(
                 "the redis subscription is down: a copy read now could not be kept coherent",
             ),
+            Self::TagsPartlyApplied {
+                applied,
+                tags,
+                cause,
+            } => write!(
+                f,
+                "{applied} of {tags} tags were invalidated for the fleet, then: {cause}"
+            ),
         }
     }
 }
@@ -66,6 +85,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Redis(e) => Some(&**e),
+            Self::TagsPartlyApplied { cause, .. } => Some(&**cause),
             _ => None,
         }
     }

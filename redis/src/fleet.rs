@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use herdless::backend::{AcquireRequest, Acquired, Backend, LockToken, StoredEntry, WriteOutcome};
 use tokio::runtime::Handle;
@@ -18,7 +18,9 @@ use tokio::task::JoinHandle;
 use crate::backend::{now_ms, random_secret};
 use crate::metrics::{Metrics, inc};
 use crate::runtime::block_on;
-use crate::tags::{Fate, Stamps, TagTier, fate, judged};
+use crate::tags::TagTier;
+
+mod tags;
 
 mod many;
 
@@ -33,10 +35,10 @@ pub struct FleetOptions {
     pub recheck: Duration,
     /// Longest wait for another process's load (default 5 s).
     pub wait_timeout: Duration,
-    /// How long this process trusts the invalidation stamps of a tag it read from the
-    /// tier (default 1 s; notifications update them meanwhile): a hit on a tagged entry
-    /// whose tags were all read within it is one round trip; otherwise its tags are read
-    /// too (one more). The bound on a lost tag notification for reads of the tier.
+    /// How long this process trusts the record of a tag it read from the tier (default
+    /// 1 s; notifications update it meanwhile): a hit on a tagged entry whose tags were all
+    /// read within it is one round trip; otherwise its tags are read too (one more). The
+    /// bound on a lost tag notification, or a lost record, for reads of the tier.
     pub tag_check: Duration,
     /// Longest a lock is held for one load (default none: while its leader runs). The
     /// engines set it to the hard timeout: past it the lock is handed back even though the
@@ -352,7 +354,7 @@ impl Fleet {
         key: &str,
         mut entry: StoredEntry,
     ) -> Result<WriteOutcome, herdless::Error> {
-        self.date(&mut entry, Instant::now());
+        self.mark_write(key, &mut entry).await?;
         self.backend
             .commit(key, entry, None)
             .await
@@ -373,146 +375,6 @@ impl Fleet {
             .bump(namespace)
             .await
             .map_err(|e| self.failed(namespace, e))
-    }
-
-    /// Invalidates every entry carrying one of `tags`, for the whole fleet (`soft`: expires
-    /// them instead: stale within their grace while one refresh runs), in O(1) per tag:
-    /// one round trip per Cluster slot group of the tags (one on a single server). The
-    /// other processes are told; this process's own L1 is the caller's to drop. Answers
-    /// each tag's stamp, in order.
-    pub async fn invalidate_tags(
-        &self,
-        tags: &[String],
-        soft: bool,
-    ) -> Result<Vec<u64>, herdless::Error> {
-        if tags.is_empty() {
-            return Ok(Vec::new());
-        }
-        let stamps = self
-            .tags
-            .stamp_tags(tags, soft, now_ms())
-            .await
-            .map_err(|e| self.failed(&tags[0], e))?;
-        Ok(stamps
-            .iter()
-            .map(|s| if soft { s.expired } else { s.removed })
-            .collect())
-    }
-
-    /// The invalidation stamps of `tags`: those this process read less than `tag_check`
-    /// ago (or heard of since), the others read from the tier in one round trip (per
-    /// Cluster slot group); all of them read from the tier with `fresh`.
-    pub(crate) async fn stamps(
-        &self,
-        tags: &[String],
-        fresh: bool,
-    ) -> Result<Vec<Stamps>, herdless::LoadError> {
-        let cache = self.tags.stamp_cache();
-        let mut out: Vec<Option<Stamps>> = tags
-            .iter()
-            .map(|t| match fresh {
-                true => None,
-                false => cache.recent(t, self.opts.tag_check),
-            })
-            .collect();
-        let missing: Vec<String> = tags
-            .iter()
-            .zip(&out)
-            .filter(|(_, s)| s.is_none())
-            .map(|(t, _)| t.clone())
-            .collect();
-        if !missing.is_empty() {
-            let fetched = self.tags.fetch_stamps(&missing).await?;
-            let mut fetched = missing.iter().zip(fetched);
-            for slot in out.iter_mut().filter(|s| s.is_none()) {
-                if let Some((t, s)) = fetched.next() {
-                    cache.learn(t, s);
-                    *slot = Some(s);
-                }
-            }
-        }
-        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
-    }
-
-    /// `entry` as its tags leave it at `now_ms` (`None`: removed; expired, it is no longer
-    /// fresh at `now_ms`); an untagged entry as it is, without a round trip.
-    async fn judge(
-        &self,
-        entry: StoredEntry,
-        now_ms: u64,
-    ) -> Result<Option<StoredEntry>, herdless::LoadError> {
-        if entry.tags.is_empty() {
-            return Ok(Some(entry));
-        }
-        let stamps = self.stamps(&entry.tags, false).await?;
-        Ok(judged(entry, &stamps, now_ms))
-    }
-
-    /// An acquire's answer with its entry judged by its tags.
-    async fn judge_acquired(&self, a: Acquired) -> Result<Judged, herdless::LoadError> {
-        let now = now_ms();
-        let servable = |e: Option<StoredEntry>| e.filter(|e| e.is_servable(now));
-        Ok(Judged::Ready(match a {
-            Acquired::Fresh(e) => {
-                let version = e.version;
-                match self.judge(e, now).await? {
-                    Some(e) if e.is_fresh(now) => Acquired::Fresh(e),
-                    _ => return Ok(Judged::PastFresh(version)),
-                }
-            }
-            Acquired::Locked {
-                token,
-                stale: Some(e),
-            } => Acquired::Locked {
-                token,
-                stale: servable(self.judge(e, now).await?),
-            },
-            Acquired::Contended {
-                stale: Some(e),
-                remaining,
-            } => Acquired::Contended {
-                stale: servable(self.judge(e, now).await?),
-                remaining,
-            },
-            other => other,
-        }))
-    }
-
-    /// Dates a tagged entry about to be written (`born_ms`: the wall clock at `began`, the
-    /// start of its load or the write, and past every invalidation of its tags this
-    /// process knew of before then, so that one in the same millisecond but before the
-    /// write does not count against it) and caps its life at `born_ms + tag_retention`:
-    /// no entry outlives the record of an invalidation that happened after its birth.
-    /// An entry dated already (`born_ms` set) is left as it is.
-    pub(crate) fn date(&self, entry: &mut StoredEntry, began: Instant) {
-        if entry.tags.is_empty() {
-            entry.born_ms = 0;
-            return;
-        }
-        if entry.born_ms != 0 {
-            return;
-        }
-        // The start's own millisecond, rounded down once: now_ms() - elapsed_ms rounds
-        // both down and can land a millisecond after the start, past an invalidation
-        // stamped in the start's millisecond, which would then let the older value in.
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        let start = u64::try_from(wall.saturating_sub(began.elapsed()).as_millis());
-        let cache = self.tags.stamp_cache();
-        let known = entry
-            .tags
-            .iter()
-            .filter_map(|t| cache.known_before(t, began))
-            .map(|s| s.removed.max(s.expired).saturating_add(1))
-            .max()
-            .unwrap_or(0);
-        entry.born_ms = start.unwrap_or(u64::MAX).max(known);
-        let retention = u64::try_from(self.tags.tag_retention().as_millis()).unwrap_or(u64::MAX);
-        let last = entry.born_ms.saturating_add(retention);
-        entry.retain_until_ms = entry.retain_until_ms.min(last);
-        entry.stale_until_ms = entry.stale_until_ms.min(last);
-        entry.fresh_until_ms = entry.fresh_until_ms.min(last);
     }
 
     /// [`read`](Self::read), blocking.
@@ -565,7 +427,7 @@ pub fn new_entry(
         ttl: None,
         meta: None,
         tags: Vec::new(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     }
 }
 
@@ -672,46 +534,6 @@ impl FleetLease {
         if let Some(h) = self.extender.take() {
             h.abort();
         }
-    }
-
-    /// Dates a tagged entry this lease will publish, as
-    /// [`publish_dated`](Self::publish_dated) does (the load began at `began`), so that
-    /// its caller sees the life the fleet will keep it for.
-    pub fn date(&self, entry: &mut StoredEntry, began: Instant) {
-        self.fleet.date(entry, began);
-    }
-
-    /// Stores a loaded `entry` for the fleet, as [`publish`](Self::publish) does.
-    ///
-    /// A tagged entry's load is dated by `began` (when the loader started): its tags'
-    /// stamps are read fresh first (one round trip), and if one of them was removed at or
-    /// after its birth it is not published (`Superseded`, counted in
-    /// `tag_rejected_commits`; the lock is released): a load that began before a tag
-    /// invalidation never stores its older value.
-    pub async fn publish_dated(
-        self,
-        mut entry: StoredEntry,
-        began: Instant,
-    ) -> Result<WriteOutcome, herdless::Error> {
-        if entry.tags.is_empty() {
-            return self.publish(entry).await;
-        }
-        self.fleet.date(&mut entry, began);
-        let stamps = match self.fleet.stamps(&entry.tags, true).await {
-            Ok(s) => s,
-            Err(e) => {
-                // Unchecked, it is not published: the lock runs out or is released.
-                let err = self.fleet.failed(&self.key, e);
-                let _ = self.release().await;
-                return Err(err);
-            }
-        };
-        if fate(entry.born_ms, stamps) == Fate::Removed {
-            inc(&self.fleet.metrics.tag_rejected_commits);
-            self.release().await?;
-            return Ok(WriteOutcome::Superseded);
-        }
-        self.publish(entry).await
     }
 
     /// Stores `entry` as it is (see [`publish_dated`](Self::publish_dated) for a tagged

@@ -8,7 +8,7 @@
 //! <prefix>:{<tag>}:l:<key>    the lock: "<epoch>:<32 hex digits>"
 //! <prefix>:{<tag>}:e          the namespace epoch (INCR)
 //! <prefix>:{<tag>}:n          the notification channel
-//! <prefix>:{t:<escaped tag>}:t an entry tag's stamps: "<removed_ms>:<expired_ms>"
+//! <prefix>:{t:<escaped tag>}:t an entry tag's record: "<incarnation>:<removed>:<expired>"
 //! <prefix>:{%tags}:n           the channel of every entry tag's invalidations
 //! ```
 //!
@@ -56,7 +56,7 @@ fn escape_into(s: &mut String, text: &str) {
     }
 }
 
-/// The stamps key of an entry tag (PROTOCOL.md, "Tags"): `<prefix>:{t:<escaped tag>}:t`,
+/// The record key of an entry tag (PROTOCOL.md, "Tags"): `<prefix>:{t:<escaped tag>}:t`,
 /// its own hash tag, so the tags of a fleet spread over a Cluster. A namespace never
 /// contains `:`, so this never shares a name with a namespace's keys.
 pub fn tag_key(prefix: &str, tag: &str) -> String {

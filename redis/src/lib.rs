@@ -21,11 +21,14 @@
 //!   [`TieredCache::expire_tag`]; [`TwoTier::set_with`], [`TwoTier::invalidate_tags`],
 //!   [`TwoTier::expire_tags`] for the bindings; a loader's
 //!   [`Loaded::tags`](herdless::Loaded::tags)): an invalidation of a tag drops every entry
-//!   carrying it in every process, in O(1). The shared entry carries its tags and birth
-//!   (entry format 3); each tag's invalidation stamps live in a key of their own, which
-//!   each process caches for `tag_check` (default 1 s) and keeps current by notification,
-//!   so a hit on a tagged key stays one round trip; a load that began before an
-//!   invalidation of one of its tags never stores (PROTOCOL.md, "Tags").
+//!   carrying it in every process, in O(1). Each tag's record (an incarnation and its
+//!   invalidation stamps, on its Redis server's clock) lives in a key of its own; the
+//!   shared entry carries its tags and, per tag, the mark of the record it was written
+//!   under (entry format 4), compared with that record only. Each process caches the
+//!   records for `tag_check` (default 1 s) and keeps them current by notification, so a
+//!   hit on a tagged key stays one round trip; a load that began before an invalidation
+//!   of one of its tags never stores, and a lost record resurrects nothing
+//!   (PROTOCOL.md, "Tags").
 //! - [`RedisBackend`]: the core's [`Backend`](herdless::backend::Backend) on Redis: a one-round-trip
 //!   read (value and namespace epoch in one `MGET`, one slot), an atomic read-or-lock script
 //!   (SET NX PX semantics with a 128-bit random token), token-checked extend / release /

@@ -55,8 +55,9 @@ counters! {
     fleet_wait_rechecks: "Re-checks of a waited key without a notification (timer).",
     fleet_wait_timeouts: "Waits for another process's load that ended at wait_timeout.",
     tag_invalidations: "Tags invalidated or expired by this process for the fleet.",
-    tag_fetches: "Round trips that read tags' invalidation stamps (a tagged entry whose tags were not known within tag_check, or a leader's check before its commit).",
+    tag_fetches: "Round trips that read tags' records (a tagged entry whose tags were not known within tag_check, or a writer's use of its tags before its commit).",
     tag_rejected_commits: "Loads not published because one of their tags was invalidated after the load began.",
+    tag_records_lost: "Tagged entries read as removed because a tag's record was gone (evicted, expired), not a record, or made again since they were written.",
 }
 
 pub(crate) fn inc(c: &AtomicU64) {

@@ -89,7 +89,7 @@ pub(crate) struct Hub {
     /// The subscription connection dropped and has not confirmed a resubscription yet.
     disconnected: AtomicBool,
     metrics: Arc<Metrics>,
-    /// The tag stamps this process learned (notices update them, a loss drops them).
+    /// The tag records this process learned (notices update them, a loss drops them).
     pub(crate) stamps: StampCache,
 }
 

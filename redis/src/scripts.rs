@@ -1,5 +1,5 @@
 //! The Lua scripts (PROTOCOL.md, "Scripts"), run with EVALSHA and an EVAL fallback through
-//! `redis::Script`. Each touches only keys of one namespace, hence one Cluster slot.
+//! `redis::Script`. Each touches only keys of one slot: a namespace's, or one tag's record.
 //!
 //! Numbers are Lua doubles: times in ms, versions in µs and epochs stay far below 2^53, so
 //! they are exact. Integers are written with `%.0f`, never `tostring` (which would print
@@ -25,7 +25,7 @@ end
 local function num(n) return string.format('%.0f', n) end
 local function valid(s)
   local h = s and string.sub(s, 1, 3)
-  return s and #s >= HEADER and (h == 'hl\1' or h == 'hl\2' or h == 'hl\3')
+  return s and #s >= HEADER and (h == 'hl\1' or h == 'hl\2' or h == 'hl\4')
 end
 local function get(k)
   local v = redis.pcall('GET', k)
@@ -54,6 +54,21 @@ local function notify(sharded, channel, kind, origin, n, key)
   local cmd = 'PUBLISH'
   if sharded == '1' then cmd = 'SPUBLISH' end
   redis.call(cmd, channel, kind .. ':' .. origin .. ':' .. num(n) .. ':' .. key)
+end
+local function now_us()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function tag_record(k)
+  local cur, corrupt = get(k)
+  if cur then
+    local i, r, x = string.match(cur, '^([0-9a-f]+):(%d+):(%d+)$')
+    if i and #i == 16 and i ~= '0000000000000000' and #r <= 16 and #x <= 16 then
+      return i, tonumber(r), tonumber(x), 0
+    end
+    corrupt = 1
+  end
+  return nil, 0, 0, corrupt
 end
 "#;
 
@@ -191,41 +206,46 @@ notify(ARGV[3], ARGV[1], 'e', ARGV[2], n, ARGV[4])
 return {n, repaired}
 "#;
 
-/// `tag`: KEYS the tag's stamps key. ARGV now_ms, soft ("1": expire, "0": remove),
-/// retention_ms, channel ("" on a Cluster: the caller publishes), origin, sharded, tag.
-/// Stamps the removed (or expired) field with max(now_ms, its old value + 1), keeps the
-/// key for retention_ms and publishes `t` (removed) or `x` (expired) with the stamp.
-/// Returns `{removed, expired, corrupt}`: the stamps now, and 1 when the key held something
-/// else (it is read as "invalidated now", then written clean).
+/// `tag`: KEYS the tag's record. ARGV soft ("1": expire, "0": remove), retention_ms,
+/// channel ("" on a Cluster: the caller publishes), origin, sharded, tag, incarnation (16
+/// hex digits, for a record this makes). A record that is missing or not one is made anew
+/// with this incarnation (the entries written under the old one are removed whatever it
+/// held). The removed (or expired) field gets the stamp max(the server's clock in µs,
+/// either field + 1): the two fields are one increasing sequence, and stamps never come
+/// from a client's clock. Keeps the record for retention_ms and publishes `t` (removed) or
+/// `x` (expired) with the stamp. Returns `{incarnation, removed, expired, corrupt}`.
 const TAG: &str = r#"
-local now = tonumber(ARGV[1])
-local removed, expired, corrupt = 0, 0, 0
-local cur, bad = get(KEYS[1])
-if bad == 1 then corrupt = 1 end
-if cur then
-  local r, x = string.match(cur, '^(%d+):(%d+)$')
-  if r and #r <= 16 and #x <= 16 then
-    removed, expired = tonumber(r), tonumber(x)
-  else
-    corrupt = 1
-  end
-end
--- An unreadable record may have held any invalidation: at least "now" for both.
-if corrupt == 1 then removed, expired = now, now end
-local kind, stamp = 't', 0
-if ARGV[2] == '1' then
+local inc, removed, expired, corrupt = tag_record(KEYS[1])
+if not inc then inc = ARGV[7] end
+local stamp = math.max(now_us(), removed + 1, expired + 1)
+local kind = 't'
+if ARGV[1] == '1' then
   kind = 'x'
-  stamp = math.max(now, expired + 1)
   expired = stamp
 else
-  stamp = math.max(now, removed + 1)
   removed = stamp
 end
-redis.call('SET', KEYS[1], num(removed) .. ':' .. num(expired), 'PX', ARGV[3])
-if ARGV[4] ~= '' then
-  notify(ARGV[6], ARGV[4], kind, ARGV[5], stamp, ARGV[7])
+redis.call('SET', KEYS[1], inc .. ':' .. num(removed) .. ':' .. num(expired), 'PX', ARGV[2])
+if ARGV[3] ~= '' then
+  notify(ARGV[5], ARGV[3], kind, ARGV[4], stamp, ARGV[6])
 end
-return {removed, expired, corrupt}
+return {inc, removed, expired, corrupt}
+"#;
+
+/// `tag_use`: KEYS the tag's record. ARGV incarnation (16 hex digits), retention_ms. A
+/// writer's use of a tag just before its commit: a record that is missing or not one is
+/// made with this incarnation and no invalidation; the record is kept at least
+/// retention_ms. Returns `{incarnation, removed, expired, corrupt}`: what the entry's mark
+/// is made of.
+const TAG_USE: &str = r#"
+local inc, removed, expired, corrupt = tag_record(KEYS[1])
+if not inc then
+  inc = ARGV[1]
+  redis.call('SET', KEYS[1], inc .. ':0:0', 'PX', ARGV[2])
+elseif redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return {inc, removed, expired, corrupt}
 "#;
 
 fn script(body: &str) -> Script {
@@ -252,6 +272,8 @@ pub struct Scripts {
     pub bump: Script,
     /// The `tag` script (PROTOCOL.md, section 6).
     pub tag: Script,
+    /// The `tag_use` script (PROTOCOL.md, section 6).
+    pub tag_use: Script,
 }
 
 /// The scripts, shared by every backend of the process.
@@ -265,11 +287,12 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     invalidate: script(INVALIDATE),
     bump: script(BUMP),
     tag: script(TAG),
+    tag_use: script(TAG_USE),
 });
 
 /// The prelude shared by all scripts and each script's own body, by name, as PROTOCOL.md
 /// quotes them (a test checks that it does, verbatim).
-pub fn parts() -> (&'static str, [(&'static str, &'static str); 9]) {
+pub fn parts() -> (&'static str, [(&'static str, &'static str); 10]) {
     (
         PRELUDE,
         [
@@ -282,12 +305,13 @@ pub fn parts() -> (&'static str, [(&'static str, &'static str); 9]) {
             ("invalidate", INVALIDATE),
             ("bump", BUMP),
             ("tag", TAG),
+            ("tag_use", TAG_USE),
         ],
     )
 }
 
 /// The full source of every script, by name: the prelude followed by the body.
-pub fn sources() -> [(&'static str, String); 9] {
+pub fn sources() -> [(&'static str, String); 10] {
     [
         ("acquire", format!("{PRELUDE}{ACQUIRE}")),
         ("commit", format!("{PRELUDE}{COMMIT}")),
@@ -298,5 +322,6 @@ pub fn sources() -> [(&'static str, String); 9] {
         ("invalidate", format!("{PRELUDE}{INVALIDATE}")),
         ("bump", format!("{PRELUDE}{BUMP}")),
         ("tag", format!("{PRELUDE}{TAG}")),
+        ("tag_use", format!("{PRELUDE}{TAG_USE}")),
     ]
 }

@@ -1,82 +1,151 @@
-//! Entry tags on the shared tier (PROTOCOL.md, "Tags"): each tag's invalidation stamps
-//! live in one Redis key of their own; an entry carries its tags and `born_ms`, and a
-//! reader compares them. This process keeps the stamps it learned (its stamp cache) so that
-//! a hit on a hot tagged key stays one round trip: a tag is fetched again only when it is
-//! unknown or was fetched more than `tag_check` ago, and notifications update it between.
+//! Entry tags on the shared tier (PROTOCOL.md, "Tags"): each tag has a record in a Redis
+//! key of its own (an incarnation and the stamps of its last invalidations); an entry
+//! carries its tags and, per tag, a [`TagMark`]: which record it was written under and the
+//! last invalidation of it that it has seen. A reader compares each mark with the tag's
+//! record, tag by tag: no clock of one tag, host or Cluster node is ever compared with
+//! another's. This process keeps the records it learned (its stamp cache) so that a hit on
+//! a hot tagged key stays one round trip: a record is read again only when it is unknown,
+//! was read more than `tag_check` ago, or is not the one the entry was written under;
+//! notifications update it between.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use herdless::backend::{BackendFuture, StoredEntry};
 
-/// One tag's stamps: when it was last removed (hard) and expired (soft), Unix ms; 0: never.
+mod cache;
+
+pub use herdless::backend::TagMark;
+
+pub(crate) use cache::{StampCache, raced};
+
+/// One tag's record, `"<incarnation>:<removed>:<expired>"`: the incarnation (16 lowercase
+/// hex digits, not all 0), then the stamps of its last hard (removed) and soft (expired)
+/// invalidation, microseconds on the clock of the Redis server that holds the record (1 to
+/// 16 decimal digits each; 0: none since the record was made).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stamps {
-    /// The last hard invalidation.
+pub struct Record {
+    /// Made with the record, random: a record lost and made again is another one.
+    pub incarnation: u64,
+    /// The stamp of the last hard invalidation.
     pub removed: u64,
-    /// The last soft invalidation.
+    /// The stamp of the last soft invalidation.
     pub expired: u64,
 }
 
-impl Stamps {
-    /// The stamps of a tag key's text, `"<removed_ms>:<expired_ms>"` (each 1 to 16
-    /// digits); `None` for anything else (corrupt).
+impl Record {
+    /// The record of a tag key's text; `None` for anything else (not a record).
     pub fn parse(raw: &[u8]) -> Option<Self> {
         let s = std::str::from_utf8(raw).ok()?;
-        let (r, x) = s.split_once(':')?;
+        let mut parts = s.split(':');
+        let (i, r, x) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || i.len() != 16 {
+            return None;
+        }
+        let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+        if !i.bytes().all(lower_hex) {
+            return None;
+        }
+        let incarnation = u64::from_str_radix(i, 16).ok().filter(|&i| i != 0)?;
         let num = |t: &str| {
             (!t.is_empty() && t.len() <= 16 && t.bytes().all(|b| b.is_ascii_digit()))
                 .then(|| t.parse().ok())
                 .flatten()
         };
         Some(Self {
+            incarnation,
             removed: num(r)?,
             expired: num(x)?,
         })
     }
 
-    /// The later of each field.
-    fn max(self, o: Self) -> Self {
-        Self {
-            removed: self.removed.max(o.removed),
-            expired: self.expired.max(o.expired),
+    /// The record's text, as [`parse`](Self::parse) reads it.
+    pub fn text(&self) -> String {
+        format!(
+            "{:016x}:{}:{}",
+            self.incarnation, self.removed, self.expired
+        )
+    }
+
+    /// The mark of an entry written under this record: it has seen every invalidation so
+    /// far (the two stamps are one increasing sequence, so their maximum is the last).
+    pub fn mark(&self) -> TagMark {
+        TagMark {
+            incarnation: self.incarnation,
+            seen: self.removed.max(self.expired),
         }
     }
 }
 
-/// What its tags say about an entry born at `born_ms`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fate {
-    /// No tag of it was invalidated since its birth.
-    Alive,
-    /// A tag was expired (soft) at or after its birth: past its fresh time.
-    Expired,
-    /// A tag was removed (hard) at or after its birth: nothing of it is served.
-    Removed,
+/// An incarnation in the text of scripts' arguments: 16 lowercase hex digits.
+pub(crate) fn incarnation_text(i: u64) -> String {
+    format!("{i:016x}")
 }
 
-/// The fate of an entry born at `born_ms` whose tags have `stamps`.
-pub fn fate(born_ms: u64, stamps: impl IntoIterator<Item = Stamps>) -> Fate {
+/// Parses an incarnation as the scripts answer it (`None`: not one).
+pub(crate) fn parse_incarnation(s: &str) -> Option<u64> {
+    (s.len() == 16)
+        .then(|| u64::from_str_radix(s, 16).ok())
+        .flatten()
+        .filter(|&i| i != 0)
+}
+
+/// `n` fresh incarnations from the OS random source, none 0: one per tag whose record a
+/// script may have to make.
+pub(crate) fn incarnations(n: usize) -> Result<Vec<u64>, crate::Error> {
+    let mut bytes = vec![0u8; n * 8];
+    getrandom::fill(&mut bytes).map_err(|e| crate::Error::Random(e.to_string()))?;
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_be_bytes(c.try_into().expect("8 bytes")).max(1))
+        .collect())
+}
+
+/// What its tags say about an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// No tag of it was invalidated since it was written.
+    Alive,
+    /// A tag was expired (soft) since: past its fresh time.
+    Expired,
+    /// A tag was removed (hard) since: nothing of it is served.
+    Removed,
+    /// A tag's record is gone (evicted, expired), is not a record, or is another
+    /// incarnation than the one it was written under: what the record held is unknown, so
+    /// it is removed too, and counted (`tag_records_lost`).
+    Lost,
+}
+
+/// The fate of an entry whose tags have `marks`, their `records` now (in the same order;
+/// `None`: no record).
+pub fn fate(marks: &[TagMark], records: &[Option<Record>]) -> Fate {
+    if marks.len() != records.len() {
+        return Fate::Lost;
+    }
     let mut fate = Fate::Alive;
-    for s in stamps {
-        if s.removed >= born_ms {
-            return Fate::Removed;
-        }
-        if s.expired >= born_ms {
+    for (m, r) in marks.iter().zip(records) {
+        let Some(r) = r.filter(|r| r.incarnation == m.incarnation) else {
+            return Fate::Lost;
+        };
+        if r.removed > m.seen {
+            fate = Fate::Removed;
+        } else if r.expired > m.seen && fate == Fate::Alive {
             fate = Fate::Expired;
         }
     }
     fate
 }
 
-/// `entry` as its tags' `stamps` leave it at `now_ms`: `None` when removed; expired, it is
-/// past its fresh time (stale within its own grace, kept for fail-safe when it has none),
-/// as the in-memory engine treats an entry whose tag was expired.
-pub fn judged(mut entry: StoredEntry, stamps: &[Stamps], now_ms: u64) -> Option<StoredEntry> {
-    match fate(entry.born_ms, stamps.iter().copied()) {
+/// `entry` as its tags' `records` leave it at `now_ms`: `None` when removed (or lost);
+/// expired, it is past its fresh time (stale within its own grace, kept for fail-safe when
+/// it has none), as the in-memory engine treats an entry whose tag was expired.
+pub fn judged(
+    mut entry: StoredEntry,
+    records: &[Option<Record>],
+    now_ms: u64,
+) -> Option<StoredEntry> {
+    match fate(&entry.tag_marks, records) {
         Fate::Alive => Some(entry),
-        Fate::Removed => None,
+        Fate::Removed | Fate::Lost => None,
         Fate::Expired => {
             let until = entry.fresh_until_ms.min(now_ms);
             if entry.stale_until_ms <= entry.fresh_until_ms {
@@ -88,127 +157,52 @@ pub fn judged(mut entry: StoredEntry, stamps: &[Stamps], now_ms: u64) -> Option<
     }
 }
 
-/// One tag as this process knows it.
-#[derive(Clone, Copy, Debug)]
-struct Known {
-    stamps: Stamps,
-    /// When the stamps were last read from the tier (or written by this process).
-    fetched: Instant,
-    /// When they last changed here (a fetch, a notice, an own invalidation).
-    changed: Instant,
-}
-
-/// The most tags a process remembers; past it the cache starts over (every tag is fetched
-/// again: a cost, never a wrong answer).
-const MAX_KNOWN_TAGS: usize = 100_000;
-
-/// The stamps this process learned, per tag.
-#[derive(Debug, Default)]
-pub(crate) struct StampCache {
-    known: Mutex<HashMap<String, Known>>,
-}
-
-impl StampCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Known>> {
-        self.known.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The stamps of `tag` if they were read from the tier less than `max_age` ago (never
-    /// with a zero `max_age`).
-    pub(crate) fn recent(&self, tag: &str, max_age: Duration) -> Option<Stamps> {
-        let k = *self.lock().get(tag)?;
-        (k.fetched.elapsed() < max_age).then_some(k.stamps)
-    }
-
-    /// The stamps of `tag` known here since before `at` (unchanged since): invalidations
-    /// that happened before a load that began at `at`.
-    pub(crate) fn known_before(&self, tag: &str, at: Instant) -> Option<Stamps> {
-        let k = *self.lock().get(tag)?;
-        (k.changed <= at).then_some(k.stamps)
-    }
-
-    /// Stamps read from the tier (or written by this process) just now.
-    pub(crate) fn learn(&self, tag: &str, stamps: Stamps) {
-        let now = Instant::now();
-        let mut known = self.lock();
-        if known.len() >= MAX_KNOWN_TAGS && !known.contains_key(tag) {
-            known.clear();
-        }
-        match known.get_mut(tag) {
-            Some(k) => {
-                let merged = k.stamps.max(stamps);
-                if merged != k.stamps {
-                    k.changed = now;
-                }
-                k.stamps = merged;
-                k.fetched = now;
-            }
-            None => {
-                known.insert(
-                    tag.to_owned(),
-                    Known {
-                        stamps,
-                        fetched: now,
-                        changed: now,
-                    },
-                );
-            }
-        }
-    }
-
-    /// Another process's invalidation of `tag` at `stamp`. An unknown tag stays unknown
-    /// (its other field is not known): its next use fetches it.
-    pub(crate) fn notice(&self, tag: &str, stamp: u64, soft: bool) {
-        if let Some(k) = self.lock().get_mut(tag) {
-            let field = if soft {
-                &mut k.stamps.expired
-            } else {
-                &mut k.stamps.removed
-            };
-            if stamp > *field {
-                *field = stamp;
-                k.changed = Instant::now();
-            }
-        }
-    }
-
-    /// Forgets everything (notifications may have been lost).
-    pub(crate) fn clear(&self) {
-        self.lock().clear();
-    }
-}
-
 /// What a shared tier offers for tags, beside the core's `Backend`.
 pub(crate) trait TagTier: Send + Sync {
-    /// The stamps of `tags` as stored now, in order: one round trip (per Cluster slot
-    /// group). A record that is not one reads as "invalidated now" (counted corrupt).
-    fn fetch_stamps<'a>(&'a self, tags: &'a [String]) -> BackendFuture<'a, Vec<Stamps>>;
+    /// The records of `tags` as stored now, in order (`None`: no record, a key of another
+    /// type, or text that is not a record, counted corrupt): one round trip per Cluster
+    /// slot group, writing nothing.
+    fn fetch_records<'a>(&'a self, tags: &'a [String]) -> BackendFuture<'a, Vec<Option<Record>>>;
 
-    /// Invalidates (`soft`: expires) each of `tags` for the fleet at `now_ms` (script
-    /// `tag`) and tells the other processes; the stamps afterwards, in order.
-    fn stamp_tags<'a>(
-        &'a self,
-        tags: &'a [String],
-        soft: bool,
-        now_ms: u64,
-    ) -> BackendFuture<'a, Vec<Stamps>>;
+    /// Invalidates (`soft`: expires) each of `tags` for the fleet (script `tag`) and tells
+    /// the other processes; the records afterwards, in order. At most
+    /// [`TAGS_PER_ROUND_TRIP`] per round trip, each round trip bounded by itself, so other
+    /// calls are sent between them; a failure after some of them answers
+    /// [`Error::TagsPartlyApplied`](crate::Error::TagsPartlyApplied). This process's stamp
+    /// cache learns each record as it is written.
+    fn stamp_tags<'a>(&'a self, tags: &'a [String], soft: bool) -> BackendFuture<'a, Vec<Record>>;
+
+    /// A writer's use of `tags` just before its commit (script `tag_use`): each record is
+    /// made if missing, replaced (another incarnation) if it is not one, and kept at least
+    /// `tag_retention`; the records, in order. The stamp cache is the caller's to update.
+    fn use_tags<'a>(&'a self, tags: &'a [String]) -> BackendFuture<'a, Vec<Record>>;
 
     /// This process's stamp cache (notifications update it).
     fn stamp_cache(&self) -> &StampCache;
 
-    /// How long a tag's record is kept after its last invalidation (a tagged entry lives
-    /// at most this long after its birth).
+    /// How long a tag's record is kept after its last invalidation or use (a tagged entry
+    /// lives at most this long after its birth, so it never outlives its record unless the
+    /// record is evicted).
     fn tag_retention(&self) -> Duration;
 }
 
 /// The default of `tag_retention`: one day.
 pub const DEFAULT_TAG_RETENTION: Duration = Duration::from_secs(86_400);
 
+/// The most tags one `invalidate_tags` / `expire_tags` call takes; a longer list is
+/// refused ([`herdless::Error::TooManyTags`]) before anything is invalidated. It bounds
+/// the work of one call (a script, a notice and a stamp cache entry per tag).
+pub const MAX_TAGS_PER_INVALIDATION: usize = 10_000;
+
+/// The most tag scripts sent in one round trip (one pipeline): a long invalidation is sent
+/// in pieces, so the cache's other calls on the same connection go out between them.
+pub const TAGS_PER_ROUND_TRIP: usize = 256;
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn entry(born_ms: u64, grace: u64) -> StoredEntry {
+    fn entry(marks: &[TagMark], grace: u64) -> StoredEntry {
         let mut e = crate::fleet::new_entry(
             Some(b"v".to_vec()),
             Duration::from_secs(60),
@@ -216,81 +210,93 @@ mod tests {
             Duration::from_secs(600),
             Duration::ZERO,
         );
-        e.tags = vec!["a".into()];
-        e.born_ms = born_ms;
+        e.tags = (0..marks.len()).map(|i| format!("t{i}")).collect();
+        e.tag_marks = marks.to_vec();
         e
     }
 
+    fn rec(incarnation: u64, removed: u64, expired: u64) -> Option<Record> {
+        Some(Record {
+            incarnation,
+            removed,
+            expired,
+        })
+    }
+
+    fn mark(incarnation: u64, seen: u64) -> TagMark {
+        TagMark { incarnation, seen }
+    }
+
     #[test]
-    fn a_stamp_at_or_after_the_birth_decides() {
-        let s = |removed, expired| Stamps { removed, expired };
-        assert_eq!(fate(10, [s(9, 9)]), Fate::Alive);
-        assert_eq!(fate(10, [s(10, 0)]), Fate::Removed);
-        assert_eq!(fate(10, [s(0, 10), s(0, 0)]), Fate::Expired);
-        assert_eq!(fate(10, [s(0, 11), s(12, 0)]), Fate::Removed);
+    fn each_tag_is_compared_with_its_own_record_only() {
+        // Stamps of one tag far ahead of another's change nothing (other nodes, other
+        // clocks, a burst of invalidations).
+        let marks = [mark(1, 9_000_000), mark(2, 10)];
+        assert_eq!(
+            fate(&marks, &[rec(1, 9_000_000, 0), rec(2, 10, 3)]),
+            Fate::Alive
+        );
+        assert_eq!(
+            fate(&marks, &[rec(1, 9_000_000, 0), rec(2, 11, 0)]),
+            Fate::Removed
+        );
+        assert_eq!(
+            fate(&marks, &[rec(1, 0, 9_000_001), rec(2, 0, 0)]),
+            Fate::Expired
+        );
+        assert_eq!(
+            fate(&marks, &[rec(1, 0, 9_000_001), rec(2, 11, 0)]),
+            Fate::Removed
+        );
+    }
+
+    #[test]
+    fn a_lost_or_other_record_removes_what_it_carried() {
+        let marks = [mark(1, 5)];
+        assert_eq!(fate(&marks, &[None]), Fate::Lost);
+        assert_eq!(fate(&marks, &[rec(7, 0, 0)]), Fate::Lost, "made again");
+        assert_eq!(fate(&marks, &[]), Fate::Lost);
         let now = crate::backend::now_ms();
-        assert!(judged(entry(now, 0), &[s(now, 0)], now).is_none());
-        let stale = judged(entry(now, 5_000), &[s(0, now)], now).unwrap();
+        assert!(judged(entry(&marks, 0), &[None], now).is_none());
+        assert!(judged(entry(&marks, 0), &[rec(1, 6, 0)], now).is_none());
+        let stale = judged(entry(&marks, 5_000), &[rec(1, 0, 6)], now).unwrap();
         assert!(!stale.is_fresh(now + 1) && stale.is_servable(now + 1));
-        let no_grace = judged(entry(now, 0), &[s(0, now)], now).unwrap();
+        let no_grace = judged(entry(&marks, 0), &[rec(1, 0, 6)], now).unwrap();
         assert!(!no_grace.is_servable(now + 1), "kept for fail-safe only");
         assert!(no_grace.retain_until_ms > now);
     }
 
     #[test]
-    fn records_parse_strictly() {
-        assert_eq!(
-            Stamps::parse(b"12:0"),
-            Some(Stamps {
-                removed: 12,
-                expired: 0
-            })
-        );
+    fn records_parse_strictly_and_spell_one_way() {
+        let r = Record {
+            incarnation: 0xabc,
+            removed: 12,
+            expired: 0,
+        };
+        assert_eq!(r.text(), "0000000000000abc:12:0");
+        assert_eq!(Record::parse(r.text().as_bytes()), Some(r));
+        assert_eq!(r.mark(), mark(0xabc, 12));
         for bad in [
             &b""[..],
-            b"12",
-            b"1:x",
-            b":1",
-            b"1:-1",
-            b"99999999999999999:1",
-            b"\xff:1",
+            b"12:0",
+            b"0:0",
+            b"0000000000000000:1:1",
+            b"0000000000000ABC:1:1",
+            b"000000000000abc:1:1",
+            b"0000000000000abc:1",
+            b"0000000000000abc:1:x",
+            b"0000000000000abc::1",
+            b"0000000000000abc:1:1:1",
+            b"0000000000000abc:99999999999999999:1",
+            b"\xff:1:1",
         ] {
-            assert_eq!(Stamps::parse(bad), None);
+            assert_eq!(Record::parse(bad), None, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn the_cache_keeps_the_latest_stamps_and_when_they_changed() {
-        let c = StampCache::default();
-        let before = Instant::now();
-        c.notice("a", 5, false);
-        assert_eq!(
-            c.recent("a", Duration::from_secs(1)),
-            None,
-            "unknown stays unknown"
-        );
-        c.learn(
-            "a",
-            Stamps {
-                removed: 5,
-                expired: 0,
-            },
-        );
-        assert_eq!(c.known_before("a", before), None);
-        let after = Instant::now();
-        assert!(c.known_before("a", after).is_some());
-        c.notice("a", 7, true);
-        assert_eq!(
-            c.recent("a", Duration::from_secs(1)),
-            Some(Stamps {
-                removed: 5,
-                expired: 7
-            })
-        );
-        c.learn("a", Stamps::default());
-        assert_eq!(c.recent("a", Duration::from_secs(1)).unwrap().removed, 5);
-        assert_eq!(c.recent("a", Duration::ZERO), None);
-        c.clear();
-        assert_eq!(c.recent("a", Duration::from_secs(1)), None);
+        assert_eq!(parse_incarnation("0000000000000abc"), Some(0xabc));
+        assert_eq!(parse_incarnation("0000000000000000"), None);
+        assert_eq!(incarnation_text(0xabc), "0000000000000abc");
+        let fresh = incarnations(64).unwrap();
+        assert!(fresh.iter().all(|&i| i != 0));
+        assert_eq!(fresh.len(), 64);
     }
 }

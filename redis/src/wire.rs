@@ -1,12 +1,13 @@
 //! The entry encoding (PROTOCOL.md, "Entry"): a fixed 52-byte big-endian header, in format
-//! 2 an extension with the loader's own ttl and metadata, then the value bytes. Fixed
+//! 2 an extension with the loader's own ttl and metadata (in format 4 followed by the tags
+//! and their marks), then the value bytes. Fixed
 //! offsets keep the Lua scripts simple (they read the times, version and epoch without a
 //! parser) and make the format easy to implement in any language.
 //!
 //! ```text
 //! offset size field
 //!  0      2   magic "hl"
-//!  2      1   format version (1, or 2 with the extension)
+//!  2      1   format version (1; 2 with the extension; 4 with it and the tags)
 //!  3      1   flags: bit 0 = a value follows (0 = a cached absence); other bits 0
 //!  4      8   fresh_until   Unix ms
 //! 12      8   stale_until   Unix ms (>= fresh_until; end of grace)
@@ -21,20 +22,22 @@
 //! 60      2   meta_len  bytes of metadata (at most herdless::MAX_META_BYTES)
 //! 62      n   meta    UTF-8 (an ETag, a version)
 //! 62+n    -   value bytes (empty for an absence)
-//! format 3 (format 2's extension, then the tags section):
-//! 62+n    8   born_ms   Unix ms when the load began (or the write happened)
-//! 70+n    1   tag_count 1 to MAX_TAGS
-//! 71+n    -   each tag: len (1 byte, 1 to herdless::MAX_TAG_BYTES), UTF-8 bytes
+//! format 4 (format 2's extension, then the tags section):
+//! 62+n    1   tag_count 1 to MAX_TAGS
+//! 63+n    -   each tag: len (1 byte, 1 to herdless::MAX_TAG_BYTES), UTF-8 bytes, then its
+//!             mark: incarnation (8), seen (8) (what the tag's record said at the write)
 //! ...     -   value bytes (empty for an absence)
 //! ```
 //!
 //! A writer uses format 1 when the loader chose neither, format 2 when it chose a ttl or
-//! metadata and the entry has no tags, and format 3 only for an entry with tags: one
+//! metadata and the entry has no tags, and format 4 only for an entry with tags: one
 //! spelling per entry, so a fleet that does not use them writes what older readers read.
+//! Format 3 (tags dated by the writer's wall clock, compared with stamps of other clocks)
+//! is retired: it is an unknown format, a miss, and the next commit replaces it.
 
 use std::time::Duration;
 
-use herdless::backend::StoredEntry;
+use herdless::backend::{StoredEntry, TagMark};
 
 /// Bytes before the value.
 pub const HEADER_LEN: usize = 52;
@@ -42,14 +45,20 @@ pub const HEADER_LEN: usize = 52;
 pub const FORMAT: u8 = 1;
 /// The format with them (the extension after the header).
 pub const FORMAT_EXTENDED: u8 = 2;
-/// The format of an entry with tags (format 2's extension followed by the tags section).
-pub const FORMAT_TAGGED: u8 = 3;
+/// The format of an entry with tags (format 2's extension followed by the tags section,
+/// each tag with its mark).
+pub const FORMAT_TAGGED: u8 = 4;
+/// The retired format of tagged entries dated by their writer's clock: unknown to this
+/// reader (a miss), as every format it cannot read.
+const FORMAT_RETIRED: u8 = 3;
 /// The most tags one entry's bytes may carry (its count is one byte).
 pub const MAX_TAGS: usize = 255;
 /// The longest tag the entry bytes carry (its length is one byte): the engine's own bound.
 pub const MAX_TAG_BYTES: usize = herdless::MAX_TAG_BYTES;
 /// Bytes of the extension before its metadata (format 2).
 const EXTENSION_LEN: usize = 10;
+/// Bytes of a tag's mark: incarnation, seen.
+const MARK_LEN: usize = 16;
 const MAGIC: [u8; 2] = *b"hl";
 const HAS_VALUE: u8 = 1;
 
@@ -93,18 +102,25 @@ pub fn encode(entry: &StoredEntry) -> Vec<u8> {
         .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
     // Tags out of the wire's bounds are refused before an entry is encoded (the engine
     // checks them when the load answers); these filters only keep the bytes well formed.
-    let tags: Vec<&str> = entry
+    // A tag without a mark carries the empty one, which no record matches.
+    let tags: Vec<(&str, TagMark)> = entry
         .tags
         .iter()
-        .map(String::as_str)
-        .filter(|t| !t.is_empty() && t.len() <= MAX_TAG_BYTES)
+        .enumerate()
+        .map(|(i, t)| {
+            (
+                t.as_str(),
+                entry.tag_marks.get(i).copied().unwrap_or_default(),
+            )
+        })
+        .filter(|(t, _)| !t.is_empty() && t.len() <= MAX_TAG_BYTES)
         .take(MAX_TAGS)
         .collect();
     let tagged = !tags.is_empty();
     let extended = tagged || !meta.is_empty() || ttl_ms != 0;
-    let tags_len: usize = tags.iter().map(|t| 1 + t.len()).sum();
+    let tags_len: usize = tags.iter().map(|(t, _)| 1 + t.len() + MARK_LEN).sum();
     let mut out =
-        Vec::with_capacity(HEADER_LEN + EXTENSION_LEN + meta.len() + 9 + tags_len + value.len());
+        Vec::with_capacity(HEADER_LEN + EXTENSION_LEN + meta.len() + 1 + tags_len + value.len());
     out.extend_from_slice(&MAGIC);
     out.push(match (tagged, extended) {
         (true, _) => FORMAT_TAGGED,
@@ -129,11 +145,12 @@ pub fn encode(entry: &StoredEntry) -> Vec<u8> {
         out.extend_from_slice(meta.as_bytes());
     }
     if tagged {
-        out.extend_from_slice(&entry.born_ms.to_be_bytes());
         out.push(tags.len() as u8);
-        for t in &tags {
+        for (t, mark) in &tags {
             out.push(t.len() as u8);
             out.extend_from_slice(t.as_bytes());
+            out.extend_from_slice(&mark.incarnation.to_be_bytes());
+            out.extend_from_slice(&mark.seen.to_be_bytes());
         }
     }
     out.extend_from_slice(value);
@@ -161,7 +178,7 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
     if b.len() < 3 {
         return Err(DecodeError::Truncated);
     }
-    if !(FORMAT..=FORMAT_TAGGED).contains(&b[2]) {
+    if !(FORMAT..=FORMAT_TAGGED).contains(&b[2]) || b[2] == FORMAT_RETIRED {
         return Err(DecodeError::UnknownFormat(b[2]));
     }
     if b.len() < HEADER_LEN {
@@ -171,9 +188,9 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
         FORMAT => (None, None, HEADER_LEN),
         _ => extension(b, b[2] == FORMAT_TAGGED)?,
     };
-    let (tags, born_ms, body) = match b[2] {
+    let (tags, tag_marks, body) = match b[2] {
         FORMAT_TAGGED => tags_section(b, body)?,
-        _ => (Vec::new(), 0, body),
+        _ => (Vec::new(), Vec::new(), body),
     };
     let flags = b[3];
     if flags & !HAS_VALUE != 0 || (flags & HAS_VALUE == 0 && b.len() > body) {
@@ -190,7 +207,7 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
         version: u64_at(b, 36),
         epoch: u64_at(b, 44),
         tags,
-        born_ms,
+        tag_marks,
     };
     if entry.stale_until_ms < entry.fresh_until_ms || entry.retain_until_ms < entry.stale_until_ms {
         return Err(DecodeError::Malformed);
@@ -198,7 +215,7 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
     Ok(entry)
 }
 
-/// Format 2's extension (also the start of format 3's): the loader's ttl, its metadata,
+/// Format 2's extension (also the start of format 4's): the loader's ttl, its metadata,
 /// and where what follows starts.
 #[allow(clippy::type_complexity)]
 fn extension(
@@ -225,18 +242,18 @@ fn extension(
     Ok((ttl, meta, start + len))
 }
 
-/// Format 3's tags section at `at`: the tags, `born_ms`, and where the value starts. Every
-/// length is checked against the bytes present before anything is read or allocated.
-fn tags_section(b: &[u8], at: usize) -> Result<(Vec<String>, u64, usize), DecodeError> {
-    let head = b.get(at..at + 9).ok_or(DecodeError::Truncated)?;
-    let born_ms = u64_at(head, 0);
-    let count = usize::from(head[8]);
-    // Format 3 is written only with tags: one spelling per entry.
+/// Format 4's tags section at `at`: the tags, their marks, and where the value starts.
+/// Every length is checked against the bytes present before anything is read or
+/// allocated.
+#[allow(clippy::type_complexity)]
+fn tags_section(b: &[u8], at: usize) -> Result<(Vec<String>, Vec<TagMark>, usize), DecodeError> {
+    let count = usize::from(*b.get(at).ok_or(DecodeError::Truncated)?);
+    // Format 4 is written only with tags: one spelling per entry.
     if count == 0 {
         return Err(DecodeError::Malformed);
     }
-    let mut tags = Vec::new();
-    let mut at = at + 9;
+    let (mut tags, mut marks) = (Vec::new(), Vec::new());
+    let mut at = at + 1;
     for _ in 0..count {
         let len = usize::from(*b.get(at).ok_or(DecodeError::Truncated)?);
         if len == 0 || len > MAX_TAG_BYTES {
@@ -244,10 +261,17 @@ fn tags_section(b: &[u8], at: usize) -> Result<(Vec<String>, u64, usize), Decode
         }
         let raw = b.get(at + 1..at + 1 + len).ok_or(DecodeError::Truncated)?;
         let tag = std::str::from_utf8(raw).map_err(|_| DecodeError::Malformed)?;
+        let mark = b
+            .get(at + 1 + len..at + 1 + len + MARK_LEN)
+            .ok_or(DecodeError::Truncated)?;
         tags.push(tag.to_owned());
-        at += 1 + len;
+        marks.push(TagMark {
+            incarnation: u64_at(mark, 0),
+            seen: u64_at(mark, 8),
+        });
+        at += 1 + len + MARK_LEN;
     }
-    Ok((tags, born_ms, at))
+    Ok((tags, marks, at))
 }
 
 #[cfg(test)]
@@ -266,7 +290,7 @@ mod tests {
             ttl: None,
             meta: None,
             tags: Vec::new(),
-            born_ms: 0,
+            tag_marks: Vec::new(),
         }
     }
 
@@ -298,9 +322,9 @@ mod tests {
         assert_eq!(decode(b"hello world"), Err(DecodeError::Foreign));
         assert_eq!(decode(b"{\"json\": true}"), Err(DecodeError::Foreign));
         assert_eq!(decode(&good[..30]), Err(DecodeError::Truncated));
-        let mut v4 = good.clone();
-        v4[2] = 4;
-        assert_eq!(decode(&v4), Err(DecodeError::UnknownFormat(4)));
+        let mut v5 = good.clone();
+        v5[2] = 5;
+        assert_eq!(decode(&v5), Err(DecodeError::UnknownFormat(5)));
         let mut flags = good.clone();
         flags[3] = 0x80;
         assert_eq!(decode(&flags), Err(DecodeError::Malformed));
@@ -316,7 +340,7 @@ mod tests {
         extended.meta = Some("\"etag\"".into());
         let mut tagged = sample(Some(b"value"));
         tagged.tags = vec!["product:42".into(), "é".into()];
-        tagged.born_ms = 1_700_000_000_000;
+        tagged.tag_marks = vec![mark(7, 1_700_000_000_000_000), mark(u64::MAX, 0)];
         for good in [
             encode(&sample(Some(b"value"))),
             encode(&extended),
@@ -362,21 +386,27 @@ mod tests {
         assert_eq!(decode(&old).unwrap().meta, None);
     }
 
+    fn mark(incarnation: u64, seen: u64) -> TagMark {
+        TagMark { incarnation, seen }
+    }
+
     #[test]
-    fn format_3_carries_the_tags_and_the_birth() {
+    fn format_4_carries_the_tags_and_their_marks() {
         for (v, meta) in [(Some(&b"page"[..]), Some("etag")), (None, None)] {
             let mut e = sample(v);
             e.meta = meta.map(Into::into);
             e.tags = vec!["product:42".into(), "seller:7".into()];
-            e.born_ms = 1_699_999_999_000;
+            e.tag_marks = vec![mark(0xabc, 1_699_999_999_000_000), mark(5, 0)];
             let bytes = encode(&e);
-            assert_eq!(&bytes[..3], b"hl\x03");
-            let m = meta.map_or(0, str::len);
-            let at = 62 + m;
-            assert_eq!(u64_at(&bytes, at), 1_699_999_999_000);
-            assert_eq!(bytes[at + 8], 2);
-            assert_eq!(bytes[at + 9], 10);
-            assert_eq!(&bytes[at + 10..at + 20], b"product:42");
+            assert_eq!(&bytes[..3], b"hl\x04");
+            let at = 62 + meta.map_or(0, str::len);
+            assert_eq!(bytes[at], 2);
+            assert_eq!(bytes[at + 1], 10);
+            assert_eq!(&bytes[at + 2..at + 12], b"product:42");
+            assert_eq!(u64_at(&bytes, at + 12), 0xabc);
+            assert_eq!(u64_at(&bytes, at + 20), 1_699_999_999_000_000);
+            assert_eq!(bytes[at + 28], 8);
+            assert_eq!(u64_at(&bytes, at + 37), 5);
             assert_eq!(decode(&bytes), Ok(e));
         }
         // Without tags, formats 1 and 2 stay as they were (one spelling per entry).
@@ -384,25 +414,30 @@ mod tests {
         let good = {
             let mut e = sample(Some(b"x"));
             e.tags = vec!["t".into()];
-            e.born_ms = 5;
+            e.tag_marks = vec![mark(1, 2)];
             encode(&e)
         };
         // A tags section with no tag, an empty or overlong tag, bytes that are not UTF-8,
-        // or a count beyond the bytes present: not an entry.
+        // a mark cut short, or a count beyond the bytes present: not an entry.
         let mut none = good.clone();
-        none[70] = 0;
+        none[62] = 0;
         assert_eq!(decode(&none), Err(DecodeError::Malformed));
         let mut empty = good.clone();
-        empty[71] = 0;
+        empty[63] = 0;
         assert_eq!(decode(&empty), Err(DecodeError::Malformed));
         let mut long = good.clone();
-        long[71] = 200;
+        long[63] = 200;
         assert_eq!(decode(&long), Err(DecodeError::Malformed));
         let mut utf = good.clone();
-        utf[72] = 0xff;
+        utf[64] = 0xff;
         assert_eq!(decode(&utf), Err(DecodeError::Malformed));
-        let mut many = good[..73].to_vec();
-        many[70] = 255;
+        assert_eq!(decode(&good[..70]), Err(DecodeError::Truncated));
+        let mut many = good[..81].to_vec();
+        many[62] = 255;
         assert_eq!(decode(&many), Err(DecodeError::Truncated));
+        // Format 3, retired: unknown to this reader, whatever its bytes.
+        let mut retired = good;
+        retired[2] = 3;
+        assert_eq!(decode(&retired), Err(DecodeError::UnknownFormat(3)));
     }
 }

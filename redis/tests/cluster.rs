@@ -104,7 +104,7 @@ fn three_node_cluster() {
         ttl: None,
         meta: None,
         tags: Vec::new(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     };
     lease.publish_blocking(entry).unwrap();
     let (got, took) = waiter.join().unwrap();

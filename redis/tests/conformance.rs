@@ -151,6 +151,38 @@ impl Tier {
         }
     }
 
+    /// `plant_tag` (raw `text`, or with `wrong_type` a key of another Redis type, as a tag's
+    /// record) and `evict_tag` (the record deleted, as `maxmemory` eviction would).
+    fn plant_tag(&self, step: &Value) {
+        let tag = step["tag"].as_str().expect("tag");
+        let wrong_type = step["wrong_type"].as_bool() == Some(true);
+        let evict = step["op"] == "evict_tag";
+        match self {
+            Tier::Memory(store) if evict => store.evict_tag(tag),
+            Tier::Memory(store) if wrong_type => store.put_tag_wrong_type(tag),
+            Tier::Memory(store) => store.put_tag_record(tag, step["text"].as_str().expect("text")),
+            Tier::Redis(srv, prefix) => {
+                let mut c = srv.client();
+                let name = herdless_redis::keys::tag_key(prefix, tag);
+                let () = redis::cmd("DEL").arg(&name).query(&mut c).expect("DEL");
+                if wrong_type {
+                    let () = redis::cmd("LPUSH")
+                        .arg(&name)
+                        .arg("x")
+                        .query(&mut c)
+                        .expect("LPUSH");
+                } else if !evict {
+                    let text = step["text"].as_str().expect("text");
+                    let () = redis::cmd("SET")
+                        .arg(&name)
+                        .arg(text)
+                        .query(&mut c)
+                        .expect("SET");
+                }
+            }
+        }
+    }
+
     fn resubscribe(&self) {
         match self {
             Tier::Memory(store) => store.restart_subscriptions(),
@@ -388,11 +420,13 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
             "invalidate_tag" => {
                 let tags = strings(&step["tags"]).unwrap_or_else(|| vec![text("tag")]);
                 let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
-                let r = match step["soft"].as_bool() == Some(true) {
-                    true => p.expire_tags(&tags),
-                    false => p.invalidate_tags(&tags),
-                };
-                check(name, step, &plain(r), started.elapsed());
+                for _ in 0..step["repeat"].as_u64().unwrap_or(1) {
+                    let r = match step["soft"].as_bool() == Some(true) {
+                        true => p.expire_tags(&tags),
+                        false => p.invalidate_tags(&tags),
+                    };
+                    check(name, step, &plain(r), started.elapsed());
+                }
             }
             "invalidate" => {
                 let r = p.invalidate(&text("key")).map(|_| None);
@@ -413,6 +447,7 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
             }
             "resubscribe" => tier.resubscribe(),
             "plant" | "plant_epoch" | "plant_lock" => tier.plant(step),
+            "plant_tag" | "evict_tag" => tier.plant_tag(step),
             "expect_loads" => {
                 let want = step["n"].as_u64().unwrap() as usize;
                 assert_eq!(loads.load(Ordering::SeqCst), want, "{name}: loads");

@@ -34,7 +34,7 @@ fn write_expired(b: &RedisBackend, key: &str) {
         ttl: None,
         meta: None,
         tags: Vec::new(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     };
     block_on(b.commit(key, e, None)).unwrap().unwrap();
 }
@@ -211,7 +211,7 @@ fn a_lost_notification_costs_at_most_one_recheck() {
         ttl: None,
         meta: None,
         tags: Vec::new(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     });
     let n = a.names(key);
     let mut c = srv.client();

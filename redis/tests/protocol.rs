@@ -40,7 +40,7 @@ fn entry(value: &[u8], fresh_ms: u64) -> StoredEntry {
         ttl: None,
         meta: None,
         tags: Vec::new(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     }
 }
 

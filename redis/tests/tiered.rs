@@ -287,7 +287,7 @@ fn backend_with_stale(srv: &common::Server, key: &str) -> RedisBackend {
         ttl: None,
         meta: None,
         tags: Vec::new(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     };
     herdless_redis::block_on(herdless::backend::Backend::commit(
         &backend, key, stale, None,

@@ -199,7 +199,8 @@ class Cache:
         """Drops every entry carrying ``tag`` in O(1) (hard); ``soft=True`` expires them
         (served stale within grace while one refresh runs)."""
     def invalidate_tags(self, tags: Iterable[str], *, soft: bool = False) -> None:
-        """``invalidate_tag`` of each of ``tags`` at once (one round trip with Redis)."""
+        """``invalidate_tag`` of each of ``tags`` at once (one round trip with Redis per 256
+        tags); more than 10,000 distinct tags raise ``TooManyTags``, nothing invalidated."""
     def get_or_load(
         self,
         key: str,
@@ -348,6 +349,8 @@ class MemoryStore:
     def plant(self, key: str, data: bytes) -> None: ...
     def plant_epoch(self, namespace: str, text: str) -> None: ...
     def plant_lock(self, key: str, seconds: float) -> None: ...
+    def plant_tag(self, tag: str, text: str | None = None, wrong_type: bool = False) -> None: ...
+    def evict_tag(self, tag: str) -> None: ...
 
 @final
 class _Refresh:

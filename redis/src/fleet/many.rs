@@ -87,7 +87,12 @@ impl Fleet {
             .collect();
         if !tags.is_empty() {
             // A failure is met again, key by key, by the judging below (and counted there).
-            let _ = self.stamps(&tags, false).await;
+            if let Ok(records) = self.tags.fetch_records(&tags).await {
+                let cache = self.tags.stamp_cache();
+                for (t, r) in tags.iter().zip(records) {
+                    cache.learn(t, r);
+                }
+            }
         }
         let judging: Vec<Judging<'_>> = answers
             .into_iter()

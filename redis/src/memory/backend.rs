@@ -12,17 +12,17 @@ use tokio::runtime::Handle;
 
 use herdless::key::namespace_of;
 
-use super::{Fault, MemoryStore, PREFIX, Slot, ms};
+use super::{Fault, MemoryStore, PREFIX, Slot};
 use crate::backend::{now_ms, random_secret};
 use crate::error::Error;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::metrics::{Metrics, RedisMetrics, inc};
 use crate::notify::Hub;
 use crate::runtime::Runtime;
-use crate::tags::{StampCache, Stamps, TagTier};
 use crate::wire;
 
 mod locks;
+mod tags;
 
 /// Parses a lock value `<epoch>:<hex>`: its epoch.
 fn lock_epoch(v: &[u8]) -> Option<u64> {
@@ -106,7 +106,7 @@ struct MemoryInner {
 
 /// The operations that subscribe their process before they run, as
 /// [`RedisBackend`](crate::RedisBackend)'s do: whatever they hand back may be kept in its L1.
-const SUBSCRIBING: [&str; 5] = ["read", "acquire", "commit", "tag_stamps", "tag"];
+const SUBSCRIBING: [&str; 6] = ["read", "acquire", "commit", "tag_stamps", "tag", "tag_use"];
 
 /// One process's handle on a [`MemoryStore`]. Cheap to clone.
 #[derive(Clone)]
@@ -448,102 +448,6 @@ impl Backend for MemoryBackend {
 
     fn listen(&self, listener: Listener) {
         self.inner.hub.listen(listener);
-    }
-}
-
-/// The tag script of PROTOCOL.md on the store's data: the stamps after, and whether the
-/// record was corrupt.
-fn stamp_tag(d: &mut super::Data, name: &str, soft: bool, now: u64, px: u64) -> (Stamps, bool) {
-    let (raw, bad) = d.get(name, now);
-    let mut corrupt = bad;
-    let mut s = match raw.as_deref().map(Stamps::parse) {
-        None => Stamps::default(),
-        Some(Some(s)) => s,
-        Some(None) => {
-            corrupt = true;
-            Stamps::default()
-        }
-    };
-    // An unreadable record may have held any invalidation: at least "now" for both.
-    if corrupt {
-        s = Stamps {
-            removed: now,
-            expired: now,
-        };
-    }
-    let field = if soft { &mut s.expired } else { &mut s.removed };
-    *field = now.max(*field + 1);
-    let text = format!("{}:{}", s.removed, s.expired);
-    d.set(name, text.into_bytes(), Some(px), now);
-    (s, corrupt)
-}
-
-impl TagTier for MemoryBackend {
-    fn fetch_stamps<'a>(&'a self, tags: &'a [String]) -> BackendFuture<'a, Vec<Stamps>> {
-        let owned = tags.to_vec();
-        let metrics = self.inner.metrics.clone();
-        inc(&metrics.tag_fetches);
-        self.op("tag_stamps", move |s, now| {
-            let mut d = s.data();
-            owned
-                .iter()
-                .map(|t| {
-                    // MGET: another type reads as nothing.
-                    let name = crate::keys::tag_key(PREFIX, t);
-                    match d.live(&name, now) {
-                        Some(Slot::Str(b)) => Stamps::parse(b).unwrap_or_else(|| {
-                            inc(&metrics.corrupt_entries);
-                            Stamps {
-                                removed: now,
-                                expired: now,
-                            }
-                        }),
-                        _ => Stamps::default(),
-                    }
-                })
-                .collect()
-        })
-    }
-
-    fn stamp_tags<'a>(
-        &'a self,
-        tags: &'a [String],
-        soft: bool,
-        now_ms: u64,
-    ) -> BackendFuture<'a, Vec<Stamps>> {
-        let (owned, origin) = (tags.to_vec(), self.origin().to_owned());
-        let (metrics, hub) = (self.inner.metrics.clone(), self.inner.hub.clone());
-        let px = ms(self.inner.tag_retention);
-        self.op("tag", move |s, now| {
-            let at = now_ms.max(now);
-            let mut out = Vec::with_capacity(owned.len());
-            for t in &owned {
-                let (stamps, corrupt) = {
-                    let name = crate::keys::tag_key(PREFIX, t);
-                    stamp_tag(&mut s.data(), &name, soft, at, px)
-                };
-                if corrupt {
-                    inc(&metrics.corrupt_entries);
-                }
-                inc(&metrics.tag_invalidations);
-                hub.stamps.learn(t, stamps);
-                let (kind, stamp) = match soft {
-                    true => ('x', stamps.expired),
-                    false => ('t', stamps.removed),
-                };
-                s.publish(kind, &origin, stamp, t);
-                out.push(stamps);
-            }
-            out
-        })
-    }
-
-    fn stamp_cache(&self) -> &StampCache {
-        &self.inner.hub.stamps
-    }
-
-    fn tag_retention(&self) -> Duration {
-        self.inner.tag_retention
     }
 }
 

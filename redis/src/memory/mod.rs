@@ -18,8 +18,9 @@
 //!   PROTOCOL.md section 1) while the other nodes serve;
 //! - [`MemoryStore::restart`]: everything is gone, and every process is told its
 //!   notifications may have been lost (as after a resubscription);
-//! - [`MemoryStore::put_raw`] and friends: bytes, epochs and keys of the wrong type,
-//!   planted as an attacker or a bug would.
+//! - [`MemoryStore::put_raw`] and friends: bytes, epochs, tag records and keys of the wrong
+//!   type, planted as an attacker or a bug would; [`MemoryStore::evict_tag`]: a tag's record
+//!   gone as under `maxmemory` eviction.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -305,6 +306,26 @@ impl MemoryStore {
         let n = crate::keys::names(PREFIX, key);
         let name = if lock { n.lock } else { n.value };
         self.data().keys.insert(name, (Slot::Other, u64::MAX));
+    }
+
+    /// Plants raw text as `tag`'s record (PROTOCOL.md, "Tags"), without a TTL, as a bug, an
+    /// older writer or an attacker would.
+    pub fn put_tag_record(&self, tag: &str, text: &str) {
+        let name = crate::keys::tag_key(PREFIX, tag);
+        self.data()
+            .set(&name, text.as_bytes().to_vec(), None, now_ms());
+    }
+
+    /// Makes `tag`'s record a key of another Redis type.
+    pub fn put_tag_wrong_type(&self, tag: &str) {
+        let name = crate::keys::tag_key(PREFIX, tag);
+        self.data().keys.insert(name, (Slot::Other, u64::MAX));
+    }
+
+    /// Deletes `tag`'s record, as a `maxmemory` eviction (or its expiry) would.
+    pub fn evict_tag(&self, tag: &str) {
+        let name = crate::keys::tag_key(PREFIX, tag);
+        self.data().keys.remove(&name);
     }
 
     /// Plants a lock on `key` that no live process holds (a leader that died), for `px`.

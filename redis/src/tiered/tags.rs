@@ -50,8 +50,11 @@ where
         block_on(self.invalidate_tag_async(tag))?
     }
 
-    /// [`invalidate_tag_async`](Self::invalidate_tag_async) of several tags (one round
-    /// trip on a single server).
+    /// [`invalidate_tag_async`](Self::invalidate_tag_async) of several tags: one round
+    /// trip per 256 tags on a single server, each bounded by itself; at most
+    /// [`MAX_TAGS_PER_INVALIDATION`](crate::tags::MAX_TAGS_PER_INVALIDATION) distinct tags
+    /// (more are refused with [`Error::TooManyTags`](herdless::Error::TooManyTags), nothing
+    /// invalidated).
     pub async fn invalidate_tags_async(&self, tags: &[&str]) -> Result<(), Error> {
         self.tt.invalidate_tags(tags)?.await
     }

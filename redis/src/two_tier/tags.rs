@@ -10,6 +10,7 @@ use herdless::{Error, LoadError, Loaded};
 
 use super::{Host, Pending, TwoTier, Versioned, fresh_left};
 use crate::lifetimes::Own;
+use crate::tags::MAX_TAGS_PER_INVALIDATION;
 
 impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// The tags of a loader's answer or a write, checked as the L1 checks them (each 1 to
@@ -75,8 +76,12 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let (mut entry, _) = life.entry_own(bytes, Duration::ZERO, 0, None, &own);
         entry.tags = tags;
         let (fleet, tt, key) = (self.fleet().expect("shared"), self.clone(), key.to_owned());
-        // Dated now, its life capped by the tags' retention (as the fleet keeps it).
+        // Its life capped by the tags' retention (as the fleet keeps it).
         fleet.date(&mut entry, std::time::Instant::now());
+        // The L1's tag clock before the tier is asked: an invalidation of a tag heard of
+        // after it (it may have come after the write's marks, for the fleet a removal)
+        // keeps the copy out of this L1, as out of every other process's.
+        let born = driver::tag_clock(l1);
         Ok(Pending::new(async move {
             let tags = entry.tags.clone();
             let fresh_until_ms = entry.fresh_until_ms;
@@ -87,7 +92,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                         ttl: own.ttl,
                         meta: own.meta.as_deref(),
                         tags: &tags,
-                        born: None,
+                        born: Some(born),
                     };
                     let value = value.map(|v| Versioned::shared(v, version));
                     driver::set_shared_entry(tt.l1(), &key, value, shared)
@@ -116,9 +121,14 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         self.invalidate_tags([tag])
     }
 
-    /// [`invalidate_tag`](Self::invalidate_tag) of several tags: one round trip on a single
-    /// server (one per slot group on a Cluster). Every tag is checked before any is
-    /// invalidated.
+    /// [`invalidate_tag`](Self::invalidate_tag) of several tags: one round trip per
+    /// [`TAGS_PER_ROUND_TRIP`](crate::tags::TAGS_PER_ROUND_TRIP) tags on a single server
+    /// (per slot group on a Cluster), each bounded by itself, so the cache's other calls go
+    /// out between them. Every tag is checked before any is invalidated, and a list of more
+    /// than [`MAX_TAGS_PER_INVALIDATION`](crate::tags::MAX_TAGS_PER_INVALIDATION) distinct
+    /// tags is refused ([`Error::TooManyTags`]) with nothing invalidated. A tier that fails
+    /// after some round trips answers [`Error::Backend`] saying how many were applied
+    /// ([`crate::Error::TagsPartlyApplied`]); invalidating again is harmless.
     pub fn invalidate_tags<T: AsRef<str>>(
         &self,
         tags: impl IntoIterator<Item = T>,
@@ -149,8 +159,9 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         soft: bool,
     ) -> Result<Pending<Result<(), Error>>, Error> {
         let mut names: Vec<Box<str>> = tags.into_iter().map(|t| t.as_ref().into()).collect();
-        // Checked (and deduplicated) before anything is invalidated anywhere.
-        driver::check_tags(&mut names, usize::MAX)?;
+        // Checked (and deduplicated) before anything is invalidated anywhere; the bound
+        // keeps one call's work (a script, a notice, a record learned per tag) in scale.
+        driver::check_tags(&mut names, MAX_TAGS_PER_INVALIDATION)?;
         let l1 = self.l1();
         match soft {
             true => l1.expire_tags(&names)?,

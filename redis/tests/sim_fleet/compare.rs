@@ -194,7 +194,7 @@ pub fn start(
         ttl: None,
         meta: None,
         tags: Vec::new(),
-        born_ms: 0,
+        tag_marks: Vec::new(),
     };
     block_on(backend.commit(KEY, prefill, None))
         .expect("runtime")
