@@ -47,14 +47,7 @@ SKIPPED: dict[str, set[str]] = {
 UNASSERTED: dict[str, dict[str, str]] = {
     "locmem": {},
     "memory": {"HerdlessMemoryCacheTests.test_cull": CULL + ": 29 passes it by chance"},
-    "redis": {
-        "CacheMiddlewareTest.test_cache_page_timeout": (
-            "fails in about 1 of 2 runs on the Redis tier (run alone: every time; 100 passed "
-            "otherwise): its second subtest is answered the page the first one cached for 3 s "
-            "in the `other` cache; the cause was not found before this stop, see the issue "
-            "notes"
-        ),
-    },
+    "redis": {},
 }
 
 

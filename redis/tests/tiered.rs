@@ -389,3 +389,27 @@ fn a_hung_async_loader_is_dropped_at_the_hard_timeout_and_the_lock_released() {
     assert_eq!(v.as_deref(), Some("ok"));
     assert_eq!(c.metrics().1.fleet_locks_contended, 0);
 }
+
+#[test]
+fn a_two_tier_cache_tells_the_jitter_its_shared_entries_get() {
+    // The L1 in front of a shared tier has no jitter (the writer jitters the shared entry
+    // once, for the fleet). A binding that asked the L1 was told 0 and let Django's
+    // timeouts run up to 10% long on the Redis tier (Django's test_cache_page_timeout).
+    use herdless_redis::{TierAddress, TierOptions, TwoTier, Versioned};
+    let build = |tier: Option<TierOptions>| {
+        let l1 = herdless::Cache::<Versioned<String>>::builder()
+            .ttl(Duration::from_secs(7))
+            .jitter(0.3);
+        TwoTier::build(l1, tier).expect("engine")
+    };
+    let memory = build(None);
+    assert_eq!(memory.lifetimes().jitter, 0.3);
+    let shared = build(Some(TierOptions {
+        address: TierAddress::Memory(common::unique("jitter")),
+        prefix: None,
+        lease: None,
+    }));
+    assert_eq!(shared.l1().options().jitter, 0.0, "the L1 has none");
+    let life = shared.lifetimes();
+    assert_eq!((life.jitter, life.ttl), (0.3, Duration::from_secs(7)));
+}
