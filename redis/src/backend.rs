@@ -78,6 +78,7 @@ pub struct RedisBuilder {
     handle: Option<Handle>,
     max_entry_bytes: usize,
     tag_retention: Duration,
+    isolated: bool,
 }
 
 /// Default of [`RedisBuilder::max_entry_bytes`]: 8 MiB.
@@ -136,6 +137,15 @@ impl RedisBuilder {
         self
     }
 
+    /// Keeps this backend apart from the other backends of this process over the same
+    /// keyspace: their changes reach it, and its changes reach them, through Redis only, as
+    /// between two processes (PROTOCOL.md section 4, "In one process"). For tests that
+    /// stand for a fleet in one process and mean to exercise Redis's delivery.
+    pub fn isolated(mut self) -> Self {
+        self.isolated = true;
+        self
+    }
+
     /// Runs connections and timers on this tokio runtime instead of an own one. Its worker
     /// threads must keep running; the blocking API must not be called on them.
     pub fn runtime(mut self, handle: Handle) -> Self {
@@ -184,6 +194,10 @@ impl RedisBuilder {
             )
         };
         let sharded = matches!(self.target, Target::Cluster(_));
+        // Caches of this process over the same keys hear each other's changes at once.
+        if !self.isolated {
+            crate::local::join(&hub, format!("{} {}", self.target.keyspace(), self.prefix));
+        }
         let inner = Arc::new(Inner {
             cmd,
             sub,
@@ -272,6 +286,7 @@ fn builder(target: Target) -> RedisBuilder {
         handle: None,
         max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
         tag_retention: crate::tags::DEFAULT_TAG_RETENTION,
+        isolated: false,
     }
 }
 
@@ -610,6 +625,8 @@ impl TagTier for RedisBackend {
                     inc(&inner.metrics.tag_invalidations);
                     out[i] = Stamps { removed, expired };
                     inner.hub.stamps.learn(&tags[i], out[i]);
+                    let (kind, stamp) = if soft { ('x', expired) } else { ('t', removed) };
+                    crate::local::tell(&inner.hub, kind, stamp, &tags[i]);
                 }
             }
             if inner.sharded {
@@ -851,6 +868,7 @@ impl Backend for RedisBackend {
             let m = &self.inner.metrics;
             Ok(if ok == 1 {
                 inc(&m.commits);
+                crate::local::tell(&self.inner.hub, 'w', version, key);
                 WriteOutcome::Written { version, epoch }
             } else {
                 inc(&m.superseded_commits);
@@ -873,6 +891,7 @@ impl Backend for RedisBackend {
                 .arg(key)
                 .invoke_async(&mut live)
                 .await?;
+            crate::local::tell(&self.inner.hub, 'd', 0, key);
             Ok(deleted == 1)
         })
     }
@@ -893,6 +912,7 @@ impl Backend for RedisBackend {
             if repaired == 1 {
                 inc(&self.inner.metrics.corrupt_entries);
             }
+            crate::local::tell(&self.inner.hub, 'e', epoch, namespace);
             Ok(epoch)
         })
     }

@@ -70,6 +70,7 @@ mod error;
 mod fleet;
 pub mod keys;
 mod lifetimes;
+mod local;
 pub mod memory;
 mod metrics;
 pub mod notify;
