@@ -6,60 +6,71 @@
 //! Redis delivers the same message to them afterwards; it is recognised and applied once.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
 use crate::notify::Hub;
 
-/// This process's hubs by keyspace.
-static LOCAL: Mutex<Option<HashMap<String, Vec<Weak<Hub>>>>> = Mutex::new(None);
+/// This process's keyspaces by name, each shared by the hubs that joined it.
+static LOCAL: Mutex<Option<HashMap<String, Weak<Keyspace>>>> = Mutex::new(None);
 
 /// Unmatched arrivals a hub remembers at most (a message Redis lost leaves one behind):
 /// past it they are forgotten, and a late copy is applied a second time (harmless: a copy
 /// dropped once more).
 const MAX_UNMATCHED: usize = 4096;
 
+/// The hubs of one keyspace in this process, and their origins (whose messages come
+/// twice: told here, then from Redis). Dropped with its last hub.
+struct Keyspace {
+    hubs: Mutex<Vec<Weak<Hub>>>,
+    origins: RwLock<HashSet<String>>,
+}
+
 /// What a hub knows of the messages other caches of its process tell it.
 #[derive(Default)]
 pub(crate) struct Echoes {
-    state: Mutex<State>,
-}
-
-#[derive(Default)]
-struct State {
-    /// The keyspace joined, if any.
-    keyspace: Option<String>,
-    /// The origins of the other hubs of that keyspace: their messages come twice.
-    siblings: HashSet<String>,
+    /// The keyspace joined and this hub's origin in it, if any.
+    joined: OnceLock<(Arc<Keyspace>, String)>,
     /// Payload -> arrivals told locally minus arrivals from Redis, not yet matched.
-    balance: HashMap<Vec<u8>, i32>,
+    balance: Mutex<HashMap<Vec<u8>, i32>>,
 }
 
 impl Echoes {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn balance(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, i32>> {
+        self.balance.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether this arrival of `payload` (from `origin`; told locally, or from Redis) is
     /// its first, to be applied; the second, from the other path, is not. A message from
-    /// a hub of another process comes once and is always applied.
+    /// another process, or this hub's own, comes once and is always applied.
     pub(crate) fn first(&self, payload: &[u8], origin: &str, local: bool) -> bool {
         // A release is never told locally: it comes once, from Redis.
         if payload.first() == Some(&b'r') {
             return true;
         }
-        let mut s = self.state();
-        if !local && !s.siblings.contains(origin) {
-            return true;
+        if !local {
+            let Some((keyspace, own)) = self.joined.get() else {
+                return true;
+            };
+            let sibling = origin != own
+                && keyspace
+                    .origins
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .contains(origin);
+            if !sibling {
+                return true;
+            }
         }
-        if s.balance.len() >= MAX_UNMATCHED {
-            s.balance.clear();
+        let mut balance = self.balance();
+        if balance.len() >= MAX_UNMATCHED {
+            balance.clear();
         }
-        let b = s.balance.entry(payload.to_vec()).or_insert(0);
+        let b = balance.entry(payload.to_vec()).or_insert(0);
         let before = *b;
         *b += if local { 1 } else { -1 };
         let first = b.abs() > before.abs();
         if *b == 0 {
-            s.balance.remove(payload);
+            balance.remove(payload);
         }
         first
     }
@@ -67,31 +78,52 @@ impl Echoes {
     /// Messages may have been lost: unmatched arrivals are forgotten (every copy they
     /// concerned is dropped anyway).
     pub(crate) fn clear(&self) {
-        self.state().balance.clear();
+        self.balance().clear();
+    }
+}
+
+impl Drop for Echoes {
+    /// The hub is gone: its origin leaves the keyspace.
+    fn drop(&mut self) {
+        if let Some((keyspace, own)) = self.joined.get() {
+            let mut origins = keyspace.origins.write().unwrap_or_else(|e| e.into_inner());
+            origins.remove(own);
+        }
     }
 }
 
 /// Joins `hub` to this process's hubs of `keyspace` (once): from now on the changes its
 /// backend makes are told to the others at once ([`tell`]), and theirs to it.
 pub(crate) fn join(hub: &Arc<Hub>, keyspace: String) {
-    let mut local = LOCAL.lock().unwrap_or_else(|e| e.into_inner());
-    let map = local.get_or_insert_with(HashMap::new);
-    map.retain(|_, hubs| {
-        hubs.retain(|h| h.strong_count() > 0);
-        !hubs.is_empty()
-    });
-    {
-        let mut s = hub.echoes.state();
-        if s.keyspace.is_some() {
-            return;
+    let shared = {
+        let mut local = LOCAL.lock().unwrap_or_else(|e| e.into_inner());
+        let map = local.get_or_insert_with(HashMap::new);
+        map.retain(|_, k| k.strong_count() > 0);
+        match map.get(&keyspace).and_then(Weak::upgrade) {
+            Some(k) => k,
+            None => {
+                let k = Arc::new(Keyspace {
+                    hubs: Mutex::default(),
+                    origins: RwLock::default(),
+                });
+                map.insert(keyspace, Arc::downgrade(&k));
+                k
+            }
         }
-        s.keyspace = Some(keyspace.clone());
+    };
+    if hub
+        .echoes
+        .joined
+        .set((shared.clone(), hub.origin.clone()))
+        .is_err()
+    {
+        return;
     }
-    let hubs = map.entry(keyspace).or_default();
-    for other in hubs.iter().filter_map(Weak::upgrade) {
-        other.echoes.state().siblings.insert(hub.origin.clone());
-        hub.echoes.state().siblings.insert(other.origin.clone());
-    }
+    let mut origins = shared.origins.write().unwrap_or_else(|e| e.into_inner());
+    origins.insert(hub.origin.clone());
+    drop(origins);
+    let mut hubs = shared.hubs.lock().unwrap_or_else(|e| e.into_inner());
+    hubs.retain(|h| h.strong_count() > 0);
     hubs.push(Arc::downgrade(hub));
 }
 
@@ -103,18 +135,17 @@ pub(crate) fn join(hub: &Arc<Hub>, keyspace: String) {
 /// (confirmed, not known down): this never tells a cache more than Redis would, only
 /// sooner, so a cache that did not subscribe is not covered up.
 pub(crate) fn tell(hub: &Hub, kind: char, number: u64, key: &str) {
-    let Some(keyspace) = hub.echoes.state().keyspace.clone() else {
+    let Some((keyspace, _)) = hub.echoes.joined.get() else {
         return;
     };
-    let others: Vec<Arc<Hub>> = {
-        let local = LOCAL.lock().unwrap_or_else(|e| e.into_inner());
-        let hubs = local.as_ref().and_then(|m| m.get(&keyspace));
-        hubs.into_iter()
-            .flatten()
-            .filter_map(Weak::upgrade)
-            .filter(|h| !std::ptr::eq(Arc::as_ptr(h), hub))
-            .collect()
-    };
+    let others: Vec<Arc<Hub>> = keyspace
+        .hubs
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|h| !std::ptr::eq(Arc::as_ptr(h), hub))
+        .collect();
     if others.is_empty() {
         return;
     }
@@ -133,8 +164,12 @@ mod tests {
 
     #[test]
     fn a_message_is_applied_at_its_first_arrival_whichever_path_brings_it() {
+        let keyspace = Arc::new(Keyspace {
+            hubs: Mutex::default(),
+            origins: RwLock::new(["me", "sib"].map(String::from).into()),
+        });
         let e = Echoes::default();
-        e.state().siblings.insert("sib".into());
+        assert!(e.joined.set((keyspace.clone(), "me".into())).is_ok());
         // Told locally, then from Redis; from Redis, then told.
         assert!(e.first(b"w:sib:5:a:1", "sib", true));
         assert!(!e.first(b"w:sib:5:a:1", "sib", false));
@@ -147,13 +182,18 @@ mod tests {
         for _ in 0..2 {
             assert!(!e.first(b"d:sib:0:a:1", "sib", false));
         }
-        // Another process's messages and releases come once: applied, nothing kept.
+        // Another process's messages, this hub's own and releases come once: applied,
+        // nothing kept.
         assert!(e.first(b"w:far:7:a:1", "far", false));
+        assert!(e.first(b"w:me:7:a:1", "me", false));
         assert!(e.first(b"r:sib:0:a:1", "sib", false));
-        assert!(e.state().balance.is_empty());
+        assert!(e.balance().is_empty());
         // A loss forgets what was unmatched: a late copy is applied again (a drop more).
         assert!(e.first(b"w:sib:8:a:1", "sib", true));
         e.clear();
         assert!(e.first(b"w:sib:8:a:1", "sib", false));
+        // A hub gone leaves the keyspace.
+        drop(e);
+        assert!(!keyspace.origins.read().unwrap().contains("me"));
     }
 }
