@@ -196,7 +196,8 @@ impl RedisBuilder {
         let sharded = matches!(self.target, Target::Cluster(_));
         // Caches of this process over the same keys hear each other's changes at once.
         if !self.isolated {
-            crate::local::join(&hub, format!("{} {}", self.target.keyspace(), self.prefix));
+            let keyspace = format!("{} {}", self.target.keyspace(), self.prefix);
+            crate::local::join(hub.clone(), keyspace);
         }
         let inner = Arc::new(Inner {
             cmd,
@@ -626,7 +627,7 @@ impl TagTier for RedisBackend {
                     out[i] = Stamps { removed, expired };
                     inner.hub.stamps.learn(&tags[i], out[i]);
                     let (kind, stamp) = if soft { ('x', expired) } else { ('t', removed) };
-                    crate::local::tell(&inner.hub, kind, stamp, &tags[i]);
+                    crate::local::tell(&*inner.hub, kind, stamp, &tags[i]);
                 }
             }
             if inner.sharded {
@@ -868,7 +869,7 @@ impl Backend for RedisBackend {
             let m = &self.inner.metrics;
             Ok(if ok == 1 {
                 inc(&m.commits);
-                crate::local::tell(&self.inner.hub, 'w', version, key);
+                crate::local::tell(&*self.inner.hub, 'w', version, key);
                 WriteOutcome::Written { version, epoch }
             } else {
                 inc(&m.superseded_commits);
@@ -891,7 +892,7 @@ impl Backend for RedisBackend {
                 .arg(key)
                 .invoke_async(&mut live)
                 .await?;
-            crate::local::tell(&self.inner.hub, 'd', 0, key);
+            crate::local::tell(&*self.inner.hub, 'd', 0, key);
             Ok(deleted == 1)
         })
     }
@@ -912,7 +913,7 @@ impl Backend for RedisBackend {
             if repaired == 1 {
                 inc(&self.inner.metrics.corrupt_entries);
             }
-            crate::local::tell(&self.inner.hub, 'e', epoch, namespace);
+            crate::local::tell(&*self.inner.hub, 'e', epoch, namespace);
             Ok(epoch)
         })
     }

@@ -8,7 +8,20 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 
-use crate::notify::Hub;
+/// A process's end of the notifications of one backend (`notify::Hub`), as this module
+/// needs it (a trait, so that this module depends on nothing of the hub's).
+pub(crate) trait Peer: Send + Sync {
+    /// The backend's origin id.
+    fn origin(&self) -> &str;
+    /// Its record of what other caches of this process told it.
+    fn echoes(&self) -> &Echoes;
+    /// The channel a message of `kind` about `key` is published on.
+    fn channel_of(&self, kind: char, key: &str) -> String;
+    /// Whether a message published on `channel` would reach it through Redis.
+    fn hears(&self, channel: &str) -> bool;
+    /// Acts on a message as on one from another process.
+    fn on_message(&self, payload: &[u8]);
+}
 
 /// This process's keyspaces by name, each shared by the hubs that joined it.
 static LOCAL: Mutex<Option<HashMap<String, Weak<Keyspace>>>> = Mutex::new(None);
@@ -21,7 +34,7 @@ const MAX_UNMATCHED: usize = 4096;
 /// The hubs of one keyspace in this process, and their origins (whose messages come
 /// twice: told here, then from Redis). Dropped with its last hub.
 struct Keyspace {
-    hubs: Mutex<Vec<Weak<Hub>>>,
+    hubs: Mutex<Vec<Weak<dyn Peer>>>,
     origins: RwLock<HashSet<String>>,
 }
 
@@ -94,7 +107,7 @@ impl Drop for Echoes {
 
 /// Joins `hub` to this process's hubs of `keyspace` (once): from now on the changes its
 /// backend makes are told to the others at once ([`tell`]), and theirs to it.
-pub(crate) fn join(hub: &Arc<Hub>, keyspace: String) {
+pub(crate) fn join(hub: Arc<dyn Peer>, keyspace: String) {
     let shared = {
         let mut local = LOCAL.lock().unwrap_or_else(|e| e.into_inner());
         let map = local.get_or_insert_with(HashMap::new);
@@ -111,20 +124,21 @@ pub(crate) fn join(hub: &Arc<Hub>, keyspace: String) {
             }
         }
     };
+    let origin = hub.origin().to_owned();
     if hub
-        .echoes
+        .echoes()
         .joined
-        .set((shared.clone(), hub.origin.clone()))
+        .set((shared.clone(), origin.clone()))
         .is_err()
     {
         return;
     }
     let mut origins = shared.origins.write().unwrap_or_else(|e| e.into_inner());
-    origins.insert(hub.origin.clone());
+    origins.insert(origin);
     drop(origins);
     let mut hubs = shared.hubs.lock().unwrap_or_else(|e| e.into_inner());
     hubs.retain(|h| h.strong_count() > 0);
-    hubs.push(Arc::downgrade(hub));
+    hubs.push(Arc::downgrade(&hub));
 }
 
 /// Tells the other hubs of `hub`'s keyspace in this process of a change its backend just
@@ -134,25 +148,25 @@ pub(crate) fn join(hub: &Arc<Hub>, keyspace: String) {
 /// Redis), and only to a hub whose subscription would bring it the same message
 /// (confirmed, not known down): this never tells a cache more than Redis would, only
 /// sooner, so a cache that did not subscribe is not covered up.
-pub(crate) fn tell(hub: &Hub, kind: char, number: u64, key: &str) {
-    let Some((keyspace, _)) = hub.echoes.joined.get() else {
+pub(crate) fn tell(hub: &dyn Peer, kind: char, number: u64, key: &str) {
+    let Some((keyspace, origin)) = hub.echoes().joined.get() else {
         return;
     };
-    let others: Vec<Arc<Hub>> = keyspace
+    let others: Vec<Arc<dyn Peer>> = keyspace
         .hubs
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
         .filter_map(Weak::upgrade)
-        .filter(|h| !std::ptr::eq(Arc::as_ptr(h), hub))
+        .filter(|h| h.origin() != origin)
         .collect();
     if others.is_empty() {
         return;
     }
     let channel = hub.channel_of(kind, key);
-    let message = format!("{kind}:{}:{number}:{key}", hub.origin);
+    let message = format!("{kind}:{origin}:{number}:{key}");
     for other in others.iter().filter(|h| h.hears(&channel)) {
-        if other.echoes.first(message.as_bytes(), &hub.origin, true) {
+        if other.echoes().first(message.as_bytes(), origin, true) {
             other.on_message(message.as_bytes());
         }
     }

@@ -15,7 +15,7 @@ use herdless::key::namespace_of;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{Notify, OnceCell};
 
-use crate::local::Echoes;
+use crate::local::{Echoes, Peer};
 use crate::metrics::{Metrics, inc};
 use crate::tags::StampCache;
 
@@ -350,6 +350,24 @@ impl Hub {
             'r' => Notice::Released { key: m.key },
             _ => Notice::Invalidated { key: m.key },
         });
+    }
+}
+
+impl Peer for Hub {
+    fn origin(&self) -> &str {
+        &self.origin
+    }
+    fn echoes(&self) -> &Echoes {
+        &self.echoes
+    }
+    fn channel_of(&self, kind: char, key: &str) -> String {
+        Hub::channel_of(self, kind, key)
+    }
+    fn hears(&self, channel: &str) -> bool {
+        Hub::hears(self, channel)
+    }
+    fn on_message(&self, payload: &[u8]) {
+        Hub::on_message(self, payload)
     }
 }
 
