@@ -72,3 +72,23 @@ test('a cache that only reads hears of a write and of a bump', { skip, timeout: 
   await c.bump('page')
   await until(() => d.get('page:1') === undefined, 'd to see the bump')
 })
+
+test("caches of one process see each other's changes at once", { skip, timeout: 30_000 }, async () => {
+  // Two caches of one process over one Redis: a change through one reaches the other before
+  // the call resolves, not one pub/sub delivery later.
+  const [a, b] = pair()
+  for (let i = 0; i < 100; i++) {
+    await a.set('cfg:flags', i)
+    assert.equal(await b.read('cfg:flags'), i, 'a write, at once')
+    await a.invalidate('cfg:flags')
+    assert.equal(await b.read('cfg:flags'), undefined, 'a delete, at once')
+    await a.set('cfg:flags', 'w')
+    assert.equal(await b.read('cfg:flags'), 'w')
+    await a.bump('cfg')
+    assert.equal(await b.read('cfg:flags'), undefined, 'a bump, at once')
+    await a.set('page:1', 'p', { tags: ['product:1'] })
+    assert.equal(await b.read('page:1'), 'p')
+    await a.invalidateTag('product:1')
+    assert.equal(await b.read('page:1'), undefined, 'a tag, at once')
+  }
+})

@@ -151,10 +151,10 @@ impl Cache {
     }
 
     /// The ttl jitter fraction (`jitter`): a stored ttl is spread by up to half of it either
-    /// way.
+    /// way. With a shared tier, the jitter its entries are written with (the L1 has none).
     #[getter]
     fn jitter(&self) -> f64 {
-        self.handle.tt.l1().options().jitter
+        self.handle.tt.lifetimes().jitter
     }
 
     /// The longest accepted key, in bytes (`max_key_len`).

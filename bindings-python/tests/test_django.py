@@ -298,6 +298,23 @@ def test_the_redis_tier_pickles_by_default() -> None:
     assert k.get("t") == [1, 2]
 
 
+def test_a_timeout_is_the_most_an_entry_lives_on_the_redis_tier() -> None:
+    # The shared tier jitters each entry once, for the fleet (its L1 has no jitter): the
+    # backend shrinks the timeout by the entries' jitter. It was told 0 and let entries live
+    # up to 10% past their timeout (Django's test_cache_page_timeout failed 1 run in 2).
+    c = HerdlessCache("memory://django-lifetime", {"KEY_PREFIX": "life"})
+    assert c.herdless.jitter == 0.2
+    assert Cache(redis="memory://django-lifetime", jitter=0.3).jitter == 0.3
+    lives = []
+    for i in range(200):
+        c.set(f"k{i}", i, timeout=1)
+        seen = c.herdless.peek(c.make_and_validate_key(f"k{i}"))
+        assert seen is not None
+        lives.append(seen.fresh_until - (time.monotonic() - seen.age))
+    assert max(lives) <= 1.0 + 0.005
+    assert min(lives) < 0.9, "the entries are jittered below the timeout"
+
+
 def test_max_entries_bounds_the_memory_tier() -> None:
     cull = HerdlessCache("cull", {"OPTIONS": {"MAX_ENTRIES": 30, "CULL_FREQUENCY": 3}})
     for i in range(49):

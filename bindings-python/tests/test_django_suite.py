@@ -22,10 +22,10 @@ HERE = Path(__file__).resolve().parent
 # Every test that does not pass on a tier, with why. Anything else must pass; each test of
 # EXPECTED must still fail (so that this list stays true); UNASSERTED ones may go either way.
 CULL = (
-    "CULL_FREQUENCY is not emulated: past MAX_ENTRIES the engine evicts one entry per insert "
-    "(SIEVE, the bound split across its lock shards), so 49 inserts into MAX_ENTRIES=30 "
-    "leave 28 to 30 (as the keys hash), where Django's culling backends drop a third at "
-    "once (29 left) or, with CULL_FREQUENCY=0, everything (19 left)"
+    "CULL_FREQUENCY is not emulated (README, Django): past MAX_ENTRIES the engine evicts one "
+    "entry per insert (SIEVE, the bound split across its lock shards), so 49 inserts into "
+    "MAX_ENTRIES=30 leave 25 to 30 (as the keys hash), where Django's culling backends drop "
+    "a third at once (29 left) or, with CULL_FREQUENCY=0, everything (19 left)"
 )
 EXPECTED: dict[str, dict[str, str]] = {
     "locmem": {},
@@ -47,14 +47,7 @@ SKIPPED: dict[str, set[str]] = {
 UNASSERTED: dict[str, dict[str, str]] = {
     "locmem": {},
     "memory": {"HerdlessMemoryCacheTests.test_cull": CULL + ": 29 passes it by chance"},
-    "redis": {
-        "CacheMiddlewareTest.test_cache_page_timeout": (
-            "fails in about 1 of 2 runs on the Redis tier (run alone: every time; 100 passed "
-            "otherwise): its second subtest is answered the page the first one cached for 3 s "
-            "in the `other` cache; the cause was not found before this stop, see the issue "
-            "notes"
-        ),
-    },
+    "redis": {},
 }
 
 

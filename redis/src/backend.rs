@@ -80,6 +80,7 @@ pub struct RedisBuilder {
     handle: Option<Handle>,
     max_entry_bytes: usize,
     tag_retention: Duration,
+    isolated: bool,
 }
 
 /// Default of [`RedisBuilder::max_entry_bytes`]: 8 MiB.
@@ -138,6 +139,15 @@ impl RedisBuilder {
         self
     }
 
+    /// Keeps this backend apart from the other backends of this process over the same
+    /// keyspace: their changes reach it, and its changes reach them, through Redis only, as
+    /// between two processes (PROTOCOL.md section 4, "In one process"). For tests that
+    /// stand for a fleet in one process and mean to exercise Redis's delivery.
+    pub fn isolated(mut self) -> Self {
+        self.isolated = true;
+        self
+    }
+
     /// Runs connections and timers on this tokio runtime instead of an own one. Its worker
     /// threads must keep running; the blocking API must not be called on them.
     pub fn runtime(mut self, handle: Handle) -> Self {
@@ -186,6 +196,11 @@ impl RedisBuilder {
             )
         };
         let sharded = matches!(self.target, Target::Cluster(_));
+        // Caches of this process over the same keys hear each other's changes at once.
+        if !self.isolated {
+            let keyspace = format!("{} {}", self.target.keyspace(), self.prefix);
+            crate::local::join(hub.clone(), keyspace);
+        }
         let inner = Arc::new(Inner {
             cmd,
             sub,
@@ -274,6 +289,7 @@ fn builder(target: Target) -> RedisBuilder {
         handle: None,
         max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
         tag_retention: crate::tags::DEFAULT_TAG_RETENTION,
+        isolated: false,
     }
 }
 
@@ -668,6 +684,7 @@ impl Backend for RedisBackend {
             let m = &self.inner.metrics;
             Ok(if ok == 1 {
                 inc(&m.commits);
+                crate::local::tell(&*self.inner.hub, 'w', version, key);
                 WriteOutcome::Written { version, epoch }
             } else {
                 inc(&m.superseded_commits);
@@ -690,6 +707,7 @@ impl Backend for RedisBackend {
                 .arg(key)
                 .invoke_async(&mut live)
                 .await?;
+            crate::local::tell(&*self.inner.hub, 'd', 0, key);
             Ok(deleted == 1)
         })
     }
@@ -710,6 +728,7 @@ impl Backend for RedisBackend {
             if repaired == 1 {
                 inc(&self.inner.metrics.corrupt_entries);
             }
+            crate::local::tell(&*self.inner.hub, 'e', epoch, namespace);
             Ok(epoch)
         })
     }

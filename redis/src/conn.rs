@@ -21,6 +21,27 @@ pub(crate) enum Target {
     Cluster(Vec<String>),
 }
 
+impl Target {
+    /// The keyspace this target names, as one string: the server (`host:port` or socket
+    /// path) and database, or the Cluster's nodes. Backends of one process over the same
+    /// keyspace (and prefix) tell each other their changes at once (`notify::Hub::join`).
+    pub(crate) fn keyspace(&self) -> String {
+        let node = |url: &str| match url.into_connection_info() {
+            Ok(i) => format!("{}/{}", i.addr(), i.redis_settings().db()),
+            Err(_) => url.to_owned(),
+        };
+        match self {
+            Target::Single(url) => node(url),
+            Target::Cluster(nodes) => {
+                let mut all: Vec<String> = nodes.iter().map(|n| node(n)).collect();
+                all.sort();
+                all.dedup();
+                format!("cluster {}", all.join(" "))
+            }
+        }
+    }
+}
+
 /// Connection timings.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timings {
@@ -190,5 +211,29 @@ impl ConnectionLike for Live {
             Self::Single(c) => c.get_db(),
             Self::Cluster(c) => c.get_db(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Target;
+
+    #[test]
+    fn a_keyspace_is_the_server_and_database_however_the_url_spells_them() {
+        let one = |u: &str| Target::Single(u.into()).keyspace();
+        assert_eq!(
+            one("redis://127.0.0.1:6379"),
+            one("redis://127.0.0.1:6379/0")
+        );
+        assert_ne!(
+            one("redis://127.0.0.1:6379/0"),
+            one("redis://127.0.0.1:6379/1")
+        );
+        assert_ne!(one("redis://127.0.0.1:6379"), one("redis://127.0.0.1:6380"));
+        let cluster = |n: &[&str]| Target::Cluster(n.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            cluster(&["redis://a:1", "redis://b:2"]).keyspace(),
+            cluster(&["redis://b:2", "redis://a:1"]).keyspace()
+        );
     }
 }

@@ -74,6 +74,7 @@ mod fleet;
 mod join;
 pub mod keys;
 mod lifetimes;
+mod local;
 pub mod memory;
 mod metrics;
 pub mod notify;

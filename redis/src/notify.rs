@@ -15,6 +15,7 @@ use herdless::key::namespace_of;
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::{Notify, OnceCell};
 
+use crate::local::{Echoes, Peer};
 use crate::metrics::{Metrics, inc};
 use crate::tags::StampCache;
 
@@ -91,6 +92,8 @@ pub(crate) struct Hub {
     metrics: Arc<Metrics>,
     /// The tag records this process learned (notices update them, a loss drops them).
     pub(crate) stamps: StampCache,
+    /// The changes other caches of this process tell it (`crate::local`).
+    pub(crate) echoes: Echoes,
 }
 
 impl Hub {
@@ -104,7 +107,35 @@ impl Hub {
             disconnected: AtomicBool::new(false),
             metrics,
             stamps: StampCache::default(),
+            echoes: Echoes::default(),
         }
+    }
+
+    /// The channel a message of `kind` about `key` is published on (a tag's on the tags
+    /// channel, a bump's on its namespace's, the others on their key's namespace's).
+    pub(crate) fn channel_of(&self, kind: char, key: &str) -> String {
+        match kind {
+            't' | 'x' => crate::keys::tags_channel(&self.prefix),
+            'e' => crate::keys::channel(&self.prefix, key),
+            _ => crate::keys::channel(&self.prefix, namespace_of(key)),
+        }
+    }
+
+    /// Whether a message published on `channel` would reach this hub: its subscription
+    /// covering it (the one pattern of a single server, or the channel's own on a Cluster)
+    /// is confirmed and not known to be down. (A Cluster's tags channel is subscribed
+    /// apart, by the backend: tag notices reach other caches there through Redis only.)
+    pub(crate) fn hears(&self, channel: &str) -> bool {
+        if self.is_disconnected() {
+            return false;
+        }
+        let subs = self.subscriptions.lock().expect("subscriptions lock");
+        let confirmed = |c: &str| {
+            subs.cells
+                .get(c)
+                .is_some_and(|(cell, _)| cell.initialized())
+        };
+        confirmed(&crate::keys::channel_pattern(&self.prefix)) || confirmed(channel)
     }
 
     /// Whether the subscription connection is known to be down: a disconnection seen,
@@ -243,6 +274,7 @@ impl Hub {
     pub(crate) fn lost(&self) {
         inc(&self.metrics.notices_lost);
         self.stamps.clear();
+        self.echoes.clear();
         self.wake_all();
         self.tell(Notice::Lost);
     }
@@ -252,12 +284,11 @@ impl Hub {
     /// cannot drop another namespace's copies or wake its waiters.
     pub(crate) fn on_channel_message(&self, channel: &[u8], payload: &[u8]) {
         let Some(m) = parse(payload) else { return };
-        let expected = match m.kind {
-            't' | 'x' => crate::keys::tags_channel(&self.prefix),
-            'e' => crate::keys::channel(&self.prefix, m.key),
-            _ => crate::keys::channel(&self.prefix, namespace_of(m.key)),
-        };
-        if expected.as_bytes() != channel {
+        if self.channel_of(m.kind, m.key).as_bytes() != channel {
+            return;
+        }
+        // Another cache of this process told it already (its copy from Redis is not news).
+        if !self.echoes.first(payload, m.origin, false) {
             return;
         }
         self.on_message(payload);
@@ -319,6 +350,24 @@ impl Hub {
             'r' => Notice::Released { key: m.key },
             _ => Notice::Invalidated { key: m.key },
         });
+    }
+}
+
+impl Peer for Hub {
+    fn origin(&self) -> &str {
+        &self.origin
+    }
+    fn echoes(&self) -> &Echoes {
+        &self.echoes
+    }
+    fn channel_of(&self, kind: char, key: &str) -> String {
+        Hub::channel_of(self, kind, key)
+    }
+    fn hears(&self, channel: &str) -> bool {
+        Hub::hears(self, channel)
+    }
+    fn on_message(&self, payload: &[u8]) {
+        Hub::on_message(self, payload)
     }
 }
 

@@ -12,6 +12,7 @@ use herdless_redis::{Json, RedisBackend, TieredCache};
 fn cache(url: &str, prefix: &str) -> TieredCache<String, Json> {
     let b = RedisBackend::builder(url)
         .prefix(prefix)
+        .isolated()
         .op_timeout(Duration::from_millis(300))
         .connect_timeout(Duration::from_millis(200))
         .heartbeat(Duration::from_millis(200))

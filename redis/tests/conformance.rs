@@ -49,6 +49,7 @@ impl Tier {
             Tier::Memory(store) => store.backend().build().expect("memory backend").into(),
             Tier::Redis(srv, prefix) => RedisBackend::builder(srv.url())
                 .prefix(prefix.clone())
+                .isolated()
                 .build()
                 .expect("redis backend")
                 .into(),

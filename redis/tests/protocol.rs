@@ -442,6 +442,7 @@ fn notifications_reach_watches_and_listeners_of_other_processes() {
     let mk = || {
         RedisBackend::builder(srv.url())
             .prefix(prefix.clone())
+            .isolated()
             .build()
             .unwrap()
     };

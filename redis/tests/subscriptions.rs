@@ -27,6 +27,7 @@ fn a_standalone_process_holds_one_subscription_for_every_namespace() {
     let mk = || {
         RedisBackend::builder(srv.url())
             .prefix(prefix.clone())
+            .isolated()
             .build()
             .unwrap()
     };

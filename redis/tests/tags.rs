@@ -23,6 +23,7 @@ fn cache_with(b: RedisBackend, tag_check: Duration) -> Cache {
 fn backend(url: &str, prefix: &str) -> RedisBackend {
     RedisBackend::builder(url)
         .prefix(prefix)
+        .isolated()
         .build()
         .expect("backend")
 }

@@ -192,6 +192,13 @@ impl TagTier for RedisBackend {
                 for (&i, r) in members.iter().zip(&records) {
                     inc(&self.inner.metrics.tag_invalidations);
                     self.inner.hub.stamps.learn(&tags[i], Some(*r));
+                    // The caches of this process over the same keys hear it at once.
+                    let (kind, stamp) = if soft {
+                        ('x', r.expired)
+                    } else {
+                        ('t', r.removed)
+                    };
+                    crate::local::tell(&*self.inner.hub, kind, stamp, &tags[i]);
                     out[i] = *r;
                 }
                 applied += members.len();

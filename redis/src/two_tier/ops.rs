@@ -206,6 +206,17 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         Pending::new(async move { fleet.bump(&ns).await })
     }
 
+    /// The lifetimes this cache's values get: the shared entries' with a shared tier (the
+    /// L1 is built without jitter then, so its own options would say 0), else the L1's.
+    /// A binding that tells its caller how long an entry may live asks this, never the
+    /// L1's options.
+    pub fn lifetimes(&self) -> crate::Lifetimes {
+        match self.shared_tier() {
+            Some(life) => *life,
+            None => crate::Lifetimes::from(&self.l1().options()),
+        }
+    }
+
     /// The L1's key rules, checked before anything is written to the shared tier.
     pub(crate) fn check_key(&self, key: &str) -> Result<(), Error> {
         let max = self.l1().options().max_key_len;

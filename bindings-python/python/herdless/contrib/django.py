@@ -45,18 +45,32 @@ How Django's API maps onto the engine:
 - ``incr``/``decr`` and ``touch`` are a read then a write, as in Django's ``BaseCache``: not
   atomic. The engine has no atomic read-modify-write, and a counter would not be cached
   data anyway; keep counters in the database or in Redis itself.
-- ``MAX_ENTRIES`` is herdless's ``capacity`` of the memory tier: at most that many entries
-  are held, and past it SIEVE evicts one entry per insert (the bound is split across the
-  engine's lock shards, so a full cache of 30 holds 28 to 30, as its keys hash).
-  ``CULL_FREQUENCY`` is not emulated: Django's LocMem/file/database backends drop a
-  ``1/CULL_FREQUENCY`` share of the entries at once when full (0: all of them), so after 49
-  inserts into ``MAX_ENTRIES=30`` they hold 29 (19 with 0), herdless 28 to 30. With ``redis://``
-  the Redis tier is not bounded by ``MAX_ENTRIES`` (as Django's own Redis backend, bound it
-  with Redis's ``maxmemory``).
+- ``MAX_ENTRIES`` is herdless's ``capacity`` of the memory tier (unset: the engine's
+  10,000, where LocMemCache's default is 300): at most that many entries are held, and
+  past it SIEVE evicts one entry per insert, one not read since the eviction hand last
+  passed. The bound is split across the engine's lock shards, each full on its own, so a
+  full cache holds up to ``MAX_ENTRIES``, fewer as its keys hash (49 inserts into 30: 25
+  to 30 on a 2-CPU machine, 30 in a third of 300 trials). ``CULL_FREQUENCY`` is not
+  emulated, by choice: Django's LocMem/file/database backends drop a ``1/CULL_FREQUENCY``
+  share of a full cache at once (0: all of it; 29 or 19 left after 49 inserts into 30).
+  Those keys then miss together, the herd this backend exists to prevent, and an exact
+  cull would need a count and a sweep across every lock shard on the engine's insert
+  path. Django documents both options for those three backends only; its Redis and
+  memcached backends ignore them. With ``redis://`` the Redis tier is not bounded by
+  ``MAX_ENTRIES`` (as Django's own Redis backend, bound it with Redis's ``maxmemory``).
+- ``clear()`` bumps the alias's namespace (``KEY_PREFIX or "django"``): aliases over one
+  Redis database with the same ``KEY_PREFIX`` (none: ``"django"``) are cleared together,
+  as Django's own Redis backend flushes the whole database.
 
 Django makes one backend object per thread; every object of an alias shares one
 ``herdless.Cache`` (``.herdless``: register it with the Prometheus collector or
-OpenTelemetry).
+OpenTelemetry). Aliases that are engines of their own (another ``TIMEOUT`` or ``OPTIONS``)
+over the same Redis, database and ``KEY_PREFIX`` see each other's ``set``, ``delete`` and
+``clear()`` before the call returns (PROTOCOL.md section 4, "In one process"); other
+processes, within one pub/sub delivery.
+
+Django's own cache tests run against this backend (``tests/test_django_suite.py``); every
+difference from LocMemCache is listed in the binding's README ("Django").
 """
 
 from __future__ import annotations
