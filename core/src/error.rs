@@ -135,6 +135,9 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// The cache was closed (a binding's `close()`, `herdless_redis`'s `TwoTier::close`):
+    /// it answers no more calls, and a call in flight that still needed it answers this.
+    Closed,
 }
 
 impl fmt::Display for Error {
@@ -190,6 +193,7 @@ impl fmt::Display for Error {
             Error::TooManyTags { count, max } => {
                 write!(f, "an entry has {count} tags; the limit is {max}")
             }
+            Error::Closed => f.write_str("the cache is closed"),
         }
     }
 }

@@ -38,6 +38,9 @@ pub enum Error {
     /// The subscription connection is down (its resubscription not yet confirmed): what a
     /// read would hand the L1 could not hear of later changes, so the read is refused.
     Unsubscribed,
+    /// The backend was closed ([`RedisBackend::close`](crate::RedisBackend::close)): its
+    /// connections and runtime are gone.
+    Closed,
 }
 
 impl fmt::Display for Error {
@@ -58,6 +61,7 @@ impl fmt::Display for Error {
             Self::Unsubscribed => f.write_str(
                 "the redis subscription is down: a copy read now could not be kept coherent",
             ),
+            Self::Closed => f.write_str("the shared tier was closed"),
         }
     }
 }
