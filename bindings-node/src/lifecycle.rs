@@ -144,8 +144,9 @@ impl Cache {
     /// an `Error` of code `HERDLESS_CLOSED`; `metrics()`, `prometheus()`, `alerts()`,
     /// `hotKeys()`, `exportHotKeys()` and the listeners keep working. Calls in flight are
     /// not cut: a loader already running finishes and its callers get its value (stored
-    /// nowhere); a call still waiting for the shared tier, or for a loader to start, is
-    /// rejected with `HERDLESS_CLOSED`. Also `cache[Symbol.dispose]()` (`using`) and
+    /// nowhere); a load or a write still waiting for the shared tier (or for
+    /// `originBudget`) is rejected with `HERDLESS_CLOSED`, and a `read` answers
+    /// `undefined`. Also `cache[Symbol.dispose]()` (`using`) and
     /// `cache[Symbol.asyncDispose]()` (`await using`).
     #[napi]
     pub fn close(&self, env: &Env) -> Result<()> {
