@@ -96,6 +96,15 @@ export interface CacheEvent {
 }
 
 /**
+ * `using cache = new Cache(...)` and `await using cache = new Cache(...)` close the cache
+ * (`cache.close()`) at the end of the block (the README's "Lifecycle").
+ */
+export interface Cache {
+  [Symbol.dispose](): void
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
  * A stampede-proof cache of JS values under string keys.
  *
  * Each caller gets its own copy of a stored object (`copyValues`, on by default; off, a
@@ -103,11 +112,6 @@ export interface CacheEvent {
  * share one loader call; the others wait without blocking the event loop.
  */
 export declare class Cache {
-  /**
-   * A cache with these options (all optional; durations in milliseconds). Throws a
-   * `TypeError` or `RangeError` (code `HERDLESS_INVALID_OPTION`) naming a bad option.
-   */
-  constructor(options?: CacheOptions)
   /**
    * The value of `key` in this process's memory if it is fresh (or stale within grace),
    * else `undefined`; synchronous, never loads, never asks the shared tier (`read` does).
@@ -276,6 +280,28 @@ export declare class Cache {
    * stable API.
    */
   _internals(): Internals
+  /**
+   * A cache with these options (all optional; durations in milliseconds). Throws a
+   * `TypeError` or `RangeError` (code `HERDLESS_INVALID_OPTION`) naming a bad option.
+   */
+  constructor(options?: CacheOptions)
+  /**
+   * Closes the cache now: the shared tier's connections (commands, subscription) and
+   * its thread are released at once, and the entries of this process are dropped.
+   * Idempotent. Afterwards every call that reads or writes entries (`get`, `peek`,
+   * `read`, `getOrLoad`, `getOrLoadMany`, `set`, `invalidate`, `bump`,
+   * `invalidateTag(s)`, `wrap` and the functions it made, `warm`) throws or rejects with
+   * an `Error` of code `HERDLESS_CLOSED`; `metrics()`, `prometheus()`, `alerts()`,
+   * `hotKeys()`, `exportHotKeys()` and the listeners keep working. Calls in flight are
+   * not cut: a loader already running finishes and its callers get its value (stored
+   * nowhere); a load or a write still waiting for the shared tier (or for
+   * `originBudget`) is rejected with `HERDLESS_CLOSED`, and a `read` answers
+   * `undefined`. Also `cache[Symbol.dispose]()` (`using`) and
+   * `cache[Symbol.asyncDispose]()` (`await using`).
+   */
+  close(): void
+  /** Whether `close()` was called. */
+  get closed(): boolean
 }
 
 /** One finding of the stampede detector. */

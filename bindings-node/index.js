@@ -49,6 +49,17 @@ class Cache extends native.Cache {
   }
 }
 
+// `using cache = new Cache(...)` and `await using` close the cache at the end of the block
+// (README, "Lifecycle"). Defined where the runtime has the symbols (Node 20 does).
+for (const [symbol, dispose] of [
+  [Symbol.dispose, function dispose() { this.close() }],
+  [Symbol.asyncDispose, async function asyncDispose() { this.close() }],
+]) {
+  if (typeof symbol === 'symbol') {
+    Object.defineProperty(Cache.prototype, symbol, { value: dispose, writable: true, configurable: true })
+  }
+}
+
 module.exports = {
   Cache,
   buildKey: native.buildKey,

@@ -8,17 +8,15 @@ use napi_derive::napi;
 
 use herdless::HitState;
 use herdless_redis::two_tier::Get;
-use herdless_redis::{BuildError, TierOptions, TwoTier};
 
 use crate::call::{Answer, CallOptions, Loader, Outcome};
 use crate::driver::{EResult, Inner};
 use crate::error::{self, code, type_error};
 use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
+use crate::lifecycle::check_open;
 use crate::metrics::{Metrics, snapshot};
 use crate::options;
-use crate::tier::Codec;
 use crate::value::{Table, Val};
-use crate::wake::Wake;
 
 /// A stampede-proof cache of JS values under string keys.
 ///
@@ -27,24 +25,9 @@ use crate::wake::Wake;
 /// share one loader call; the others wait without blocking the event loop.
 #[napi(custom_finalize)]
 pub struct Cache {
-    inner: Rc<Inner>,
-    /// The native memory reported to V8 for this cache (see [`EXTERNAL_BYTES`]).
-    external: i64,
-}
-
-/// What one cache is reported to hold outside V8's heap, so that V8 collects dropped caches
-/// under memory pressure: V8 sees only a small JS object, and without this a program
-/// creating caches grew by ~46 KB each (4,000 caches: 43 -> 228 MB) until a GC happened to
-/// run. An estimate of the engine's tables, not a measurement of each cache.
-const EXTERNAL_BYTES: i64 = 64 * 1024;
-/// What a cache with a shared tier adds (its connections, their buffers, a subscription).
-const EXTERNAL_TIER_BYTES: i64 = 1024 * 1024;
-
-impl napi::bindgen_prelude::ObjectFinalize for Cache {
-    fn finalize(self, env: Env) -> Result<()> {
-        env.adjust_external_memory(-self.external)?;
-        Ok(())
-    }
+    pub(crate) inner: Rc<Inner>,
+    /// The native memory reported to V8 for this cache (see `crate::lifecycle`).
+    pub(crate) external: crate::lifecycle::External,
 }
 
 /// Reads a key argument into `room`, or throws a `TypeError`.
@@ -146,6 +129,7 @@ pub(crate) fn rejecting(js: Js, r: Result<Value>) -> Result<Value> {
 /// `cache.get(key)`: shared by the method and the fast path (`crate::fast`).
 #[inline]
 pub(crate) fn get_value(js: Js, inner: &Inner, key: Value) -> Result<Value> {
+    check_open(js, inner)?;
     let mut room = StrRoom::new();
     let key = key_arg(js, key, &mut room)?;
     if let Some(f) = &inner.front {
@@ -187,6 +171,7 @@ fn get_or_load_impl(
     loader: Value,
     opts: Option<Value>,
 ) -> Result<Value> {
+    check_open(js, inner)?;
     let mut room = StrRoom::new();
     let key = key_arg(js, key, &mut room)?;
     if js.type_of(loader)? != Type::Function {
@@ -252,6 +237,7 @@ impl Cache {
         loader: Value,
         opts: Option<Value>,
     ) -> Result<Value> {
+        check_open(js, &self.inner)?;
         self.inner.fold_front();
         if !js.is_array(keys)? {
             return Err(type_error(js, "`keys` must be an array of keys"));
@@ -397,7 +383,11 @@ impl Cache {
             Some(v) => inner.table.load(js, &v),
             None => js.undefined(),
         };
-        match inner.tt.get(key.as_str()) {
+        match inner
+            .tt
+            .get(key.as_str())
+            .map_err(|e| error::throw(js, &inner.table, &e))?
+        {
             Get::Ready(v) => js.resolved(value(js, inner, v)?),
             Get::Tier(pending) => inner.op(js, pending, move |js, inner, read| {
                 let r = read.finish(&inner.host(js));
@@ -408,66 +398,8 @@ impl Cache {
     }
 }
 
-/// The engine of a new cache: its L1 alone, or in front of the shared tier at `redis`
-/// (whose entries carry the jitter: the L1 then has none, as in `herdless_redis`'s
-/// `TieredBuilder`).
-fn engine(js: Js, parsed: options::Parsed) -> Result<(TwoTier<Val>, Codec)> {
-    let (tier, codec) = match parsed.redis {
-        None => (None, Codec::Json),
-        Some(r) => {
-            let tier = TierOptions {
-                address: r.address,
-                prefix: r.prefix,
-                lease: r.lease,
-            };
-            (Some(tier), r.codec)
-        }
-    };
-    let tt = TwoTier::build(parsed.builder, tier).map_err(|e| match e {
-        BuildError::Tier(e) => error::throw_new(
-            js,
-            ErrorKind::Type,
-            code::INVALID_OPTION,
-            &format!("option `redis`: {e}"),
-        ),
-        e => error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string()),
-    })?;
-    Ok((tt, codec))
-}
-
 #[napi]
 impl Cache {
-    /// A cache with these options (all optional; durations in milliseconds). Throws a
-    /// `TypeError` or `RangeError` (code `HERDLESS_INVALID_OPTION`) naming a bad option.
-    #[napi(constructor, ts_args_type = "options?: CacheOptions")]
-    pub fn new(env: &Env, this: This, options: Option<Unknown>) -> Result<Self> {
-        let js = Js(env.raw());
-        let mut parsed = options::parse(js, options.map(|o| o.raw()))?;
-        let namespace = parsed.namespace.clone();
-        let on_event = parsed.on_event;
-        let front = parsed.front.0;
-        let copy = parsed.copy_values;
-        if front.is_some() {
-            parsed.builder = std::mem::take(&mut parsed.builder).count_writes(true);
-        }
-        // Muted by `Inner::new` until a JS listener is registered.
-        let wake = Wake::new();
-        let listener = crate::events::engine_listener(wake.clone());
-        parsed.builder = std::mem::take(&mut parsed.builder).listener(listener);
-        let (tt, codec) = engine(js, parsed)?;
-        let external = match tt.tier() {
-            Some(_) => EXTERNAL_BYTES + EXTERNAL_TIER_BYTES,
-            None => EXTERNAL_BYTES,
-        };
-        let this_obj = this.object.raw();
-        let inner = Inner::new(
-            js, this_obj, tt, codec, namespace, wake, on_event, front, copy,
-        )?;
-        crate::fast::install(js, this.object.raw(), &inner)?;
-        env.adjust_external_memory(external)?;
-        Ok(Self { inner, external })
-    }
-
     /// The value of `key` in this process's memory if it is fresh (or stale within grace),
     /// else `undefined`; synchronous, never loads, never asks the shared tier (`read` does).
     /// A cached absence reads as `undefined` too.
@@ -486,6 +418,7 @@ impl Cache {
     #[napi(ts_args_type = "key: string", ts_return_type = "Peek | undefined")]
     pub fn peek<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
+        check_open(js, &self.inner)?;
         let mut room = StrRoom::new();
         let key = key_arg(js, key.raw(), &mut room)?;
         let v = match self.inner.l1.peek(key.as_str()) {
@@ -724,6 +657,7 @@ impl Cache {
     ) -> Result<Unknown<'env>> {
         self.inner.fold_front();
         let js = Js(env.raw());
+        check_open(js, &self.inner)?;
         let known = ["namespace", "entity", "version", "ttl", "key", "tags"];
         let opts = options_arg(js, options.map(|o| o.raw()), "wrap", &known)?;
         let f = crate::wrap::wrap(js, &self.inner, func.raw(), opts)?;
@@ -748,7 +682,8 @@ impl Cache {
         self.inner.fold_front();
         let js = Js(env.raw());
         let known = ["concurrency", "ttl", "onProgress"];
-        let r = options_arg(js, options.map(|o| o.raw()), "warm", &known)
+        let r = check_open(js, &self.inner)
+            .and_then(|()| options_arg(js, options.map(|o| o.raw()), "warm", &known))
             .and_then(|o| crate::warm::warm(js, &self.inner, keys.raw(), loader.raw(), o));
         let p = rejecting(js, r)?;
         // SAFETY: a value of this env, returned to it at once.
@@ -764,8 +699,8 @@ impl Cache {
         m.redis = self
             .inner
             .tt
-            .tier()
-            .map(|t| crate::metrics::redis(&t.metrics()));
+            .shared_metrics()
+            .map(|r| crate::metrics::redis(&r));
         m
     }
 

@@ -29,6 +29,7 @@ pub(crate) mod code {
     pub(crate) const INVALID_TAG: &str = "HERDLESS_INVALID_TAG";
     pub(crate) const TOO_MANY_TAGS: &str = "HERDLESS_TOO_MANY_TAGS";
     pub(crate) const UNCOPYABLE_VALUE: &str = "HERDLESS_UNCOPYABLE_VALUE";
+    pub(crate) const CLOSED: &str = "HERDLESS_CLOSED";
     pub(crate) const ERROR: &str = "HERDLESS_ERROR";
 }
 
@@ -77,6 +78,7 @@ pub(crate) fn to_js(js: Js, table: &Table, e: &herdless::Error) -> Result<Value>
         E::EmptyTag => (ErrorKind::Type, code::INVALID_TAG),
         E::TagTooLong { .. } => (ErrorKind::Range, code::INVALID_TAG),
         E::TooManyTags { .. } => (ErrorKind::Range, code::TOO_MANY_TAGS),
+        E::Closed => (ErrorKind::Error, code::CLOSED),
         _ => (ErrorKind::Error, code::ERROR),
     };
     let err = js.error(kind, code, &e.to_string())?;

@@ -173,7 +173,9 @@ unsafe extern "C" fn fast_front_hit(
     // SAFETY: JS thread; a non-number leaves `n` at 0 and the status unread: the JS front
     // only ever passes its slot numbers.
     unsafe { sys::napi_get_value_uint32(env, slot, &mut n) };
-    let hit = inner.front.as_ref().is_some_and(|f| f.hit(&inner.l1, n));
+    // A closed cache serves nothing, not even the JS front's answers: the front then asks
+    // the engine, which refuses the call.
+    let hit = !inner.tt.is_closed() && inner.front.as_ref().is_some_and(|f| f.hit(&inner.l1, n));
     let mut v = ptr::null_mut();
     // SAFETY: JS thread.
     unsafe { sys::napi_get_boolean(env, hit, &mut v) };

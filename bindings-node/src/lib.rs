@@ -6,6 +6,8 @@
 //! - [`driver`]: drives the fleet engine (`herdless_redis::two_tier`) for JS callers:
 //!   loaders are JS functions whose promises finish the engine's loads; waiters and the
 //!   engine's steps are futures polled on the JS thread.
+//! - `lifecycle`: the constructor, `close()` and the finalizer: what a cache holds and
+//!   when it gives it back.
 //! - `context`: the load context handed to a loader that declares a parameter.
 //! - `events`: `on`/`off`/`once` and `onEvent`: the engine's events told to JS listeners.
 //! - [`call`]: a JS caller apart from the engine: its loader, its answer, its AbortSignal.
@@ -33,6 +35,7 @@ mod fast;
 mod front;
 mod js;
 pub mod key;
+mod lifecycle;
 pub mod metrics;
 pub mod options;
 mod tags;

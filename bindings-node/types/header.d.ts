@@ -94,3 +94,12 @@ export interface CacheEvent {
    */
   readonly error?: unknown
 }
+
+/**
+ * `using cache = new Cache(...)` and `await using cache = new Cache(...)` close the cache
+ * (`cache.close()`) at the end of the block (the README's "Lifecycle").
+ */
+export interface Cache {
+  [Symbol.dispose](): void
+  [Symbol.asyncDispose](): Promise<void>
+}

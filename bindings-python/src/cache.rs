@@ -39,6 +39,13 @@ impl Cache {
     }
 }
 
+/// Raises `CacheClosed` once the cache is closed: the engine's answer
+/// (`TwoTier::check_open`), checked first by the calls that read the L1 themselves.
+#[inline]
+pub(crate) fn check_open(py: Python<'_>, handle: &Handle) -> PyResult<()> {
+    handle.tt.check_open().map_err(|e| map_error(py, e))
+}
+
 /// A per-call TTL in seconds, or None for the cache's.
 pub(crate) fn call_ttl(
     py: Python<'_>,
@@ -173,7 +180,7 @@ impl Cache {
     /// Redis: from memory, else from Redis (one round trip; Redis failing reads as a miss).
     #[pyo3(signature = (key, default=None))]
     fn get(&self, py: Python<'_>, key: &str, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        let found = match self.handle.tt.get(key) {
+        let found = match self.handle.tt.get(key).map_err(|e| map_error(py, e))? {
             Get::Ready(v) => v,
             Get::Tier(mut pending) => {
                 let read = block_on(py, &mut pending)?;
@@ -282,6 +289,7 @@ impl Cache {
         loader: Py<PyAny>,
         ttl: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        check_open(py, &self.handle)?;
         let ttl = call_ttl(py, ttl.as_ref())?;
         get_or_load(&self.handle, py, key, || Loader::Call0(loader), ttl)
     }
@@ -294,6 +302,7 @@ impl Cache {
         keys: Bound<'_, PyAny>,
         loader: Py<PyAny>,
     ) -> PyResult<Py<pyo3::types::PyList>> {
+        check_open(py, &self.handle)?;
         if keys.is_instance_of::<pyo3::types::PyString>() {
             return Err(pyo3::exceptions::PyTypeError::new_err(
                 "`keys` is a list of keys, not one key: use get_or_load for one",
@@ -316,6 +325,7 @@ impl Cache {
         ttl: Option<Bound<'_, PyAny>>,
         retry: Option<PyRef<'_, RetryToken>>,
     ) -> PyResult<Py<PyAny>> {
+        check_open(py, &self.handle)?;
         let ttl = call_ttl(py, ttl.as_ref())?;
         let (l1, tt) = (self.handle.tt.l1(), &self.handle.tt);
         let step = match retry {
@@ -344,6 +354,46 @@ impl Cache {
             }
             Lookup::Wait(waiter) => Ok(Py::new(py, Wait::new(waiter))?.into_any()),
         }
+    }
+
+    /// Closes the cache now: with Redis, its connections (commands, subscription) and its
+    /// thread are released at once; its entries in this process are dropped. Idempotent.
+    /// Afterwards every call that reads or writes entries raises `CacheClosed`; `metrics`,
+    /// `prometheus`, `alerts` and `hot_keys` still answer. A loader already running
+    /// finishes and its callers get its value (stored nowhere); a load or a write still
+    /// waiting for Redis (or for `origin_budget`) raises `CacheClosed`, and a `get`
+    /// answers a miss.
+    fn close(&self) {
+        self.handle.tt.close();
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.handle.tt.is_closed()
+    }
+
+    /// `with Cache(...) as cache:` closes the cache when the block ends.
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    /// Closes the cache (`close()`); never swallows the block's exception.
+    #[pyo3(signature = (exc_type, exc_value, traceback, /))]
+    fn __exit__(
+        &self,
+        exc_type: Option<Bound<'_, PyAny>>,
+        exc_value: Option<Bound<'_, PyAny>>,
+        traceback: Option<Bound<'_, PyAny>>,
+    ) {
+        let _ = (exc_type, exc_value, traceback);
+        self.close();
+    }
+
+    /// Raises `CacheClosed` once the cache is closed (the engine's answer, as in every
+    /// language); for the pure-Python methods that do not reach the engine at once.
+    fn _check_open(&self, py: Python<'_>) -> PyResult<()> {
+        check_open(py, &self.handle)
     }
 
     /// Counters, histograms and sizes as plain data (see `herdless.Metrics`).
@@ -376,6 +426,7 @@ impl Cache {
     /// fresh_until, stale_until, load_duration, tags)` (seconds; the two ends on the cache's
     /// clock), or None when there is none (see `herdless.Cache.peek`).
     fn _peek(&self, py: Python<'_>, key: &str) -> PyResult<Option<PeekTuple>> {
+        check_open(py, &self.handle)?;
         let Some(p) = self.handle.tt.l1().peek(key) else {
             return Ok(None);
         };

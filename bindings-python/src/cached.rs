@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::blocking::{Handle, Loader, get_or_load, get_or_load_from};
-use crate::cache::{Cache, call_ttl};
+use crate::cache::{Cache, call_ttl, check_open};
 use crate::value::to_caller;
 
 /// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through
@@ -69,6 +69,7 @@ impl CachedFunction {
         };
         let KeyFn::Native(keyer) = &self.keyer else {
             let key = self.key_of(args, kwargs)?;
+            check_open(py, &self.cache)?;
             return get_or_load(&self.cache, py, &key, loader, self.ttl);
         };
         let mut key = take_buffer();
@@ -135,6 +136,10 @@ impl CachedFunction {
         key: String,
         loader: impl FnOnce() -> PyResult<Loader>,
     ) -> PyResult<Py<PyAny>> {
+        if let Err(e) = check_open(py, &self.cache) {
+            give_back(key);
+            return Err(e);
+        }
         match self.cache.tt.l1().lookup(&key) {
             // A plain hit is answered here, its answer built where it is returned: neither
             // the engine's answer nor ours is moved through the driver's loop or held while

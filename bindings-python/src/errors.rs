@@ -110,6 +110,7 @@ pub(crate) fn map_error(py: Python<'_>, e: Error) -> PyErr {
                 &[("count", int(count)?), ("limit", int(max)?)],
             ),
             Error::ZeroTtl | Error::TtlTooLong { .. } => config_error(py, message),
+            Error::Closed => herdless_err(py, "CacheClosed", message, &[]),
             _ => herdless_err(py, "HerdlessError", message, &[]),
         })
     };

@@ -137,6 +137,9 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// The cache was closed (a binding's `close()`, `herdless_redis`'s `TwoTier::close`):
+    /// it answers no more calls, and a call in flight that still needed it answers this.
+    Closed,
 }
 
 impl fmt::Display for Error {
@@ -195,6 +198,7 @@ impl fmt::Display for Error {
                     "{count} tags given, more than {max} distinct; the limit is {max}"
                 )
             }
+            Error::Closed => f.write_str("the cache is closed"),
         }
     }
 }

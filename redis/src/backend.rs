@@ -1,7 +1,7 @@
 //! [`RedisBackend`]: the core's [`Backend`] on Redis or Redis Cluster.
 
 use std::future::Future;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use herdless::backend::{
@@ -11,7 +11,7 @@ use herdless::backend::{
 use herdless::key::namespace_of;
 use tokio::runtime::Handle;
 
-use crate::conn::{Conn, Target, Timings};
+use crate::conn::Conn;
 use crate::error::Error;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::keys::{self, KeyNames};
@@ -22,7 +22,10 @@ use crate::scripts::SCRIPTS;
 use crate::wire;
 
 mod batch;
+mod builder;
 mod tags;
+
+pub use builder::{DEFAULT_MAX_ENTRY_BYTES, RedisBuilder};
 
 /// Wall-clock Unix milliseconds: the fleet's shared time line (keep hosts on NTP).
 pub fn now_ms() -> u64 {
@@ -68,179 +71,6 @@ pub(crate) fn ms_arg(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
-/// Options of a [`RedisBackend`].
-#[derive(Clone, Debug)]
-pub struct RedisBuilder {
-    target: Target,
-    prefix: String,
-    op_timeout: Duration,
-    connect_timeout: Duration,
-    heartbeat: Duration,
-    threads: usize,
-    handle: Option<Handle>,
-    max_entry_bytes: usize,
-    tag_retention: Duration,
-    isolated: bool,
-}
-
-/// Default of [`RedisBuilder::max_entry_bytes`]: 8 MiB.
-pub const DEFAULT_MAX_ENTRY_BYTES: usize = 8 << 20;
-
-impl RedisBuilder {
-    /// Prefix of every Redis key and channel (default `hl`): fleets that must not share
-    /// data use different prefixes.
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// Bound of every Redis operation, connecting included (default 1 s): a stalled Redis
-    /// never holds a caller longer.
-    pub fn op_timeout(mut self, d: Duration) -> Self {
-        self.op_timeout = d;
-        self
-    }
-
-    /// Bound of one connection attempt (default 500 ms).
-    pub fn connect_timeout(mut self, d: Duration) -> Self {
-        self.connect_timeout = d;
-        self
-    }
-
-    /// How often the subscription connection is checked (PING) so that it reconnects and
-    /// resubscribes after Redis comes back (default 1 s).
-    pub fn heartbeat(mut self, d: Duration) -> Self {
-        self.heartbeat = d;
-        self
-    }
-
-    /// Worker threads of the backend's own runtime (default 1).
-    pub fn threads(mut self, n: usize) -> Self {
-        self.threads = n;
-        self
-    }
-
-    /// Largest stored entry, in bytes (the encoded value plus its [`wire::HEADER_LEN`](crate::wire::HEADER_LEN)-byte header; default
-    /// [`DEFAULT_MAX_ENTRY_BYTES`], 8 MiB). A larger write is refused with
-    /// [`Error::EntryTooLarge`] before it reaches Redis, so one oversized value cannot
-    /// stall the shared connection or fill Redis's memory.
-    pub fn max_entry_bytes(mut self, bytes: usize) -> Self {
-        self.max_entry_bytes = bytes;
-        self
-    }
-
-    /// How long a tag's record is kept after its last invalidation or use by a writer
-    /// (default one day, [`DEFAULT_TAG_RETENTION`](crate::tags::DEFAULT_TAG_RETENTION)). A
-    /// tagged entry lives at most this long after its load began (or its write), so it
-    /// outlives its records only if one is evicted, and then reads as removed. Every
-    /// process of a fleet should use the same value (PROTOCOL.md, "Tags").
-    pub fn tag_retention(mut self, d: Duration) -> Self {
-        self.tag_retention = d;
-        self
-    }
-
-    /// Keeps this backend apart from the other backends of this process over the same
-    /// keyspace: their changes reach it, and its changes reach them, through Redis only, as
-    /// between two processes (PROTOCOL.md section 4, "In one process"). For tests that
-    /// stand for a fleet in one process and mean to exercise Redis's delivery.
-    pub fn isolated(mut self) -> Self {
-        self.isolated = true;
-        self
-    }
-
-    /// Runs connections and timers on this tokio runtime instead of an own one. Its worker
-    /// threads must keep running; the blocking API must not be called on them.
-    pub fn runtime(mut self, handle: Handle) -> Self {
-        self.handle = Some(handle);
-        self
-    }
-
-    /// Creates the backend. Connections are made lazily: this succeeds while Redis is down,
-    /// and operations fail (quickly) until it is up.
-    pub fn build(self) -> Result<RedisBackend, Error> {
-        for (name, d) in [
-            ("op_timeout", self.op_timeout),
-            ("connect_timeout", self.connect_timeout),
-            ("heartbeat", self.heartbeat),
-            ("tag_retention", self.tag_retention),
-        ] {
-            if d.is_zero() {
-                return Err(Error::Config(format!("`{name}` must not be zero")));
-            }
-        }
-        if self.max_entry_bytes == 0 {
-            return Err(Error::Config("`max_entry_bytes` must not be zero".into()));
-        }
-        if self.prefix.is_empty() || self.prefix.contains(['{', '}']) {
-            return Err(Error::Config(
-                "`prefix` must be non-empty, without `{` or `}`".into(),
-            ));
-        }
-        let rt = match self.handle {
-            Some(h) => Runtime::from_handle(h),
-            None => Runtime::new(self.threads).map_err(|e| Error::Config(e.to_string()))?,
-        };
-        let metrics = Arc::new(Metrics::default());
-        let origin = hex(&random_secret()?[..8]);
-        let hub = Arc::new(Hub::new(origin, self.prefix.clone(), metrics.clone()));
-        let timings = Timings {
-            connect: self.connect_timeout,
-            response: self.op_timeout,
-        };
-        let (cmd, sub) = {
-            let _entered = rt.handle().enter();
-            let h = hub.clone();
-            (
-                Conn::commands(&self.target, timings)?,
-                Conn::subscriber(&self.target, timings, move |p| h.on_push(p))?,
-            )
-        };
-        let sharded = matches!(self.target, Target::Cluster(_));
-        // Caches of this process over the same keys hear each other's changes at once.
-        if !self.isolated {
-            let keyspace = format!("{} {}", self.target.keyspace(), self.prefix);
-            crate::local::join(hub.clone(), keyspace);
-        }
-        let inner = Arc::new(Inner {
-            cmd,
-            sub,
-            hub,
-            metrics,
-            prefix: self.prefix,
-            op_timeout: self.op_timeout,
-            max_entry_bytes: self.max_entry_bytes,
-            tag_retention: self.tag_retention.min(crate::MAX_TTL),
-            tags_subscription: tokio::sync::OnceCell::new(),
-            sharded,
-            rt,
-        });
-        let weak = Arc::downgrade(&inner);
-        inner
-            .rt
-            .handle()
-            .spawn(heartbeat(weak, self.heartbeat, sharded));
-        Ok(RedisBackend { inner })
-    }
-}
-
-/// Keeps the subscription connection alive: a failed PING makes redis-rs reconnect it (and
-/// resubscribe), however long Redis was away.
-async fn heartbeat(inner: Weak<Inner>, every: Duration, cluster: bool) {
-    loop {
-        tokio::time::sleep(every).await;
-        let Some(inner) = inner.upgrade() else { return };
-        if cluster {
-            // The cluster connection repairs its nodes itself; nothing to poke.
-            continue;
-        }
-        if let Ok(mut live) = inner.sub.live().await {
-            let cmd = redis::cmd("PING");
-            let ping = cmd.query_async::<Option<String>>(&mut live);
-            let _ = tokio::time::timeout(inner.op_timeout, ping).await;
-        }
-    }
-}
-
 struct Inner {
     cmd: Conn,
     sub: Conn,
@@ -278,32 +108,7 @@ impl std::fmt::Debug for RedisBackend {
     }
 }
 
-fn builder(target: Target) -> RedisBuilder {
-    RedisBuilder {
-        target,
-        prefix: "hl".into(),
-        op_timeout: Duration::from_secs(1),
-        connect_timeout: Duration::from_millis(500),
-        heartbeat: Duration::from_secs(1),
-        threads: 1,
-        handle: None,
-        max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
-        tag_retention: crate::tags::DEFAULT_TAG_RETENTION,
-        isolated: false,
-    }
-}
-
 impl RedisBackend {
-    /// A backend on one Redis server, e.g. `redis://127.0.0.1:6379/0`.
-    pub fn builder(url: impl Into<String>) -> RedisBuilder {
-        builder(Target::Single(url.into()))
-    }
-
-    /// A backend on a Redis Cluster, given some of its nodes.
-    pub fn cluster<S: Into<String>>(nodes: impl IntoIterator<Item = S>) -> RedisBuilder {
-        builder(Target::Cluster(nodes.into_iter().map(Into::into).collect()))
-    }
-
     /// The fleet-level protocol driver over this backend.
     pub fn fleet(&self, options: FleetOptions) -> Fleet {
         Fleet::new(
@@ -350,6 +155,16 @@ impl RedisBackend {
         self.inner.rt.handle()
     }
 
+    /// Closes the backend now, for every clone of it: its own runtime is shut down (its
+    /// thread ends; the command and subscription connections close, the heartbeat and
+    /// lease extensions stop; locks it held run out by their lease), and every operation,
+    /// in flight or later, answers [`Error::Closed`]. On a runtime given with
+    /// [`RedisBuilder::runtime`] the connections close when the last clone is dropped.
+    /// Idempotent.
+    pub fn close(&self) {
+        self.inner.rt.close();
+    }
+
     /// Runs `f` with the operation timeout, inside the backend's runtime, counting errors.
     fn run<'a, T: Send + 'a>(
         &'a self,
@@ -358,7 +173,7 @@ impl RedisBackend {
     ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
         let after = self.inner.op_timeout;
         let metrics = &self.inner.metrics;
-        self.inner.rt.enter(async move {
+        let op = async move {
             let r = match tokio::time::timeout(after, f).await {
                 Ok(r) => r,
                 Err(_) => Err(Error::Timeout { op: name, after }),
@@ -367,7 +182,8 @@ impl RedisBackend {
                 inc(&metrics.backend_errors);
             }
             r
-        })
+        };
+        self.inner.rt.enter(op, || Err(Error::Closed))
     }
 
     /// [`run`](Self::run), boxed for the [`Backend`] seam.

@@ -49,6 +49,9 @@ pub enum Error {
         /// Why the rest failed.
         cause: Box<Error>,
     },
+    /// The backend was closed ([`RedisBackend::close`](crate::RedisBackend::close)): its
+    /// connections and runtime are gone.
+    Closed,
 }
 
 impl fmt::Display for Error {
@@ -77,6 +80,7 @@ impl fmt::Display for Error {
                 f,
                 "{applied} of {tags} tags were invalidated for the fleet, then: {cause}"
             ),
+            Self::Closed => f.write_str("the shared tier was closed"),
         }
     }
 }

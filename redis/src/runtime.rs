@@ -7,6 +7,10 @@
 //! - [`InRuntime`] polls a future with the runtime's context entered, so tokio timers and
 //!   sockets made inside it belong to the backend's runtime whoever polls it; the runtime's
 //!   worker threads drive the I/O and timers and wake the poller.
+//! - [`Runtime::close`] shuts an owned runtime down at once (its worker thread ends, its
+//!   tasks, the connections' included, are dropped, so their sockets close); every future
+//!   made by [`Runtime::enter`] that is still held answers "closed" when next polled, and
+//!   is never polled inside the dead runtime (a tokio timer polled there panics).
 //! - [`block_on`] runs a future to its end on the calling thread. It may be called from
 //!   any thread, including a worker of another tokio runtime (it blocks that worker, which
 //!   is a waste but never a deadlock, since the work happens on the backend's runtime). On
@@ -16,7 +20,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
@@ -28,10 +32,14 @@ thread_local! {
     static OWN_THREAD: Cell<bool> = const { Cell::new(false) };
 }
 
-/// The runtime: owned (shut down in the background on drop), or a handle to the user's.
+/// The runtime: owned (shut down in the background on drop or [`close`](Self::close)), or
+/// a handle to the user's.
 pub(crate) struct Runtime {
-    owned: Option<tokio::runtime::Runtime>,
+    owned: Mutex<Option<tokio::runtime::Runtime>>,
     handle: Handle,
+    /// Set by `close` under the write lock; a poll of a [`Gated`] future holds the read
+    /// lock, so none is inside the runtime when it is shut down, and none enters it after.
+    closed: Arc<RwLock<bool>>,
 }
 
 impl Runtime {
@@ -45,16 +53,18 @@ impl Runtime {
             .build()?;
         let handle = rt.handle().clone();
         Ok(Self {
-            owned: Some(rt),
+            owned: Mutex::new(Some(rt)),
             handle,
+            closed: Arc::default(),
         })
     }
 
     /// Runs on a runtime the caller owns (its threads must keep running).
     pub(crate) fn from_handle(handle: Handle) -> Self {
         Self {
-            owned: None,
+            owned: Mutex::new(None),
             handle,
+            closed: Arc::default(),
         }
     }
 
@@ -62,18 +72,62 @@ impl Runtime {
         &self.handle
     }
 
-    /// `fut`, polled with this runtime's context entered.
-    pub(crate) fn enter<F: Future>(&self, fut: F) -> InRuntime<F> {
-        in_runtime(&self.handle, fut)
+    /// `fut`, polled with this runtime's context entered; once the runtime is closed, it
+    /// answers `closed()` instead, without being polled again.
+    pub(crate) fn enter<F: Future>(&self, fut: F, closed: fn() -> F::Output) -> Gated<F> {
+        Gated {
+            inner: in_runtime(&self.handle, fut),
+            gate: self.closed.clone(),
+            closed,
+        }
+    }
+
+    /// Closes the runtime: futures of [`enter`](Self::enter) answer "closed" from now on,
+    /// and an owned runtime is shut down without waiting (its thread ends, its tasks are
+    /// dropped: timers fire, which wakes those futures, and sockets close). A user's
+    /// runtime is left running. Idempotent.
+    pub(crate) fn close(&self) {
+        // Waits for the polls in progress (they are short: no user code runs in them).
+        *self.closed.write().unwrap_or_else(PoisonError::into_inner) = true;
+        let owned = self
+            .owned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(rt) = owned {
+            rt.shutdown_background();
+        }
     }
 }
 
 impl Drop for Runtime {
     fn drop(&mut self) {
         // `Runtime`'s own drop panics inside an async context; this one never blocks.
-        if let Some(rt) = self.owned.take() {
+        let owned = self.owned.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if let Some(rt) = owned.take() {
             rt.shutdown_background();
         }
+    }
+}
+
+/// A future of [`Runtime::enter`]: polled inside the runtime while it is open, answering
+/// its `closed` value once the runtime was closed.
+pub(crate) struct Gated<F: Future> {
+    inner: InRuntime<F>,
+    gate: Arc<RwLock<bool>>,
+    closed: fn() -> F::Output,
+}
+
+impl<F: Future> Future for Gated<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        let closed = this.gate.read().unwrap_or_else(PoisonError::into_inner);
+        if *closed {
+            return Poll::Ready((this.closed)());
+        }
+        Pin::new(&mut this.inner).poll(cx)
     }
 }
 

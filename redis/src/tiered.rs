@@ -515,7 +515,7 @@ where
     /// A fresh or within-grace value from L1, else from Redis (one round trip), without
     /// loading. Redis failing is a miss (counted in `backend_errors`).
     pub async fn get_async(&self, key: &str) -> Result<Option<V>, Error> {
-        match self.tt.get(key) {
+        match self.tt.get(key)? {
             Get::Ready(v) => Ok(v),
             Get::Tier(read) => read
                 .await
@@ -532,7 +532,7 @@ where
             return Err(crate::Error::BlockingInRuntime.into());
         }
         // An L1 answer is returned here: no future, no thread waker (an `Arc` per call).
-        match self.tt.get(key) {
+        match self.tt.get(key)? {
             Get::Ready(v) => Ok(v),
             Get::Tier(read) => block_on(read)?
                 .finish(&*self.codec)

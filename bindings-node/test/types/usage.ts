@@ -166,3 +166,17 @@ void listened
 void new Cache({ onEvent: (e) => void e.kind })
 // @ts-expect-error an unknown event name
 cache.on('evicted', () => {})
+
+// A cache's lifecycle: close() releases it now; `using` / `await using` close it at the
+// end of the block (through Symbol.dispose / Symbol.asyncDispose).
+function lifecycleUsage(): void {
+  const c = new Cache({ redis: 'memory://types' })
+  const wasClosed: boolean = c.closed
+  const closing: void = c.close()
+  const disposed: void = c[Symbol.dispose]()
+  const asyncDisposed: Promise<void> = c[Symbol.asyncDispose]()
+  void [wasClosed, closing, disposed, asyncDisposed]
+  // @ts-expect-error: `closed` is read-only
+  c.closed = false
+}
+void lifecycleUsage

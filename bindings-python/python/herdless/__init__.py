@@ -32,6 +32,7 @@ from ._native import (
 from .errors import (
     BackendError,
     BatchError,
+    CacheClosed,
     ConfigError,
     ConfigTypeError,
     EmptyKey,
@@ -65,6 +66,7 @@ __all__ = [
     "BatchError",
     "BoundCachedFunction",
     "Cache",
+    "CacheClosed",
     "CachedFunction",
     "Codec",
     "ConfigError",

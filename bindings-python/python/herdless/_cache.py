@@ -10,6 +10,7 @@ import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from . import _aio, _decorator, _native
@@ -198,9 +199,26 @@ class Cache(_native.Cache):
 
     A bad value raises ``ConfigError`` (a ``ValueError``); a wrong type ``ConfigTypeError``
     (also a ``TypeError``).
+
+    ``close()`` (or the end of a ``with`` / ``async with`` block) releases the Redis tier's
+    connections and thread at once and drops the entries; every later call raises
+    ``CacheClosed`` (README, "Lifecycle").
     """
 
     __slots__ = ()
+
+    async def __aenter__(self) -> Cache:
+        """``async with Cache(...) as cache:`` closes the cache when the block ends."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Closes the cache (``close()``, which never blocks)."""
+        self.close()
 
     async def aget_or_load(
         self,
@@ -324,6 +342,7 @@ class Cache(_native.Cache):
         get ``ABSENT`` back either way. The wrapper has ``.key(*args, **kwargs)`` and
         ``.invalidate(*args, **kwargs)``.
         """
+        self._check_open()
         if isinstance(version, bool) or not isinstance(version, int):
             raise ConfigTypeError(f"`version` must be an int, got {type(version).__qualname__}")
         if not 0 <= version < 2**32:
@@ -372,6 +391,7 @@ class Cache(_native.Cache):
         at once (and never more than the origin budget), e.g. before traffic arrives after a
         restart (``cache.warm(cache.import_hot_keys(saved), load)``). Failures are reported,
         not raised; ``progress(report_so_far)`` is called after each key."""
+        self._check_open()
         _check_loader(loader)
         keys = list(keys)
         workers = self._warm_concurrency(concurrency, len(keys))
@@ -407,6 +427,7 @@ class Cache(_native.Cache):
         progress: Callable[[WarmReport], object] | None = None,
     ) -> WarmReport:
         """``warm`` for an async ``loader(key)``, as tasks of the running event loop."""
+        self._check_open()
         _check_loader(loader)
         keys = list(keys)
         limit = asyncio.Semaphore(self._warm_concurrency(concurrency, len(keys)))

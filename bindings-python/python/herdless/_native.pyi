@@ -2,6 +2,7 @@
 
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from types import TracebackType
 from typing import Any, Final, Generic, ParamSpec, Protocol, TypeVar, final, overload
 
 from typing_extensions import Self, disjoint_base
@@ -212,6 +213,21 @@ class Cache:
         self, keys: Iterable[str], loader: Callable[[list[str]], Mapping[str, _T]]
     ) -> list[_T]: ...
     def prometheus(self) -> str: ...
+    def close(self) -> None:
+        """Closes the cache now: with Redis, its connections and thread are released at
+        once; its entries are dropped. Later calls raise ``CacheClosed``. Idempotent."""
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+        /,
+    ) -> None: ...
+    def _check_open(self) -> None: ...
     @property
     def _load_observer(self) -> Callable[[str, bool, Callable[[], Any]], Any] | None: ...
     def _set_load_observer(

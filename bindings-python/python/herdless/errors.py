@@ -16,6 +16,7 @@ from typing import Any
 __all__ = [
     "BackendError",
     "BatchError",
+    "CacheClosed",
     "ConfigError",
     "ConfigTypeError",
     "EmptyKey",
@@ -167,6 +168,12 @@ class TooManyFlights(HerdlessError):
 
 class BackendError(HerdlessError):
     """The shared tier (Redis) failed and nothing could be served from memory."""
+
+
+class CacheClosed(HerdlessError, RuntimeError):
+    """The cache was closed (``close()``, the end of its ``with`` / ``async with`` block): it
+    answers no more calls, and a call in flight that still needed its Redis tier, or had
+    not started its loader yet, raises this too."""
 
 
 class BatchError(HerdlessError):

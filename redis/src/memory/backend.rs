@@ -147,6 +147,13 @@ impl MemoryBackend {
         self.inner.rt.handle()
     }
 
+    /// Closes this process's handle, as [`RedisBackend::close`](crate::RedisBackend::close):
+    /// its runtime ends and every operation answers [`Error::Closed`]; the store and the
+    /// other processes' handles are untouched.
+    pub fn close(&self) {
+        self.inner.rt.close();
+    }
+
     /// The fleet protocol over this backend.
     pub fn fleet(&self, options: FleetOptions) -> Fleet {
         Fleet::new(
@@ -180,9 +187,8 @@ impl MemoryBackend {
         let after = self.inner.op_timeout;
         let metrics = self.inner.metrics.clone();
         let handle = self.handle().clone();
-        let on = handle.clone();
         let subscriber = SUBSCRIBING.contains(&name).then(|| self.clone());
-        Box::pin(crate::runtime::in_runtime(&on, async move {
+        let op = async move {
             let failed = |e: Error| {
                 inc(&metrics.backend_errors);
                 Err(herdless::LoadError::new(e))
@@ -217,7 +223,9 @@ impl MemoryBackend {
                 Ok(Err(e)) => failed(Error::Config(e.to_string())),
                 Err(_) => failed(Error::Timeout { op: name, after }),
             }
-        }))
+        };
+        let closed = || Err(herdless::LoadError::new(Error::Closed));
+        Box::pin(self.inner.rt.enter(op, closed))
     }
 
     /// Adds this process to the store's subscribers (once).

@@ -149,8 +149,12 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
     }
 
     /// Takes the origin budget, waiting for it if need be: the step that starts the
-    /// loader, or a wait for the budget (which may end in `wait_timeout`).
+    /// loader, or a wait for the budget (which may end in `wait_timeout`). No loader
+    /// starts once the engine is closed.
     pub(crate) fn begin(mut self) -> Step<V> {
+        if self.tt.is_closed() {
+            return self.fail(Error::Closed);
+        }
         let Some(guard) = &mut self.guard else {
             return Step::Load(self);
         };
@@ -169,6 +173,9 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
     /// For a batch: the load begins at once, under the one unit of the origin budget its
     /// driver holds for the batch's loader call.
     pub(crate) fn cover(mut self) -> Step<V> {
+        if self.tt.is_closed() {
+            return self.fail(Error::Closed);
+        }
         if let Some(g) = &mut self.guard {
             herdless::driver::begin_in_batch(g);
         }
@@ -178,6 +185,15 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
     /// [`begin`](Self::begin), or [`cover`](Self::cover) for a key of a batch.
     pub(crate) fn start(self, batch: bool) -> Step<V> {
         if batch { self.cover() } else { self.begin() }
+    }
+
+    /// The load, once its wait for the origin budget ended with `began`.
+    pub(crate) fn began(self, began: Result<(), Error>) -> Step<V> {
+        match began {
+            Ok(()) if self.tt.is_closed() => self.fail(Error::Closed),
+            Ok(()) => Step::Load(self.started_now()),
+            Err(e) => self.give_up(e),
+        }
     }
 
     pub(crate) fn started_now(mut self) -> Self {

@@ -30,210 +30,34 @@
 //! L1's per-namespace `backend_errors`.
 
 mod batch;
+mod close;
 mod host;
 mod load;
 mod many;
 mod ops;
 mod step;
 mod tags;
+mod tier;
 
 use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use herdless::backend::{Backend, Notice};
+use herdless::backend::Notice;
 use herdless::key::namespace_of;
 use herdless::{Cache, Error, LoadGuard};
 
-use crate::backend::RedisBackend;
 use crate::coherence::apply_notice;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::lifetimes::Lifetimes;
-use crate::memory::MemoryBackend;
 use crate::metrics::RedisMetrics;
 pub use batch::{Many, ManyAnswer, ManyStep, Resume};
 pub use host::{Host, Warning};
 pub use load::{Deadline, Load};
 pub use ops::{Get, Read};
 pub use step::{Pending, Reply, Step};
-
-/// The shared tier of a [`TwoTier`]: Redis (or Redis Cluster), or a [`MemoryBackend`]
-/// standing for one (tests, the conformance scenarios).
-#[derive(Clone, Debug)]
-pub enum SharedTier {
-    /// Redis or Redis Cluster.
-    Redis(RedisBackend),
-    /// A fleet in this process's memory.
-    Memory(MemoryBackend),
-}
-
-impl From<RedisBackend> for SharedTier {
-    fn from(b: RedisBackend) -> Self {
-        SharedTier::Redis(b)
-    }
-}
-
-impl From<MemoryBackend> for SharedTier {
-    fn from(b: MemoryBackend) -> Self {
-        SharedTier::Memory(b)
-    }
-}
-
-/// Where a shared tier is, as the bindings' `redis` option names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TierAddress {
-    /// One Redis server: `redis://host:port/db`, `unix:///path`.
-    Redis(String),
-    /// A Redis Cluster, given some of its nodes (`redis://host:port` each).
-    Cluster(Vec<String>),
-    /// A [`MemoryStore`](crate::memory::MemoryStore) of this process, by name
-    /// (`memory://<name>`): caches created with the same name are one fleet.
-    Memory(String),
-}
-
-impl TierAddress {
-    /// Parses one address: `redis://` / `unix://` (one server),
-    /// `redis+cluster://host:port,host:port` (a cluster), or `memory://<name>`. TLS
-    /// (`rediss://`) is refused with a clear error: this build has no TLS.
-    pub fn parse(url: &str) -> Result<Self, crate::Error> {
-        let bad = |why: &str| crate::Error::Config(format!("redis address {url:?}: {why}"));
-        if let Some(name) = url.strip_prefix("memory://") {
-            return Ok(TierAddress::Memory(name.to_owned()));
-        }
-        // Refused here rather than failing every call later: this build has no TLS.
-        if url.starts_with("rediss://") || url.starts_with("rediss+cluster://") {
-            return Err(bad(
-                "TLS (rediss://) is not built into herdless yet; reach Redis through a TLS \
-                 tunnel (stunnel, a sidecar) with a redis:// address",
-            ));
-        }
-        for (scheme, node_scheme) in [("redis+cluster://", "redis://")] {
-            if let Some(rest) = url.strip_prefix(scheme) {
-                let nodes: Vec<String> = rest
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|n| !n.is_empty())
-                    .map(|n| format!("{node_scheme}{n}"))
-                    .collect();
-                if nodes.is_empty() {
-                    return Err(bad("a cluster address names at least one node"));
-                }
-                return Ok(TierAddress::Cluster(nodes));
-            }
-        }
-        if ["redis://", "unix://", "redis+unix://"]
-            .iter()
-            .any(|s| url.starts_with(s))
-        {
-            return Ok(TierAddress::Redis(url.to_owned()));
-        }
-        Err(bad(
-            "expected redis://, unix://, redis+cluster://host:port,... or memory://name",
-        ))
-    }
-
-    /// Several node addresses given as a list: one server, or a cluster of them.
-    pub fn nodes(nodes: &[String]) -> Result<Self, crate::Error> {
-        match nodes {
-            [] => Err(crate::Error::Config(
-                "a list of Redis Cluster nodes must not be empty".into(),
-            )),
-            [one] if !one.contains("+cluster://") => Self::parse(one).map(|a| match a {
-                TierAddress::Redis(u) => TierAddress::Cluster(vec![u]),
-                other => other,
-            }),
-            many => {
-                for n in many {
-                    if !n.starts_with("redis://") {
-                        return Err(crate::Error::Config(format!(
-                            "Redis Cluster node {n:?}: expected redis://host:port"
-                        )));
-                    }
-                }
-                Ok(TierAddress::Cluster(many.to_vec()))
-            }
-        }
-    }
-
-    /// Connects (lazily for Redis: this succeeds while it is down), with `prefix` for
-    /// every Redis name (default `hl`).
-    pub fn connect(&self, prefix: Option<&str>) -> Result<SharedTier, crate::Error> {
-        let with_prefix = |b: crate::RedisBuilder| match prefix {
-            Some(p) => b.prefix(p),
-            None => b,
-        };
-        Ok(match self {
-            TierAddress::Redis(url) => with_prefix(RedisBackend::builder(url.clone()))
-                .build()?
-                .into(),
-            TierAddress::Cluster(nodes) => {
-                with_prefix(RedisBackend::cluster(nodes.iter().cloned()))
-                    .build()?
-                    .into()
-            }
-            TierAddress::Memory(name) => crate::memory::MemoryStore::named(name)
-                .backend()
-                .build()?
-                .into(),
-        })
-    }
-}
-
-impl SharedTier {
-    /// The fleet protocol over this tier.
-    pub fn fleet(&self, options: FleetOptions) -> Fleet {
-        match self {
-            SharedTier::Redis(b) => b.fleet(options),
-            SharedTier::Memory(b) => b.fleet(options),
-        }
-    }
-
-    /// The tier's counters.
-    pub fn metrics(&self) -> RedisMetrics {
-        match self {
-            SharedTier::Redis(b) => b.metrics(),
-            SharedTier::Memory(b) => b.metrics(),
-        }
-    }
-
-    /// The runtime its I/O and timers run on.
-    pub fn handle(&self) -> &tokio::runtime::Handle {
-        match self {
-            SharedTier::Redis(b) => b.handle(),
-            SharedTier::Memory(b) => b.handle(),
-        }
-    }
-
-    /// The Redis backend, if this is Redis.
-    pub fn redis(&self) -> Option<&RedisBackend> {
-        match self {
-            SharedTier::Redis(b) => Some(b),
-            SharedTier::Memory(_) => None,
-        }
-    }
-
-    /// This process's origin id in notifications.
-    pub fn origin(&self) -> &str {
-        match self {
-            SharedTier::Redis(b) => b.origin(),
-            SharedTier::Memory(b) => b.origin(),
-        }
-    }
-
-    fn backend(&self) -> &dyn Backend {
-        match self {
-            SharedTier::Redis(b) => b,
-            SharedTier::Memory(b) => b,
-        }
-    }
-
-    fn counters(&self) -> &crate::metrics::Metrics {
-        match self {
-            SharedTier::Redis(b) => b.counters(),
-            SharedTier::Memory(b) => b.counters(),
-        }
-    }
-}
+pub use tier::{SharedTier, TierAddress};
 
 /// What the L1 of a two-tier cache holds: the value and its version. A refresh tells the
 /// fleet which version it replaces, so only a newer entry ends it without a load.
@@ -328,7 +152,11 @@ struct Shared {
     options: FleetOptions,
     /// How to connect again (in a forked child); `None` for a tier given as an object.
     address: Option<(TierAddress, Option<String>)>,
-    live: RwLock<Arc<Live>>,
+    /// `None` once [`TwoTier::close`] let go of a tier it connected itself: nothing then
+    /// holds the tier's runtime (its file descriptors), however long this engine lives.
+    live: RwLock<Option<Arc<Live>>>,
+    /// The tier's counters as [`TwoTier::close`] left them.
+    closed_metrics: std::sync::OnceLock<RedisMetrics>,
 }
 
 struct Inner<V: Clone + Send + Sync + 'static> {
@@ -336,6 +164,8 @@ struct Inner<V: Clone + Send + Sync + 'static> {
     shared: Option<Shared>,
     /// Namespaces already warned about an unshareable value.
     warned: Mutex<HashSet<String>>,
+    /// Set once by [`TwoTier::close`].
+    closed: AtomicBool,
 }
 
 /// The fleet engine over one L1 (see the module docs). Cheap to clone.
@@ -394,6 +224,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 l1,
                 shared: None,
                 warned: Mutex::default(),
+                closed: AtomicBool::new(false),
             }),
         }
     }
@@ -441,9 +272,16 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 life,
                 options,
                 address,
-                live: RwLock::new(Arc::new(Self::attach(weak.clone(), &l1, tier, options))),
+                live: RwLock::new(Some(Arc::new(Self::attach(
+                    weak.clone(),
+                    &l1,
+                    tier,
+                    options,
+                )))),
+                closed_metrics: std::sync::OnceLock::new(),
             }),
             warned: Mutex::default(),
+            closed: AtomicBool::new(false),
         });
         Self { inner }
     }
@@ -477,29 +315,35 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 
     /// The connection to the shared tier, made again first in a child of `fork` (the
     /// parent's threads and sockets are not there; its copy of the L1 is kept, as the
-    /// parent's values were valid).
+    /// parent's values were valid), unless the engine was closed.
     fn live(&self) -> Option<Arc<Live>> {
         let shared = self.inner.shared.as_ref()?;
         let live = shared
             .live
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
+            .clone()?;
         let pid = std::process::id();
-        if live.pid == pid {
+        if live.pid == pid || self.is_closed() {
             return Some(live);
         }
         let mut slot = shared.live.write().unwrap_or_else(|e| e.into_inner());
-        if slot.pid != pid
+        let held = slot.as_ref()?;
+        if held.pid != pid
             && let Some(tier) = shared
                 .address
                 .as_ref()
                 .and_then(|(a, prefix)| a.connect(prefix.as_deref()).ok())
         {
             let weak = Arc::downgrade(&self.inner);
-            *slot = Arc::new(Self::attach(weak, &self.inner.l1, tier, shared.options));
+            *slot = Some(Arc::new(Self::attach(
+                weak,
+                &self.inner.l1,
+                tier,
+                shared.options,
+            )));
         }
-        Some(slot.clone())
+        slot.clone()
     }
 
     /// The in-memory tier.
@@ -519,15 +363,23 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 
     /// The shared tier's counters (all zero without one).
     pub fn tier_metrics(&self) -> RedisMetrics {
-        self.tier().map(|t| t.metrics()).unwrap_or_default()
+        self.shared_metrics().unwrap_or_default()
+    }
+
+    /// The shared tier's counters, if there is one (once closed, as the close left them).
+    pub fn shared_metrics(&self) -> Option<RedisMetrics> {
+        match self.tier() {
+            Some(t) => Some(t.metrics()),
+            None => self.inner.shared.as_ref()?.closed_metrics.get().cloned(),
+        }
     }
 
     /// Both metric sets in Prometheus text format: the L1's (per namespace, with the
     /// detector's alerts gauge), then the shared tier's, if any.
     pub fn prometheus(&self) -> String {
         let mut text = self.inner.l1.prometheus();
-        if let Some(t) = self.tier() {
-            text += &t.metrics().to_prometheus();
+        if let Some(m) = self.shared_metrics() {
+            text += &m.to_prometheus();
         }
         text
     }
@@ -589,6 +441,9 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         // Whether this runs in the background, and whether it is a key of a batch.
         (background, batch): (bool, bool),
     ) -> Step<V> {
+        if self.is_closed() {
+            return Step::Done(step::unwrap(guard.fail(Error::Closed)));
+        }
         let Some(live) = self.live() else {
             return Load::local(self.clone(), guard, ttl, background).start(batch);
         };
@@ -645,32 +500,4 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 /// How long a shared entry is still fresh, measured now.
 pub(crate) fn fresh_left(fresh_until_ms: u64) -> Duration {
     Duration::from_millis(fresh_until_ms.saturating_sub(crate::backend::now_ms()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::TierAddress;
-
-    #[test]
-    fn addresses_parse_once_for_every_language() {
-        let a = |s: &str| TierAddress::parse(s);
-        assert_eq!(
-            a("redis://h:1/0").unwrap(),
-            TierAddress::Redis("redis://h:1/0".into())
-        );
-        assert_eq!(
-            a("redis+cluster://h:1, h:2").unwrap(),
-            TierAddress::Cluster(vec!["redis://h:1".into(), "redis://h:2".into()])
-        );
-        assert_eq!(a("memory://t").unwrap(), TierAddress::Memory("t".into()));
-        for bad in ["h:1", "http://h", "redis+cluster://", "rediss://h:1"] {
-            assert!(a(bad).is_err(), "{bad}");
-        }
-        assert!(a("rediss://h:1").unwrap_err().to_string().contains("TLS"));
-        assert!(TierAddress::nodes(&[]).is_err());
-        assert_eq!(
-            TierAddress::nodes(&["redis://a:1".into(), "redis://b:2".into()]).unwrap(),
-            TierAddress::Cluster(vec!["redis://a:1".into(), "redis://b:2".into()])
-        );
-    }
 }

@@ -54,7 +54,8 @@ impl<V: Clone + Send + Sync + 'static> Read<V> {
             }
         };
         let fresh = fresh_left(e.fresh_until_ms);
-        if !fresh.is_zero() {
+        // A closed engine keeps nothing (see `close`).
+        if !fresh.is_zero() && !self.tt.is_closed() {
             let l1 = Versioned::shared(value.clone(), e.version);
             let shared = herdless::driver::SharedEntry {
                 fresh,
@@ -72,20 +73,22 @@ impl<V: Clone + Send + Sync + 'static> Read<V> {
 impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// A fresh or within-grace value: from the L1, else from the shared tier (one round
     /// trip), without loading anything. A tier that does not answer is a miss (counted).
-    pub fn get(&self, key: &str) -> Get<V> {
+    /// Refused only once the engine is closed ([`Error::Closed`]).
+    pub fn get(&self, key: &str) -> Result<Get<V>, Error> {
+        self.check_open()?;
         if let Some(v) = self.l1().get(key) {
-            return Get::Ready(Some(v.value));
+            return Ok(Get::Ready(Some(v.value)));
         }
         let Some(fleet) = self.fleet() else {
-            return Get::Ready(None);
+            return Ok(Get::Ready(None));
         };
         // A key the L1 refuses can hold nothing anywhere.
         if key.is_empty() || key.len() > self.l1().options().max_key_len {
-            return Get::Ready(None);
+            return Ok(Get::Ready(None));
         }
         let (fleet, tt, key) = (fleet.clone(), self.clone(), key.to_owned());
         let born = herdless::driver::tag_clock(self.l1());
-        Get::Tier(Pending::new(async move {
+        Ok(Get::Tier(Pending::new(async move {
             let found = fleet.read(&key).await;
             Read {
                 tt,
@@ -93,7 +96,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 born,
                 found,
             }
-        }))
+        })))
     }
 
     /// Stores `value` (for `ttl`, else the cache's TTL) in this process and, with a shared
@@ -102,8 +105,9 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// copy is dropped too and [`Error::Backend`] answers: a write that did not reach the
     /// fleet never looks like one that did.
     ///
-    /// Errors at once (before anything is written): a bad key, a zero `ttl`, or a value the
-    /// host's codec cannot encode ([`Error::Load`] holding the [`CodecError`]).
+    /// Errors at once (before anything is written): a bad key, a zero `ttl`, a value the
+    /// host's codec cannot encode ([`Error::Load`] holding the [`CodecError`]), or a closed
+    /// engine ([`Error::Closed`], also the answer of a write in flight at the close).
     pub fn set(
         &self,
         key: &str,
@@ -136,6 +140,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         ttl: Option<Duration>,
         host: &dyn Host<V>,
     ) -> Result<Pending<Result<(), Error>>, Error> {
+        self.check_open()?;
         let l1 = self.l1();
         let Some(life) = self.shared_tier().copied() else {
             let r = match (value, ttl) {
@@ -171,7 +176,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 }
                 Err(e) => {
                     let _ = tt.l1().invalidate(&key);
-                    Err(e)
+                    Err(tt.or_closed(e))
                 }
             }
         }))
@@ -182,12 +187,15 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// tier held an entry (without one, whether the L1 did). A tier that cannot be reached
     /// answers [`Error::Backend`], after the L1 copy is dropped.
     pub fn invalidate(&self, key: &str) -> Result<Pending<Result<bool, Error>>, Error> {
+        self.check_open()?;
         let here = self.l1().invalidate(key)?;
         let Some(fleet) = self.fleet() else {
             return Ok(Pending::ready(Ok(here)));
         };
-        let (fleet, key) = (fleet.clone(), key.to_owned());
-        Ok(Pending::new(async move { fleet.invalidate(&key).await }))
+        let (fleet, tt, key) = (fleet.clone(), self.clone(), key.to_owned());
+        Ok(Pending::new(async move {
+            fleet.invalidate(&key).await.map_err(|e| tt.or_closed(e))
+        }))
     }
 
     /// Invalidates every key of `namespace` in O(1), in this process and, with a shared
@@ -195,6 +203,9 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// A namespace longer than `max_key_len` holds no key: nothing happens, and 0 answers.
     /// A tier that cannot be reached answers [`Error::Backend`], after the L1 was bumped.
     pub fn bump(&self, namespace: &str) -> Pending<Result<u64, Error>> {
+        if let Err(e) = self.check_open() {
+            return Pending::ready(Err(e));
+        }
         if namespace.len() > self.l1().options().max_key_len {
             return Pending::ready(Ok(0));
         }
@@ -202,8 +213,8 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let Some(fleet) = self.fleet() else {
             return Pending::ready(Ok(here));
         };
-        let (fleet, ns) = (fleet.clone(), namespace.to_owned());
-        Pending::new(async move { fleet.bump(&ns).await })
+        let (fleet, tt, ns) = (fleet.clone(), self.clone(), namespace.to_owned());
+        Pending::new(async move { fleet.bump(&ns).await.map_err(|e| tt.or_closed(e)) })
     }
 
     /// The lifetimes this cache's values get: the shared entries' with a shared tier (the

@@ -240,10 +240,7 @@ impl<V: Clone + Send + Sync + 'static> Reply<V> {
                 background,
             } => tt.ask_in_batch(guard, have, background),
             Kind::Ready(answer) => Step::Done(answer),
-            Kind::Began { load, began } => match began {
-                Ok(()) => Step::Load(load.started_now()),
-                Err(e) => load.give_up(e),
-            },
+            Kind::Began { load, began } => load.began(began),
             Kind::Published {
                 tt,
                 guard,

@@ -47,6 +47,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         loaded: Loaded<V>,
         host: &dyn Host<V>,
     ) -> Result<Pending<Result<(), Error>>, Error> {
+        self.check_open()?;
         let l1 = self.l1();
         let Some(life) = self.shared_tier().copied() else {
             return Ok(Pending::ready(
@@ -104,7 +105,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 }
                 Err(e) => {
                     let _ = tt.l1().invalidate(&key);
-                    Err(e)
+                    Err(tt.or_closed(e))
                 }
             }
         }))
@@ -158,6 +159,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         tags: impl IntoIterator<Item = T>,
         soft: bool,
     ) -> Result<Pending<Result<(), Error>>, Error> {
+        self.check_open()?;
         let mut names: Vec<Box<str>> = tags.into_iter().map(|t| t.as_ref().into()).collect();
         // Checked (and deduplicated) before anything is invalidated anywhere; the bound
         // keeps one call's work (a script, a notice, a record learned per tag) in scale.
@@ -171,8 +173,10 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
             return Ok(Pending::ready(Ok(())));
         };
         let names: Vec<String> = names.into_iter().map(String::from).collect();
+        let tt = self.clone();
         Ok(Pending::new(async move {
-            fleet.invalidate_tags(&names, soft).await.map(|_| ())
+            let r = fleet.invalidate_tags(&names, soft).await;
+            r.map(|_| ()).map_err(|e| tt.or_closed(e))
         }))
     }
 }
