@@ -19,8 +19,9 @@ pub(crate) trait Peer: Send + Sync {
     fn channel_of(&self, kind: char, key: &str) -> String;
     /// Whether a message published on `channel` would reach it through Redis.
     fn hears(&self, channel: &str) -> bool;
-    /// Acts on a message as on one from another process.
-    fn on_message(&self, payload: &[u8]);
+    /// Acts on a message as on one from another process; `count`: whether it is news
+    /// (counted in `notices`), or a copy already counted on its other path.
+    fn on_message(&self, payload: &[u8], count: bool);
 }
 
 /// This process's keyspaces by name, each shared by the hubs that joined it.
@@ -166,9 +167,12 @@ pub(crate) fn tell(hub: &dyn Peer, kind: char, number: u64, key: &str) {
     let channel = hub.channel_of(kind, key);
     let message = format!("{kind}:{origin}:{number}:{key}");
     for other in others.iter().filter(|h| h.hears(&channel)) {
-        if other.echoes().first(message.as_bytes(), origin, true) {
-            other.on_message(message.as_bytes());
-        }
+        // Applied whatever the order: Redis's copy may have been claimed first on the
+        // backend's thread and not be applied yet, and this caller must not return before
+        // the other caches dropped their copies. Applying twice only drops a copy again;
+        // the notice is counted once.
+        let first = other.echoes().first(message.as_bytes(), origin, true);
+        other.on_message(message.as_bytes(), first);
     }
 }
 

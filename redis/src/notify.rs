@@ -296,9 +296,14 @@ impl Hub {
 
     /// A message from a trusted source (the scripts' own channel, or the memory store).
     pub(crate) fn on_message(&self, payload: &[u8]) {
+        self.apply(payload, true);
+    }
+
+    /// Acts on a message; `count`: whether it is news (counted in `notices`).
+    fn apply(&self, payload: &[u8], count: bool) {
         let Some(m) = parse(payload) else { return };
         let own = m.origin == self.origin;
-        if !own {
+        if !own && count {
             inc(&self.metrics.notices);
         }
         if matches!(m.kind, 't' | 'x') {
@@ -366,8 +371,8 @@ impl Peer for Hub {
     fn hears(&self, channel: &str) -> bool {
         Hub::hears(self, channel)
     }
-    fn on_message(&self, payload: &[u8]) {
-        Hub::on_message(self, payload)
+    fn on_message(&self, payload: &[u8], count: bool) {
+        self.apply(payload, count)
     }
 }
 
