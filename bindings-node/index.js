@@ -5,24 +5,30 @@
 //
 // The addon comes from, in order: this folder (a source checkout, built by `npm install` of
 // the folder or `npm run build`), then the platform package the published `herdless` lists
-// in its optionalDependencies (`herdless-linux-x64-gnu`, ...), which npm installs on the
-// platform it was built for only.
+// in its optionalDependencies (`herdless-linux-x64-gnu`, ... scripts/platform.js), which npm
+// installs on the platform it was built for only.
 const { join } = require('node:path')
 const { existsSync } = require('node:fs')
-const { addonFile, platformName, platformPackage } = require('./scripts/platform.js')
+const { addonFile, platformName, platformNames, platformPackage } = require('./scripts/platform.js')
 
 function load() {
-  const local = join(__dirname, addonFile())
-  if (existsSync(local)) return require(local)
-  const pkg = platformPackage()
-  try {
-    return require(pkg)
-  } catch (e) {
-    if (e.code !== 'MODULE_NOT_FOUND' || !String(e.message).includes(pkg)) {
-      e.message = `herdless: the prebuilt addon ${pkg} did not load: ${e.message}`
-      throw e
+  const names = platformNames()
+  for (const name of names) {
+    const local = join(__dirname, addonFile(name))
+    if (existsSync(local)) return require(local)
+  }
+  for (const name of names) {
+    const pkg = platformPackage(name)
+    try {
+      return require(pkg)
+    } catch (e) {
+      if (e.code !== 'MODULE_NOT_FOUND' || !String(e.message).includes(pkg)) {
+        e.message = `herdless: the prebuilt addon ${pkg} did not load: ${e.message}`
+        throw e
+      }
     }
   }
+  const pkg = platformPackage(names[names.length - 1])
   const prebuilt = Object.keys(require('./package.json').optionalDependencies || {})
   const has = prebuilt.includes(pkg)
   throw new Error(

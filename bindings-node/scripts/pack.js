@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 'use strict'
 // The npm packages, in the napi-rs layout: `herdless` (the JS entry points, types, the
-// integrations and the loader) lists one package per prebuilt platform in its
-// optionalDependencies (`herdless-linux-x64-gnu`: the addon alone, with `os`, `cpu` and `libc`
-// so npm installs it on that platform only).
+// integrations and the loader) lists one package per prebuilt platform of scripts/targets in
+// its optionalDependencies (`herdless-linux-x64-gnu`, `herdless-darwin-arm64`, ...: the addon
+// alone, with `os`, `cpu` and, on Linux, `libc`, so npm installs it on that platform only).
 //
-//   node scripts/pack.js DIST           stages both packages under target/package/npm and
-//                                       packs them into DIST (the addon must be built)
+//   node scripts/pack.js DIST           stages the main package and one package per addon built
+//                                       (herdless.<platform>.node in bindings-node/; this
+//                                       machine's at least) under target/package/npm and packs
+//                                       them into DIST
 //   node scripts/pack.js --check DIST   checks what `npm pack --dry-run` of each staged
 //                                       package lists and what DIST's tarballs hold: exactly
 //                                       the files that should ship; and the newest glibc
-//                                       symbol the addon needs
+//                                       symbol each glibc addon needs
 //
 // The source package.json stays the contributors' (an install script that builds the addon
 // from source, dev tools); the packed one is derived from it here.
@@ -18,15 +20,24 @@ const { execFileSync } = require('node:child_process')
 const fs = require('node:fs')
 const path = require('node:path')
 const { addonFile, platformName, platformPackage } = require('./platform.js')
+const { targets } = require('./targets.js')
 
 const here = path.join(__dirname, '..')
 const root = path.join(here, '..')
 const staging = path.join(root, 'target', 'package', 'npm')
 const source = JSON.parse(fs.readFileSync(path.join(here, 'package.json'), 'utf8'))
 
-// The addon is linked by zig against glibc 2.17's symbols (scripts/package), like the wheel's
-// manylinux2014 tag: it loads wherever Node itself runs.
+// The glibc addons are linked by zig against glibc 2.17's symbols (scripts/package), like the
+// wheels' manylinux2014 tag: they load wherever Node itself runs.
 const MAX_GLIBC = '2.17'
+
+/** What each platform package says it needs, beside its os/cpu/libc. */
+const NEEDS = {
+  gnu: `glibc ${MAX_GLIBC} or newer`,
+  musl: 'musl libc 1.2 or newer: Alpine 3.13+',
+  darwin: 'macOS 10.12 or newer on x64, 11 on arm64',
+  win32: 'Windows 10 or newer; built with MinGW-w64, loads in the official Node',
+}
 
 const repository = (() => {
   const cargo = fs.readFileSync(path.join(root, 'Cargo.toml'), 'utf8')
@@ -59,10 +70,12 @@ function mainFiles() {
   ].sort()
 }
 
+/** The platform packages to pack: this machine's, and every other target whose addon is
+ * built (scripts/package cross). */
 function platforms() {
-  // Only the platform this machine builds for: a release would gather the addons of each
-  // target (napi.targets) built on its own runner.
-  return [{ name: platformName(), pkg: platformPackage(), addon: addonFile() }]
+  return targets()
+    .map((t) => ({ name: t.platform, pkg: platformPackage(t.platform), addon: addonFile(t.platform) }))
+    .filter((p) => p.name === platformName() || fs.existsSync(path.join(here, p.addon)))
 }
 
 function stageMain() {
@@ -82,7 +95,8 @@ function stageMain() {
     types: source.types,
     exports: source.exports,
     files: [...new Set(mainFiles().map((f) => f.split('/')[0]))].filter((f) => f !== 'package.json'),
-    optionalDependencies: Object.fromEntries(platforms().map((p) => [p.pkg, source.version])),
+    // Every target's, built here or not: what a release publishes (release.yml).
+    optionalDependencies: Object.fromEntries(targets().map((t) => [platformPackage(t.platform), source.version])),
     peerDependencies: source.peerDependencies,
     peerDependenciesMeta: source.peerDependenciesMeta,
   }
@@ -100,13 +114,14 @@ function stagePlatform(p) {
   }
   fs.copyFileSync(addon, path.join(dir, p.addon))
   const [os, cpu, abi] = p.name.split('-')
+  const needs = os === 'linux' ? NEEDS[abi] : NEEDS[os]
   const pkg = {
     name: p.pkg,
-    description: `The prebuilt native addon of herdless for ${p.name} (glibc ${MAX_GLIBC} or newer); install herdless, not this.`,
+    description: `The prebuilt native addon of herdless for ${p.name} (${needs}); install herdless, not this.`,
     ...shared,
     os: [os],
     cpu: [cpu],
-    ...(abi === 'gnu' ? { libc: ['glibc'] } : abi === 'musl' ? { libc: ['musl'] } : {}),
+    ...(os !== 'linux' ? {} : abi === 'gnu' ? { libc: ['glibc'] } : { libc: ['musl'] }),
     main: p.addon,
     files: [p.addon],
   }
@@ -187,7 +202,7 @@ function check(dist) {
     }
     console.log(`${e.tarball}: ${held.join(', ')}`)
   }
-  for (const p of platforms()) {
+  for (const p of platforms().filter((p) => p.name.endsWith('-gnu') && p.name.startsWith('linux-'))) {
     const glibc = newestGlibc(path.join(staging, p.pkg, p.addon))
     const [a, b] = [glibc, MAX_GLIBC].map((v) => v.split('.').map(Number))
     if (a[0] > b[0] || (a[0] === b[0] && a[1] > b[1])) {

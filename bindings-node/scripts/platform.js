@@ -13,12 +13,20 @@ function platformName() {
   return `${process.platform}-${process.arch}${suffix}`
 }
 
-function addonFile() {
-  return `herdless.${platformName()}.node`
+/** The platform names whose addon loads here, best first. On Windows the published addon is
+ * built with MinGW-w64 (`win32-x64-gnu`, scripts/targets): Node-API is a C ABI, so it loads in
+ * the official, MSVC-built Node as well; a source build there names its addon `-msvc`. */
+function platformNames() {
+  const name = platformName()
+  return process.platform === 'win32' ? [name, name.replace(/-msvc$/, '-gnu')] : [name]
 }
 
-function platformPackage() {
-  return `herdless-${platformName()}`
+function addonFile(name = platformName()) {
+  return `herdless.${name}.node`
 }
 
-module.exports = { addonFile, platformName, platformPackage }
+function platformPackage(name = platformName()) {
+  return `herdless-${name}`
+}
+
+module.exports = { addonFile, platformName, platformNames, platformPackage }

@@ -26,7 +26,7 @@ cargo clippy --quiet --manifest-path "$here/Cargo.toml" --all-targets --locked -
 step "building the wheel (scripts/package wheel: maturin --release --zig, manylinux2014)"
 HERDLESS_PY_TARGET="$CARGO_TARGET_DIR" "$root/scripts/package" wheel
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall \
-  --no-deps "$root"/dist/herdless-*.whl
+  --no-deps "$root"/dist/herdless-*manylinux_2_17_x86_64.whl # this machine's, of all the platforms'
 
 # The Rust process of the cross-language Redis test (tests/test_redis.py).
 step "building the Rust fleet worker (cross-language test)"
