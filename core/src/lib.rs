@@ -192,7 +192,7 @@ extern crate alloc;
 
 // Layers, from the top: the façade (`cache`); its subsystems (`lookup` and its drivers
 // `blocking`, `asynchronous`, `warm`; `detector`, `hotkeys`, `metrics`); the table
-// (`table`: shards, flights, entries); the leaves. `scripts/check-core-layers` checks that
+// (`table`: shards, flights, entries); the leaves. `scripts/check-layers` checks that
 // no module leans on one above it.
 mod alarm;
 mod asynchronous;

@@ -4,8 +4,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::origin::{Origin, OriginStats};
+use crate::reader::Reader;
 use crate::scenario::Scenario;
-use crate::strategy::{Reader, Strategy};
+use crate::strategy::Strategy;
 
 /// The hot key every client reads.
 pub const HOT_KEY: &str = "feed:v1:home";

@@ -11,6 +11,7 @@
 pub mod clients;
 pub mod origin;
 pub mod plot;
+pub mod reader;
 pub mod report;
 pub mod scenario;
 pub mod strategy;

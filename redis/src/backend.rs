@@ -2,7 +2,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use herdless::backend::{
     AcquireRequest, Acquired, Backend, BackendFuture, Listener, LockToken, StoredEntry, Watch,
@@ -19,6 +19,7 @@ use crate::metrics::{Metrics, RedisMetrics, inc};
 use crate::notify::{Hub, MAX_SHARDED_SUBSCRIPTIONS};
 use crate::runtime::Runtime;
 use crate::scripts::SCRIPTS;
+use crate::wall::{hex, now_ms, random_secret};
 use crate::wire;
 
 mod batch;
@@ -26,36 +27,6 @@ mod builder;
 mod tags;
 
 pub use builder::{DEFAULT_MAX_ENTRY_BYTES, RedisBuilder};
-
-/// Wall-clock Unix milliseconds: the fleet's shared time line (keep hosts on NTP).
-pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Wall-clock Unix microseconds.
-pub(crate) fn now_us() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
-}
-
-/// 128 random bits from the OS.
-pub(crate) fn random_secret() -> Result<[u8; 16], Error> {
-    let mut s = [0; 16];
-    getrandom::fill(&mut s).map_err(|e| Error::Random(e.to_string()))?;
-    Ok(s)
-}
-
-pub(crate) fn hex(b: &[u8]) -> String {
-    use std::fmt::Write;
-    b.iter()
-        .fold(String::with_capacity(b.len() * 2), |mut s, x| {
-            let _ = write!(s, "{x:02x}");
-            s
-        })
-}
 
 /// The lock value of a token: `<epoch>:<32 hex digits>`.
 pub fn lock_value(token: &LockToken) -> String {
@@ -111,10 +82,9 @@ impl std::fmt::Debug for RedisBackend {
 impl RedisBackend {
     /// The fleet-level protocol driver over this backend.
     pub fn fleet(&self, options: FleetOptions) -> Fleet {
-        Fleet::new(
-            Arc::new(self.clone()),
-            Arc::new(self.clone()),
-            self.inner.rt.handle().clone(),
+        Fleet::over(
+            self,
+            self.handle().clone(),
             self.inner.metrics.clone(),
             options,
         )
@@ -243,15 +213,6 @@ impl RedisBackend {
         }
     }
 
-    fn count_read(&self, e: Option<&StoredEntry>, now: u64) {
-        let m = &self.inner.metrics;
-        match e {
-            Some(e) if e.is_fresh(now) => inc(&m.l2_hits),
-            Some(_) => inc(&m.l2_stale),
-            None => inc(&m.l2_misses),
-        }
-    }
-
     /// An acquire script's reply, counted and typed.
     fn acquired(&self, req: &AcquireRequest, reply: AcquireReply) -> Result<Acquired, Error> {
         let (status, raw, epoch, pttl, corrupt) = reply;
@@ -264,7 +225,7 @@ impl RedisBackend {
         } else {
             self.classify(&raw)
         };
-        self.count_read(entry.as_ref(), req.now_ms);
+        self.inner.metrics.count_read(entry.as_ref(), req.now_ms);
         Ok(match status {
             0 => Acquired::Fresh(entry.ok_or(Error::Protocol("acquire: no entry"))?),
             1 => {
@@ -373,13 +334,13 @@ impl Backend for RedisBackend {
             let Some(epoch) = epoch else {
                 // Corrupt shared state is a miss (counted), never an error.
                 inc(&self.inner.metrics.corrupt_entries);
-                self.count_read(None, now);
+                self.inner.metrics.count_read(None, now);
                 return Ok(None);
             };
             let entry = raw
                 .and_then(|r| self.classify(&r))
                 .filter(|e| e.epoch == epoch && e.is_servable(now));
-            self.count_read(entry.as_ref(), now);
+            self.inner.metrics.count_read(entry.as_ref(), now);
             Ok(entry)
         })
     }

@@ -4,7 +4,7 @@
 
 use herdless::backend::Notice;
 
-use crate::two_tier::Versioned;
+use crate::versioned::Versioned;
 
 /// Applies a notification to `l1`.
 pub fn apply_notice<V: Clone + Send + Sync + 'static>(

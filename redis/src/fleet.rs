@@ -15,10 +15,10 @@ use herdless::backend::{AcquireRequest, Acquired, Backend, LockToken, StoredEntr
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 
-use crate::backend::{now_ms, random_secret};
 use crate::metrics::{Metrics, inc};
 use crate::runtime::block_on;
 use crate::tags::TagTier;
+use crate::wall::{now_ms, random_secret};
 
 mod tags;
 
@@ -156,6 +156,23 @@ impl Fleet {
             opts,
             errors: None,
         }
+    }
+
+    /// The fleet protocol over `backend` (a shared tier: Redis, or the memory stand-in),
+    /// with its timers on `rt` and its counters `metrics`.
+    pub(crate) fn over<B: Backend + TagTier + Clone + 'static>(
+        backend: &B,
+        rt: Handle,
+        metrics: Arc<Metrics>,
+        opts: FleetOptions,
+    ) -> Self {
+        Self::new(
+            Arc::new(backend.clone()),
+            Arc::new(backend.clone()),
+            rt,
+            metrics,
+            opts,
+        )
     }
 
     /// The same fleet, counting every failed operation against its key's namespace with
@@ -399,35 +416,6 @@ impl Fleet {
     /// [`bump`](Self::bump), blocking.
     pub fn bump_blocking(&self, namespace: &str) -> Result<u64, herdless::Error> {
         block_on(self.bump(namespace))?
-    }
-}
-
-/// A shared entry written now: fresh for `fresh`, then servable stale for `grace`, then
-/// kept (fail-safe) until `retain` after its freshness ends (at least the grace), with the
-/// load's duration. Version and epoch are assigned by the commit. Bindings draw the jitter
-/// into `fresh` themselves (once per entry, see `herdless::jitter`).
-pub fn new_entry(
-    value: Option<Vec<u8>>,
-    fresh: Duration,
-    grace: Duration,
-    retain: Duration,
-    load_duration: Duration,
-) -> StoredEntry {
-    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-    let fresh_until_ms = now_ms().saturating_add(ms(fresh).max(1));
-    let stale_until_ms = fresh_until_ms.saturating_add(ms(grace));
-    StoredEntry {
-        value,
-        fresh_until_ms,
-        stale_until_ms,
-        retain_until_ms: stale_until_ms.max(fresh_until_ms.saturating_add(ms(retain))),
-        load_duration,
-        version: 0,
-        epoch: 0,
-        ttl: None,
-        meta: None,
-        tags: Vec::new(),
-        tag_marks: Vec::new(),
     }
 }
 

@@ -3,6 +3,15 @@
 //! Many processes of a service (Rust, Python, Node) share one Redis or Redis Cluster, and a
 //! hot key still costs the origin one load per refresh for the whole fleet.
 //!
+//! - [`call`]: **the call machine**, one caller's call from its key to its answer, decided
+//!   once for every language: the loop before a load (hit, refresh, wait, retry), the
+//!   race of a running loader against its soft and hard timeouts, what a panic or an
+//!   interruption becomes, the caller leaving, background jobs and how their failures are
+//!   reported, batches and warm-ups. A language is a runtime of it
+//!   ([`call::Lang`], [`call::Runtime`]): Rust's [`TieredCache`], the Python binding's
+//!   threads and asyncio, the Node binding's event loop. I/O is never done by the machine
+//!   itself: the shared tier's operations run on the backend's own tokio runtime, which
+//!   wakes the call; loaders run where their language runs them.
 //! - [`TwoTier`] ([`two_tier`]): **the fleet engine**, the two-tier protocol decided once.
 //!   The in-memory engine (`herdless::Cache`) is the first tier and picks one local leader
 //!   per key; [`TwoTier::lead`] tells that leader, step by step, what to do with the shared
@@ -66,11 +75,13 @@
 //! that are not an entry are a miss ([`RedisMetrics::corrupt_entries`]), never a panic.
 
 mod backend;
+pub mod call;
 pub mod codec;
 mod coherence;
 mod conn;
 mod error;
 mod fleet;
+pub mod http;
 mod join;
 pub mod keys;
 mod lifetimes;
@@ -81,20 +92,24 @@ pub mod notify;
 mod runtime;
 pub mod scripts;
 pub mod tags;
+mod tier;
 mod tiered;
 pub mod two_tier;
+mod versioned;
+mod wall;
 pub mod wire;
 
 pub use backend::{
-    DEFAULT_MAX_ENTRY_BYTES, MAX_LEASE, RedisBackend, RedisBuilder, lock_value, now_ms, parse_epoch,
+    DEFAULT_MAX_ENTRY_BYTES, MAX_LEASE, RedisBackend, RedisBuilder, lock_value, parse_epoch,
 };
 pub use codec::{Codec, CodecError, Json, RawBytes};
 pub use error::Error;
-pub use fleet::{ErrorCounter, Fleet, FleetLease, FleetOptions, FleetOutcome, new_entry};
-pub use lifetimes::{Lifetimes, MAX_TTL, Own, fresh_for};
+pub use fleet::{ErrorCounter, Fleet, FleetLease, FleetOptions, FleetOutcome};
+pub use lifetimes::{Lifetimes, MAX_TTL, Own, fresh_for, new_entry};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};
 pub use tiered::{TieredBuilder, TieredCache};
 pub use two_tier::{
     BuildError, Host, SharedTier, TierAddress, TierOptions, TwoTier, Versioned, Warning,
 };
+pub use wall::now_ms;

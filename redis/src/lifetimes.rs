@@ -8,8 +8,7 @@ use std::time::Duration;
 use herdless::backend::StoredEntry;
 use rand_core::{Rng, SeedableRng};
 
-use crate::backend::now_ms;
-use crate::fleet::new_entry;
+use crate::wall::now_ms;
 
 /// The lifetimes a cache writes shared entries with (its TTL options).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -186,9 +185,38 @@ fn unit() -> f64 {
 }
 
 fn seed() -> u64 {
-    crate::backend::random_secret()
+    crate::wall::random_secret()
         .map(|s| u64::from_le_bytes(s[..8].try_into().expect("8 bytes")))
         .unwrap_or(0x9E37_79B9_7F4A_7C15)
+}
+
+/// A shared entry written now: fresh for `fresh`, then servable stale for `grace`, then
+/// kept (fail-safe) until `retain` after its freshness ends (at least the grace), with the
+/// load's duration. Version and epoch are assigned by the commit. Bindings draw the jitter
+/// into `fresh` themselves (once per entry, see `herdless::jitter`).
+pub fn new_entry(
+    value: Option<Vec<u8>>,
+    fresh: Duration,
+    grace: Duration,
+    retain: Duration,
+    load_duration: Duration,
+) -> StoredEntry {
+    let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let fresh_until_ms = now_ms().saturating_add(ms(fresh).max(1));
+    let stale_until_ms = fresh_until_ms.saturating_add(ms(grace));
+    StoredEntry {
+        value,
+        fresh_until_ms,
+        stale_until_ms,
+        retain_until_ms: stale_until_ms.max(fresh_until_ms.saturating_add(ms(retain))),
+        load_duration,
+        version: 0,
+        epoch: 0,
+        ttl: None,
+        meta: None,
+        tags: Vec::new(),
+        tag_marks: Vec::new(),
+    }
 }
 
 #[cfg(test)]

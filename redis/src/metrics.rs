@@ -60,6 +60,18 @@ counters! {
     tag_records_lost: "Tagged entries read as removed because a tag's record was gone (evicted, expired), not a record, or made again since they were written.",
 }
 
+impl Metrics {
+    /// Counts a read of the tier that found `e` (a hit, a stale entry, or nothing) at `now`:
+    /// the same for every backend.
+    pub(crate) fn count_read(&self, e: Option<&herdless::backend::StoredEntry>, now: u64) {
+        match e {
+            Some(e) if e.is_fresh(now) => inc(&self.l2_hits),
+            Some(_) => inc(&self.l2_stale),
+            None => inc(&self.l2_misses),
+        }
+    }
+}
+
 pub(crate) fn inc(c: &AtomicU64) {
     c.fetch_add(1, Ordering::Relaxed);
 }

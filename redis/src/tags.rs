@@ -203,7 +203,7 @@ mod tests {
     use super::*;
 
     fn entry(marks: &[TagMark], grace: u64) -> StoredEntry {
-        let mut e = crate::fleet::new_entry(
+        let mut e = crate::lifetimes::new_entry(
             Some(b"v".to_vec()),
             Duration::from_secs(60),
             Duration::from_millis(grace),
@@ -256,7 +256,7 @@ mod tests {
         assert_eq!(fate(&marks, &[None]), Fate::Lost);
         assert_eq!(fate(&marks, &[rec(7, 0, 0)]), Fate::Lost, "made again");
         assert_eq!(fate(&marks, &[]), Fate::Lost);
-        let now = crate::backend::now_ms();
+        let now = crate::wall::now_ms();
         assert!(judged(entry(&marks, 0), &[None], now).is_none());
         assert!(judged(entry(&marks, 0), &[rec(1, 6, 0)], now).is_none());
         let stale = judged(entry(&marks, 5_000), &[rec(1, 0, 6)], now).unwrap();

@@ -7,25 +7,27 @@
 
 use std::error::Error as StdError;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::pin::Pin;
+use std::panic::resume_unwind;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use herdless::{
-    Builder, Cache, Error, Hit, LoadContext, LoadError, Loaded, Lookup, MetricsSnapshot, Waited,
+    Builder, Cache, Error, Hit, LoadContext, LoadError, Loaded, Lookup, MetricsSnapshot,
 };
 
+use self::lang::{Loader, Rt, Runner};
+use crate::call::{Call, CallOptions, Driven, Failure};
 use crate::codec::Codec;
 use crate::fleet::FleetOptions;
 use crate::lifetimes::Lifetimes;
 use crate::metrics::RedisMetrics;
 use crate::runtime::{block_on, on_own_thread};
-use crate::two_tier::{Deadline, Get, Load, SharedTier, Step, TwoTier, Versioned};
+use crate::two_tier::{Get, SharedTier, TwoTier, Versioned};
 
 mod batch;
+mod lang;
 mod tags;
+mod warm;
 
 type L1Tweak<V> = Box<dyn FnOnce(Builder<Versioned<V>>) -> Builder<Versioned<V>> + Send>;
 
@@ -192,19 +194,6 @@ impl<V: Clone + Send + Sync + 'static, C> std::fmt::Debug for TieredCache<V, C> 
     }
 }
 
-fn load_error<E: Into<Box<dyn StdError + Send + Sync>>>(e: E) -> LoadError {
-    LoadError::from_boxed(e.into())
-}
-
-/// Where a background load runs its loader.
-#[derive(Clone, Copy)]
-enum Runner {
-    /// On the backend's runtime (async loaders).
-    Task,
-    /// On a short-lived thread (blocking loaders must not hold the runtime's workers).
-    Thread,
-}
-
 impl<V, C> TieredCache<V, C>
 where
     V: Clone + Send + Sync + 'static,
@@ -244,6 +233,20 @@ where
         self.tt.tier().expect("a tiered cache has a shared tier")
     }
 
+    /// Closes the cache for every clone of it: its entries are dropped, the connections
+    /// and runtime of a tier it connected itself are released (a backend given to the
+    /// builder stays open for its owner, who may close it), and every later call that
+    /// reads or writes entries fails with [`Error::Closed`] (see
+    /// [`TwoTier::close`]). Idempotent.
+    pub fn close(&self) {
+        self.tt.close();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.tt.is_closed()
+    }
+
     /// The L1's metrics (per namespace) and the Redis tier's counters.
     pub fn metrics(&self) -> (MetricsSnapshot, RedisMetrics) {
         (self.tt.l1().metrics(), self.tt.tier_metrics())
@@ -267,11 +270,12 @@ where
         Fut: Future<Output = Result<Option<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
-        let loader = move |_: LoadContext<V>| {
+        let loader: Loader<V> = Box::new(move |_| {
             let fut = loader();
-            async move { fut.await.map(Loaded::from) }
-        };
-        self.drive(key, loader, Runner::Task).await
+            Box::pin(async move { fut.await.map(Loaded::from).map_err(Into::into) })
+        });
+        let first = self.tt.l1().lookup(key);
+        self.drive(first, key, loader, Runner::Task).await
     }
 
     /// [`get_or_load_async`](Self::get_or_load_async) with a context-aware loader (see
@@ -290,7 +294,10 @@ where
         Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
-        self.drive(key, loader, Runner::Task).await
+        let loader: Loader<V> =
+            Box::new(move |ctx| Box::pin(async move { loader(ctx).await.map_err(Into::into) }));
+        let first = self.tt.l1().lookup(key);
+        self.drive(first, key, loader, Runner::Task).await
     }
 
     /// [`get_or_load_with_async`](Self::get_or_load_with_async), blocking, with a blocking
@@ -308,10 +315,9 @@ where
             }) => return Ok(value.map(|v| v.value)),
             step => step,
         };
-        let loader = move |ctx| {
-            std::future::ready(loader(ctx).map_err(Into::<Box<dyn StdError + Send + Sync>>::into))
-        };
-        block_on(self.drive_from(step, key, loader, Runner::Thread))?
+        let loader: Loader<V> =
+            Box::new(move |ctx| Box::pin(std::future::ready(loader(ctx).map_err(Into::into))));
+        block_on(self.drive(Ok(step), key, loader, Runner::Thread))?
     }
 
     /// [`get_or_load_async`](Self::get_or_load_async), blocking, with a blocking loader run
@@ -332,183 +338,32 @@ where
             }) => return Ok(value.map(|v| v.value)),
             step => step,
         };
-        let loader = move |_: LoadContext<V>| {
-            let loaded = loader().map(Loaded::from);
-            std::future::ready(loaded.map_err(Into::<Box<dyn StdError + Send + Sync>>::into))
-        };
-        block_on(self.drive_from(step, key, loader, Runner::Thread))?
+        let loader: Loader<V> = Box::new(move |_| {
+            Box::pin(std::future::ready(
+                loader().map(Loaded::from).map_err(Into::into),
+            ))
+        });
+        block_on(self.drive(Ok(step), key, loader, Runner::Thread))?
     }
 
-    async fn drive<F, Fut, E>(
+    /// Drives `key`'s call from its first lookup, `first` (see [`crate::call`]).
+    async fn drive(
         &self,
+        first: Result<Lookup<Versioned<V>>, Error>,
         key: &str,
-        loader: F,
+        loader: Loader<V>,
         runner: Runner,
-    ) -> Result<Option<V>, Error>
-    where
-        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let step = self.tt.l1().lookup(key)?;
-        self.drive_from(step, key, loader, runner).await
-    }
-
-    /// Drives `key` on from its first lookup, `step`.
-    async fn drive_from<F, Fut, E>(
-        &self,
-        mut step: Lookup<Versioned<V>>,
-        key: &str,
-        loader: F,
-        runner: Runner,
-    ) -> Result<Option<V>, Error>
-    where
-        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let l1 = self.tt.l1();
-        loop {
-            match step {
-                Lookup::Hit(hit) => {
-                    if let Some(guard) = hit.refresh {
-                        let have = hit.value.as_ref().map_or(0, |v| v.version);
-                        if let Some(first) = self.tt.refresh(guard, have, None) {
-                            self.spawn(first, loader, runner);
-                        }
-                    }
-                    return Ok(hit.value.map(|v| v.value));
-                }
-                Lookup::Wait(waiter) => match waiter.await? {
-                    Waited::Loaded(v) => return Ok(v.map(|v| v.value)),
-                    Waited::Stale(v) => return Ok(Some(v.value)),
-                    Waited::Retry(r) => step = l1.lookup_again(key, r)?,
-                },
-                Lookup::Lead(guard) => {
-                    let first = self.tt.lead(guard, None);
-                    return self.run(first, loader, Some(runner)).await;
-                }
-            }
-        }
-    }
-
-    /// Drives `step` to its answer. `runner`: where a background part goes (a refresh's
-    /// detached load, a load past its soft timeout); `None` when this already runs in the
-    /// background.
-    async fn run<F, Fut, E>(
-        &self,
-        mut step: Step<V>,
-        loader: F,
-        runner: Option<Runner>,
-    ) -> Result<Option<V>, Error>
-    where
-        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let mut loader = Some(loader);
-        loop {
-            step = match step {
-                Step::Done(r) => return r,
-                Step::Tier(pending) => pending.await.next(&*self.codec),
-                Step::Stale(value, refresh) => {
-                    if let (Some(load), Some(loader)) = (refresh, loader.take()) {
-                        self.spawn(Step::Load(load), loader, runner.unwrap_or(Runner::Task));
-                    }
-                    return Ok(Some(value));
-                }
-                // Rust codecs are never interrupted.
-                Step::Interrupted(e) => return Err(Error::Load(LoadError::new(e))),
-                Step::Load(load) => {
-                    let loader = loader.take().expect("a load runs its loader once");
-                    let fut = Box::pin(loader(load.context()));
-                    let mut call = Call {
-                        load: Some(load),
-                        fut,
-                        soft: runner.is_some(),
-                    };
-                    match (&mut call).await {
-                        Called::Done(result) => {
-                            let load = call.load.take().expect("still held");
-                            load.loaded_with(result.map_err(load_error), &*self.codec)
-                        }
-                        Called::Hard => call.load.take().expect("still held").timed_out(),
-                        Called::Soft(stale) => {
-                            // Answer with the fail-safe value now; the load goes on in the
-                            // background and is stored.
-                            let this = self.clone();
-                            let job = async move {
-                                let _ = this.finish(call).await;
-                            };
-                            self.spawn_job(job, runner.unwrap_or(Runner::Task));
-                            return Ok(Some(stale));
-                        }
-                        Called::Panicked(message, payload) => {
-                            call.load.take().expect("still held").panicked(message);
-                            resume_unwind(payload)
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// A load that outlived its soft timeout, driven to its end in the background.
-    async fn finish<Fut, E>(&self, mut call: Call<V, Fut>) -> Result<Option<V>, Error>
-    where
-        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        call.soft = false;
-        let mut step = match (&mut call).await {
-            Called::Done(result) => {
-                let load = call.load.take().expect("still held");
-                load.loaded_with(result.map_err(load_error), &*self.codec)
-            }
-            Called::Soft(_) | Called::Hard => call.load.take().expect("still held").timed_out(),
-            Called::Panicked(message, _) => {
-                call.load.take().expect("still held").panicked(message);
-                return Err(Error::LoaderPanicked { message: None });
-            }
-        };
-        loop {
-            step = match step {
-                Step::Tier(pending) => pending.await.next(&*self.codec),
-                Step::Done(r) => return r,
-                Step::Load(load) => load.timed_out(),
-                Step::Stale(v, _) => return Ok(Some(v)),
-                Step::Interrupted(e) => return Err(Error::Load(LoadError::new(e))),
-            }
-        }
-    }
-
-    /// Runs a background step (a refresh) with `loader` where `runner` says.
-    fn spawn<F, Fut, E>(&self, step: Step<V>, loader: F, runner: Runner)
-    where
-        F: FnOnce(LoadContext<V>) -> Fut + Send + 'static,
-        Fut: Future<Output = Result<Loaded<V>, E>> + Send + 'static,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let this = self.clone();
-        self.spawn_job(
-            async move {
-                let _ = this.run(step, loader, None).await;
-            },
+    ) -> Result<Option<V>, Error> {
+        let call = Call::new(&self.tt, key, first, loader, CallOptions::default());
+        let rt = Rt {
+            tt: self.tt.clone(),
+            codec: self.codec.clone(),
             runner,
-        );
-    }
-
-    fn spawn_job(&self, job: impl Future<Output = ()> + Send + 'static, runner: Runner) {
-        match runner {
-            Runner::Task => {
-                self.backend().handle().spawn(job);
-            }
-            Runner::Thread => {
-                // No thread: the job (and its load) is dropped, which hands the load over.
-                let _ = std::thread::Builder::new()
-                    .name("herdless-refresh".into())
-                    .spawn(move || block_on(job));
-            }
+        };
+        match Driven::new(call, rt).await {
+            Ok(v) => Ok(v),
+            Err(Failure::Error(e)) => Err(e),
+            Err(Failure::Raise(payload)) => resume_unwind(payload),
         }
     }
 
@@ -572,56 +427,5 @@ where
     /// [`bump_async`](Self::bump_async), blocking.
     pub fn bump(&self, namespace: &str) -> Result<u64, Error> {
         block_on(self.bump_async(namespace))?
-    }
-}
-
-/// A loader call in progress, raced against its load's deadlines.
-struct Call<V: Clone + Send + Sync + 'static, Fut> {
-    load: Option<Load<V>>,
-    fut: Pin<Box<Fut>>,
-    /// Whether the soft timeout may answer (a caller is waiting for this load).
-    soft: bool,
-}
-
-/// How a [`Call`] ended.
-enum Called<T, V> {
-    Done(T),
-    /// The soft timeout passed with this fail-safe value at hand.
-    Soft(V),
-    Hard,
-    Panicked(Option<String>, Box<dyn std::any::Any + Send>),
-}
-
-impl<V: Clone + Send + Sync + 'static, Fut: Future> Future for &mut Call<V, Fut> {
-    type Output = Called<Fut::Output, V>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut **self.get_mut();
-        let fut = &mut this.fut;
-        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-            Ok(Poll::Ready(v)) => return Poll::Ready(Called::Done(v)),
-            Ok(Poll::Pending) => {}
-            Err(payload) => {
-                let message = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| payload.downcast_ref::<String>().cloned());
-                return Poll::Ready(Called::Panicked(message, payload));
-            }
-        }
-        let load = this.load.as_mut().expect("polled while held");
-        loop {
-            match load.poll_deadline(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Deadline::Hard) => return Poll::Ready(Called::Hard),
-                Poll::Ready(Deadline::Soft) if this.soft => {
-                    if let Some(stale) = load.answer_stale() {
-                        return Poll::Ready(Called::Soft(stale));
-                    }
-                }
-                // Nobody to answer early: keep going until the hard deadline.
-                Poll::Ready(Deadline::Soft) => {}
-            }
-        }
     }
 }

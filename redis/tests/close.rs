@@ -98,6 +98,27 @@ fn an_engine_without_a_shared_tier_closes_the_same_way() {
 /// A write waiting for a stalled tier is woken by the close and answers `Closed`, long
 /// before its operation timeout (30 s here) would have ended it.
 #[test]
+fn a_closed_tiered_cache_refuses_its_calls_and_every_clone_is_closed() {
+    let _one = one_at_a_time();
+    let backend = MemoryStore::new().backend().build().unwrap();
+    let cache: herdless_redis::TieredCache<String, Json> =
+        herdless_redis::TieredCache::builder(backend, Json)
+            .build()
+            .unwrap();
+    let other = cache.clone();
+    cache.set("k:1", "v".into()).unwrap();
+    cache.close();
+    assert!(other.is_closed());
+    assert!(closed(other.get("k:1")));
+    assert!(closed(
+        other.get_or_load("k:2", || Ok::<_, std::io::Error>(Some("x".into())))
+    ));
+    let many = other.get_or_load_many(["k:3"], |_: &[String]| Ok::<_, std::io::Error>(vec![]));
+    assert!(matches!(many[0], Err(Error::Closed)), "{many:?}");
+    cache.close();
+}
+
+#[test]
 fn a_write_in_flight_answers_closed_when_the_engine_closes() {
     let _one = one_at_a_time();
     let store = MemoryStore::named("close-in-flight");

@@ -3,17 +3,19 @@
 //! when it lists `redis`, on a private redis-server. Python and Node run the same files.
 
 mod common;
+#[path = "conformance/mode.rs"]
+mod mode;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use herdless::{Error, Loaded};
 use herdless_redis::memory::{Fault, MemoryStore};
 use herdless_redis::{Codec, CodecError, RedisBackend, SharedTier, TieredCache};
-use serde_json::{Value, json};
+use mode::{Caller, Mode, Seen};
+use serde_json::Value;
 
 /// JSON, refusing the scenario's stand-in for a value the codec cannot encode.
 struct ScenarioJson;
@@ -213,68 +215,6 @@ fn kind(e: &Error) -> &'static str {
 
 type Answer = Result<Option<Value>, Error>;
 
-fn call(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
-    call_seeing(cache, step, loads, &Arc::default())
-}
-
-/// What a loader's context said: `{"reason", "previous", "meta"}` (checked by
-/// `expect_context`).
-type Seen = Arc<Mutex<Option<Value>>>;
-
-fn call_seeing(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>, seen: &Seen) -> Answer {
-    let key = step["key"].as_str().expect("key").to_owned();
-    let (value, took, fail) = (step["value"].clone(), ms(step, "ms"), step["fail"].clone());
-    let (loads, seen, answer) = (loads.clone(), seen.clone(), step["answer"].clone());
-    cache.get_or_load_with(&key, move |ctx| {
-        loads.fetch_add(1, Ordering::SeqCst);
-        let previous = ctx.previous();
-        *seen.lock().unwrap() = Some(json!({
-            "reason": ctx.reason().as_str(),
-            "previous": previous.map_or(Value::Null, |p| p.value.clone()),
-            "meta": previous.and_then(|p| p.meta.as_deref()),
-        }));
-        std::thread::sleep(took);
-        match fail.as_str() {
-            Some(m) => Err(std::io::Error::other(m.to_owned())),
-            None => Ok(loaded(value, &answer)),
-        }
-    })
-}
-
-/// A batch call (`get_or_load_many`): its loader answers each key it is asked for with the
-/// key's entry in `values` (`null`: absent), omits the keys `values` lacks, or fails. The
-/// answer is the array of values in the keys' order (`null` for an absence), or the first
-/// key's error.
-fn call_many(cache: &Cache, step: &Value, loads: &Arc<AtomicUsize>) -> Answer {
-    let keys: Vec<String> = step["keys"]
-        .as_array()
-        .expect("keys")
-        .iter()
-        .map(|k| k.as_str().expect("a key").to_owned())
-        .collect();
-    let (values, took, fail) = (step["values"].clone(), ms(step, "ms"), step["fail"].clone());
-    let loads = loads.clone();
-    let answers = cache.get_or_load_many(&keys, move |asked: &[String]| {
-        loads.fetch_add(1, Ordering::SeqCst);
-        std::thread::sleep(took);
-        match fail.as_str() {
-            Some(m) => Err(std::io::Error::other(m.to_owned())),
-            None => Ok(asked
-                .iter()
-                .filter_map(|k| {
-                    let v = values.get(k)?;
-                    Some((k.clone(), (!v.is_null()).then(|| v.clone())))
-                })
-                .collect::<Vec<_>>()),
-        }
-    });
-    let mut out = Vec::with_capacity(answers.len());
-    for a in answers {
-        out.push(a?.unwrap_or(Value::Null));
-    }
-    Ok(Some(Value::Array(out)))
-}
-
 /// The loader's answer of a step: its `value` (null: absent), shaped by `answer`
 /// (`ttl_ms`, `grace_ms`, `negative_ttl_ms`, `meta`, `not_modified`, `no_cache`, `tags`).
 fn loaded(value: Value, answer: &Value) -> Loaded<Value> {
@@ -354,10 +294,10 @@ fn expect_counter(name: &str, what: &str, want: &Value, got: u64) {
     }
 }
 
-/// The calls of a `load` step: when it started, and each call's answer with when it came.
-type Running = (Instant, Vec<JoinHandle<(Answer, Instant)>>);
+/// The calls of a `load` step: when it started, and its callers.
+type Running = (Instant, Vec<Caller>);
 
-fn play(name: &str, scenario: &Value, mut tier: Tier) {
+fn play(name: &str, scenario: &Value, mut tier: Tier, mode: &Arc<Mode>) {
     let n = scenario["processes"].as_u64().unwrap_or(1) as usize;
     let procs: Vec<Cache> = (0..n).map(|_| tier.process(&scenario["cache"])).collect();
     let loads = Arc::new(AtomicUsize::new(0));
@@ -366,11 +306,10 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
         let p = &procs[step["p"].as_u64().unwrap_or(0) as usize];
         let text = |f: &str| step[f].as_str().unwrap_or_default().to_owned();
         let started = Instant::now();
-        let plain = |r: Result<(), Error>| r.map(|()| None);
         match step["op"].as_str().expect("op") {
             "get_or_load" => {
                 let seen = Seen::default();
-                let got = call_seeing(p, step, &loads, &seen);
+                let got = mode.call(p, step, &loads, &seen);
                 check(name, step, &got, started.elapsed());
                 if let Some(want) = step.get("expect_context") {
                     let seen = seen.lock().unwrap().clone();
@@ -381,64 +320,57 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
                 }
             }
             "get_or_load_many" => {
-                check(name, step, &call_many(p, step, &loads), started.elapsed());
+                check(
+                    name,
+                    step,
+                    &mode.call_many(p, step, &loads),
+                    started.elapsed(),
+                );
             }
             "load" | "load_many" => {
-                let many = step["op"] == "load_many";
-                let callers = step["callers"].as_u64().unwrap_or(1);
-                let handles = (0..callers)
-                    .map(|_| {
-                        let (p, step, loads) = (p.clone(), step.clone(), loads.clone());
-                        std::thread::spawn(move || {
-                            let got = match many {
-                                true => call_many(&p, &step, &loads),
-                                false => call(&p, &step, &loads),
-                            };
-                            (got, Instant::now())
-                        })
-                    })
-                    .collect();
-                running.insert(text("id"), (started, handles));
-                // Let the calls reach the cache before the next step.
+                let before = progress(p, &loads);
+                running.insert(text("id"), (started, mode.start(p, step, &loads)));
+                // Let the calls reach the fleet before the next step: one of them loads, or
+                // asked the fleet for a lock (a loaded machine can take longer than any fixed
+                // pause); then a moment for the step's other callers.
+                let until = Instant::now() + Duration::from_secs(2);
+                while progress(p, &loads) == before && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
                 std::thread::sleep(Duration::from_millis(20));
             }
             "await" => {
-                let (since, handles) = running.remove(&text("id")).expect("a started load");
-                for h in handles {
-                    let (got, at) = h.join().expect("caller");
+                let (since, callers) = running.remove(&text("id")).expect("a started load");
+                for c in callers {
+                    let (got, at) = mode.join(c);
                     check(name, step, &got, at - since);
                 }
             }
-            "get" => check(name, step, &p.get(&text("key")), started.elapsed()),
+            "get" => check(name, step, &mode.get(p, &text("key")), started.elapsed()),
             "set" => {
-                let (key, value) = (text("key"), step["value"].clone());
-                let r = match strings(&step["tags"]) {
-                    Some(tags) => plain(p.set_with(&key, Loaded::value(value).tags(tags))),
-                    None => plain(p.set(&key, value)),
-                };
+                let r = mode.set(
+                    p,
+                    &text("key"),
+                    step["value"].clone(),
+                    strings(&step["tags"]),
+                );
                 check(name, step, &r, started.elapsed());
             }
             "invalidate_tag" => {
                 let tags = strings(&step["tags"]).unwrap_or_else(|| vec![text("tag")]);
                 let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
                 for _ in 0..step["repeat"].as_u64().unwrap_or(1) {
-                    let r = match step["soft"].as_bool() == Some(true) {
-                        true => p.expire_tags(&tags),
-                        false => p.invalidate_tags(&tags),
-                    };
-                    check(name, step, &plain(r), started.elapsed());
+                    let r = mode.tags(p, &tags, step["soft"].as_bool() == Some(true));
+                    check(name, step, &r, started.elapsed());
                 }
             }
-            "invalidate" => {
-                let r = p.invalidate(&text("key")).map(|_| None);
-                check(name, step, &r, started.elapsed());
-            }
-            "bump" => check(
+            "invalidate" => check(
                 name,
                 step,
-                &p.bump(&text("ns")).map(|_| None),
+                &mode.invalidate(p, &text("key")),
                 started.elapsed(),
             ),
+            "bump" => check(name, step, &mode.bump(p, &text("ns")), started.elapsed()),
             "sleep" => std::thread::sleep(ms(step, "ms")),
             "fault" => {
                 tier.fault(&text("fault"), step["ns"].as_str());
@@ -480,13 +412,18 @@ fn play(name: &str, scenario: &Value, mut tier: Tier) {
             other => panic!("{name}: unknown op {other}"),
         }
     }
-    for (id, (_, handles)) in running {
-        for h in handles {
-            let _ = h
-                .join()
-                .unwrap_or_else(|_| panic!("{name}: load {id} panicked"));
+    for (_, callers) in running.into_values() {
+        for c in callers {
+            let _ = mode.join(c);
         }
     }
+}
+
+/// How far `p` got: loader calls in the fleet, and `p`'s answers from the fleet lock.
+fn progress(p: &Cache, loads: &AtomicUsize) -> (usize, u64) {
+    let tier = p.metrics().1;
+    let asked = tier.fleet_locks_acquired + tier.fleet_locks_contended + tier.backend_errors;
+    (loads.load(Ordering::SeqCst), asked)
 }
 
 /// After the tier comes back, every process's connections have reconnected (a probe of a
@@ -547,39 +484,48 @@ fn unsupported(s: &Value) -> Option<String> {
     (!missing.is_empty()).then(|| format!("needs {missing:?}"))
 }
 
-#[test]
-fn every_scenario_on_the_memory_tier() {
+/// Plays every scenario that lists `tier` ("memory" plays them all) in `mode`.
+fn play_all(tier: &str, mode: Mode) {
+    if tier == "redis" && !common::redis_available() {
+        return;
+    }
+    let mode = Arc::new(mode);
     let only = std::env::var("CONFORMANCE").ok();
     for (name, s) in scenarios() {
-        if only.as_deref().is_some_and(|o| o != name) {
+        let listed = tier == "memory" || tiers_of(&s).iter().any(|t| t == tier);
+        if !listed || only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
+        let at = format!("conformance ({tier}, {})", mode.name());
         if let Some(why) = unsupported(&s) {
-            eprintln!("conformance (memory): {name} SKIPPED: {why}");
+            eprintln!("{at}: {name} SKIPPED: {why}");
             continue;
         }
-        eprintln!("conformance (memory): {name}");
-        play(&name, &s, Tier::Memory(MemoryStore::new()));
+        eprintln!("{at}: {name}");
+        let place = match tier {
+            "memory" => Tier::Memory(MemoryStore::new()),
+            _ => Tier::Redis(common::Server::start(), common::unique("c")),
+        };
+        play(&name, &s, place, &mode);
     }
 }
 
 #[test]
+fn every_scenario_on_the_memory_tier() {
+    play_all("memory", Mode::Blocking);
+}
+
+#[test]
+fn every_scenario_on_the_memory_tier_async() {
+    play_all("memory", Mode::tokio());
+}
+
+#[test]
 fn every_scenario_on_redis() {
-    if !common::redis_available() {
-        return;
-    }
-    let only = std::env::var("CONFORMANCE").ok();
-    for (name, s) in scenarios() {
-        if !tiers_of(&s).iter().any(|t| t == "redis") || only.as_deref().is_some_and(|o| o != name)
-        {
-            continue;
-        }
-        if let Some(why) = unsupported(&s) {
-            eprintln!("conformance (redis): {name} SKIPPED: {why}");
-            continue;
-        }
-        eprintln!("conformance (redis): {name}");
-        let srv = common::Server::start();
-        play(&name, &s, Tier::Redis(srv, common::unique("c")));
-    }
+    play_all("redis", Mode::Blocking);
+}
+
+#[test]
+fn every_scenario_on_redis_async() {
+    play_all("redis", Mode::tokio());
 }

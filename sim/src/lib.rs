@@ -49,6 +49,8 @@ pub mod plot;
 mod report;
 mod scenario;
 mod strategy;
+mod tier;
+mod world;
 
 pub use clock::SimClock;
 pub use origin::{OriginConfig, OriginError, OriginStats, SimValue};

@@ -8,10 +8,9 @@ use herdless::CounterSnapshot;
 use herdless::MetricsSnapshot;
 use serde::Serialize;
 
-use crate::client::World;
 use crate::origin::OriginStats;
-use crate::scenario::Scenario;
 use crate::strategy::Strategy;
+use crate::world::World;
 
 /// The figures of one run.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -72,8 +71,9 @@ pub(crate) fn quantile(sorted: &[u64], q: f64) -> u64 {
 }
 
 impl Row {
+    /// The row of `strategy` in scenario `name` (its `variant`).
     pub(crate) fn new(
-        scenario: &Scenario,
+        (name, variant): (&'static str, String),
         strategy: Strategy,
         w: &World,
         origin: &OriginStats,
@@ -84,8 +84,8 @@ impl Row {
         let mut lat = rec.latencies.clone();
         lat.sort_unstable();
         Self {
-            scenario: scenario.name(),
-            variant: scenario.variant_for(strategy),
+            scenario: name,
+            variant,
             strategy,
             requests: rec.requests,
             origin_calls: origin.calls,

@@ -12,8 +12,8 @@ use std::pin::Pin;
 use herdless::backend::{AcquireRequest, Acquired, StoredEntry};
 
 use super::{AbortOnDrop, Fleet, FleetLease, FleetOutcome, Judged};
-use crate::backend::{now_ms, random_secret};
 use crate::join::join_all;
+use crate::wall::{now_ms, random_secret};
 
 /// One key's answer, judged by its tags, in progress.
 type Judging<'a> = Pin<Box<dyn Future<Output = Result<Judged, herdless::LoadError>> + Send + 'a>>;

@@ -9,9 +9,9 @@ use herdless::LoadError;
 use herdless::backend::{Acquired, StoredEntry, WriteOutcome};
 
 use super::{Fleet, FleetLease, Judged};
-use crate::backend::now_ms;
 use crate::metrics::inc;
 use crate::tags::{Fate, Record, fate, judged, raced};
+use crate::wall::now_ms;
 
 /// This host's wall clock at `at`, in µs, rounded down (never after it: a start dated late
 /// could pass an invalidation that came after it).

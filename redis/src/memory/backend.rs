@@ -13,12 +13,12 @@ use tokio::runtime::Handle;
 use herdless::key::namespace_of;
 
 use super::{Fault, MemoryStore, PREFIX, Slot};
-use crate::backend::{now_ms, random_secret};
 use crate::error::Error;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::metrics::{Metrics, RedisMetrics, inc};
 use crate::notify::Hub;
 use crate::runtime::Runtime;
+use crate::wall::{now_ms, random_secret};
 use crate::wire;
 
 mod locks;
@@ -73,7 +73,7 @@ impl MemoryBuilder {
             return Err(Error::Config("`tag_retention` must not be zero".into()));
         }
         let metrics = Arc::new(Metrics::default());
-        let origin = crate::backend::hex(&random_secret()?[..8]);
+        let origin = crate::wall::hex(&random_secret()?[..8]);
         // Not yet subscribed: like a Redis process, it hears notices only once an
         // operation that keeps copies (a read, a write, a load, tags) has subscribed it.
         let hub = Arc::new(Hub::new(origin, PREFIX.to_owned(), metrics.clone()));
@@ -156,9 +156,8 @@ impl MemoryBackend {
 
     /// The fleet protocol over this backend.
     pub fn fleet(&self, options: FleetOptions) -> Fleet {
-        Fleet::new(
-            Arc::new(self.clone()),
-            Arc::new(self.clone()),
+        Fleet::over(
+            self,
             self.handle().clone(),
             self.inner.metrics.clone(),
             options,
@@ -235,15 +234,6 @@ impl MemoryBackend {
             self.inner.store.subscribe(&self.inner.hub);
         }
     }
-
-    fn count_read(&self, e: Option<&StoredEntry>, now: u64) {
-        let m = &self.inner.metrics;
-        match e {
-            Some(e) if e.is_fresh(now) => inc(&m.l2_hits),
-            Some(_) => inc(&m.l2_stale),
-            None => inc(&m.l2_misses),
-        }
-    }
 }
 
 fn names(key: &str) -> crate::keys::KeyNames {
@@ -280,7 +270,7 @@ impl Backend for MemoryBackend {
             let (raw, epoch) = found;
             let Some(epoch) = epoch else {
                 inc(&m.corrupt_entries);
-                this.count_read(None, now);
+                this.inner.metrics.count_read(None, now);
                 return Ok(None);
             };
             let entry = match raw.map(|r| wire::decode(&r)) {
@@ -292,7 +282,7 @@ impl Backend for MemoryBackend {
                 None => None,
             }
             .filter(|e| e.epoch == epoch && e.is_servable(now));
-            this.count_read(entry.as_ref(), now);
+            this.inner.metrics.count_read(entry.as_ref(), now);
             Ok(entry)
         })
     }

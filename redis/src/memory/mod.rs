@@ -29,8 +29,8 @@ use std::time::Duration;
 use herdless::backend::StoredEntry;
 use herdless::key::namespace_of;
 
-use crate::backend::now_ms;
 use crate::notify::Hub;
+use crate::wall::now_ms;
 use crate::wire;
 
 mod backend;
@@ -109,7 +109,7 @@ impl Data {
             return (e, false);
         }
         // Forward to the clock in microseconds, as the scripts do.
-        let forward = crate::backend::now_us();
+        let forward = crate::wall::now_us();
         self.set(name, forward.to_string().into_bytes(), None, now);
         (forward, true)
     }

@@ -1,20 +1,18 @@
-//! Batch loads of a [`TieredCache`]: a driver of the fleet engine's batch
-//! ([`Many`](crate::two_tier::Many)), which decides everything; this runs the Rust loader
-//! (one call per step that asks for it), awaits, and spawns the background refreshes.
+//! Batch loads of a [`TieredCache`]: the call machine's batch ([`CallMany`]), which decides
+//! everything, with a Rust loader.
 
 use std::error::Error as StdError;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::pin::Pin;
+use std::panic::resume_unwind;
 use std::sync::Arc;
-use std::task::Poll;
 
-use herdless::Error;
+use herdless::{Error, Loaded};
 
-use super::{Runner, TieredCache, load_error};
+use super::TieredCache;
+use super::lang::{ManyLoader, Rt, Runner};
+use crate::call::{CallMany, Driven};
 use crate::codec::Codec;
 use crate::runtime::block_on;
-use crate::two_tier::{Many, ManyStep};
 
 /// What a batch answers for one key.
 type Answer<V> = Result<Option<V>, Error>;
@@ -46,7 +44,11 @@ where
         R: IntoIterator<Item = (String, Option<V>)>,
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
-        self.many(keys, Arc::new(loader), Runner::Task).await
+        let loader: ManyLoader<V> = Arc::new(move |keys| {
+            let fut = loader(keys);
+            Box::pin(async move { fut.await.map(answers).map_err(Into::into) })
+        });
+        self.many(keys, loader, Runner::Task).await
     }
 
     /// [`get_or_load_many_async`](Self::get_or_load_many_async), blocking, with a blocking
@@ -63,12 +65,10 @@ where
     {
         let keys: Vec<String> = keys.into_iter().map(|k| k.as_ref().to_owned()).collect();
         let n = keys.len();
-        // Answers made `Send` here: the batch's background refresh carries them.
-        let loader = Arc::new(move |keys: Vec<String>| {
-            let answer = loader(&keys)
-                .map(|found| found.into_iter().collect::<Vec<_>>())
-                .map_err(Into::<Box<dyn StdError + Send + Sync>>::into);
-            std::future::ready(answer)
+        let loader: ManyLoader<V> = Arc::new(move |keys: Vec<String>| {
+            Box::pin(std::future::ready(
+                loader(&keys).map(answers).map_err(Into::into),
+            ))
         });
         match block_on(self.many(keys, loader, Runner::Thread)) {
             Ok(answers) => answers,
@@ -79,86 +79,28 @@ where
         }
     }
 
-    async fn many<I, F, Fut, R, E>(&self, keys: I, loader: Arc<F>, runner: Runner) -> Vec<Answer<V>>
+    async fn many<I>(&self, keys: I, loader: ManyLoader<V>, runner: Runner) -> Vec<Answer<V>>
     where
         I: IntoIterator,
         I::Item: AsRef<str>,
-        F: Fn(Vec<String>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-        R: IntoIterator<Item = (String, Option<V>)>,
-        E: Into<Box<dyn StdError + Send + Sync>>,
     {
-        let many = self.tt.get_many(keys);
-        self.drive_many(many, loader, runner).await
+        let call = CallMany::new(&self.tt, keys, loader);
+        let rt = Rt {
+            tt: self.tt.clone(),
+            codec: self.codec.clone(),
+            runner,
+        };
+        match Driven::new(call, rt).await {
+            Ok(answers) => answers,
+            Err(payload) => resume_unwind(payload),
+        }
     }
+}
 
-    /// Does what each step of the fleet engine's batch says (see [`Many`]).
-    fn drive_many<F, Fut, R, E>(
-        &self,
-        mut many: Many<V>,
-        loader: Arc<F>,
-        runner: Runner,
-    ) -> Pin<Box<dyn Future<Output = Vec<Answer<V>>> + Send + '_>>
-    where
-        F: Fn(Vec<String>) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<R, E>> + Send + 'static,
-        R: IntoIterator<Item = (String, Option<V>)>,
-        E: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        Box::pin(async move {
-            loop {
-                match many.step() {
-                    ManyStep::Done(answers) => return answers,
-                    ManyStep::Tier(pending) => {
-                        let reply = pending.await;
-                        many.resume(reply, &*self.codec);
-                    }
-                    ManyStep::Wait(i, waiter) => {
-                        let waited = waiter.await;
-                        many.waited(i, waited);
-                    }
-                    ManyStep::Refresh(background) => {
-                        let (this, loader) = (self.clone(), loader.clone());
-                        self.spawn_job(
-                            async move {
-                                let _ = this.drive_many(*background, loader, runner).await;
-                            },
-                            runner,
-                        );
-                    }
-                    ManyStep::Load(keys) => {
-                        let mut fut = Box::pin(loader(keys));
-                        let ended = std::future::poll_fn(|cx| {
-                            match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-                                Ok(Poll::Ready(r)) => return Poll::Ready(Ok(r)),
-                                Ok(Poll::Pending) => {}
-                                Err(payload) => return Poll::Ready(Err(Some(payload))),
-                            }
-                            match many.poll_deadline(cx) {
-                                Poll::Ready(()) => Poll::Ready(Err(None)),
-                                Poll::Pending => Poll::Pending,
-                            }
-                        })
-                        .await;
-                        match ended {
-                            Ok(Ok(found)) => {
-                                let found = found.into_iter().collect();
-                                many.loaded(Ok(found), &*self.codec);
-                            }
-                            Ok(Err(e)) => many.loaded(Err(load_error(e)), &*self.codec),
-                            Err(None) => many.timed_out(),
-                            Err(Some(payload)) => {
-                                let message = payload
-                                    .downcast_ref::<&str>()
-                                    .map(|s| (*s).to_owned())
-                                    .or_else(|| payload.downcast_ref::<String>().cloned());
-                                many.panicked(message);
-                                resume_unwind(payload)
-                            }
-                        }
-                    }
-                }
-            }
-        })
-    }
+/// A loader's answer, each key's value as a plain load's.
+fn answers<V, R: IntoIterator<Item = (String, Option<V>)>>(found: R) -> Vec<(String, Loaded<V>)> {
+    found
+        .into_iter()
+        .map(|(k, v)| (k, Loaded::from(v)))
+        .collect()
 }

@@ -450,6 +450,20 @@ impl<V: Clone + Send + Sync + 'static> Many<V> {
         }
     }
 
+    /// The loader panicked and its language has nothing to re-raise: the keys of the call
+    /// answer `LoaderPanicked`, as their waiters do; the batch goes on.
+    pub fn loader_panicked(&mut self, message: Option<String>) {
+        if let Some(call) = &mut self.call {
+            for (i, load) in std::mem::take(&mut call.loads) {
+                load.panicked(message.clone());
+                let e = Error::LoaderPanicked {
+                    message: message.clone(),
+                };
+                call.steps.push((i, Step::Done(Err(e))));
+            }
+        }
+    }
+
     /// The wait for key `i` ended.
     pub fn waited(&mut self, i: usize, result: Result<Waited<Versioned<V>>, Error>) {
         match result {

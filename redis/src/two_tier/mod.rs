@@ -37,7 +37,6 @@ mod many;
 mod ops;
 mod step;
 mod tags;
-mod tier;
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
@@ -52,69 +51,17 @@ use crate::coherence::apply_notice;
 use crate::fleet::{Fleet, FleetOptions};
 use crate::lifetimes::Lifetimes;
 use crate::metrics::RedisMetrics;
+pub use crate::tier::{SharedTier, TierAddress, TierOptions};
+pub use crate::versioned::Versioned;
 pub use batch::{Many, ManyAnswer, ManyStep, Resume};
 pub use host::{Host, Warning};
 pub use load::{Deadline, Load};
 pub use ops::{Get, Read};
 pub use step::{Pending, Reply, Step};
-pub use tier::{SharedTier, TierAddress};
-
-/// What the L1 of a two-tier cache holds: the value and its version. A refresh tells the
-/// fleet which version it replaces, so only a newer entry ends it without a load.
-///
-/// The version of a shared entry is the tier's commit time in microseconds (PROTOCOL.md,
-/// section 3). A value kept in this process alone (loaded while the tier was down, or one
-/// the codec could not share) gets the wall-clock time of its load in microseconds: an
-/// entry the fleet wrote before it is older and never replaces it, so this process's reads
-/// do not go back in time when the tier returns.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Versioned<V> {
-    /// The value.
-    pub value: V,
-    /// The shared entry's version, or the time of this process's own load.
-    pub version: u64,
-    local: bool,
-}
-
-impl<V> Versioned<V> {
-    /// A value of this process alone, versioned by the time it was loaded (now).
-    pub fn local(value: V) -> Self {
-        Self {
-            value,
-            version: crate::backend::now_us(),
-            local: true,
-        }
-    }
-
-    /// The value of the shared entry of `version`.
-    pub fn shared(value: V, version: u64) -> Self {
-        Self {
-            value,
-            version,
-            local: false,
-        }
-    }
-
-    /// Whether the value never reached the shared tier: it is this process's alone.
-    pub fn is_local(&self) -> bool {
-        self.local
-    }
-}
 
 /// The most namespaces a cache warns about ([`Warning::Unshareable`]); past it the counter
 /// still counts, but nothing more is told.
 const MAX_WARNED_NAMESPACES: usize = 256;
-
-/// Where the shared tier of [`TwoTier::build`] is, as a binding's options name it.
-#[derive(Clone, Debug)]
-pub struct TierOptions {
-    /// Its address.
-    pub address: TierAddress,
-    /// The prefix of its names (default `hl`).
-    pub prefix: Option<String>,
-    /// The fleet lock's lease (default 5 s).
-    pub lease: Option<Duration>,
-}
 
 /// Why [`TwoTier::build`] refused its options.
 #[derive(Debug)]
@@ -423,6 +370,21 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         Some(self.ask(guard, ttl, have, (true, false)))
     }
 
+    /// The first step of a refresh run in the foreground (a warm-up of a stale key): as
+    /// [`lead`](Self::lead), but only a shared entry newer than `have` (the version being
+    /// served) ends it without a load.
+    pub fn renew(
+        &self,
+        guard: LoadGuard<Versioned<V>>,
+        have: u64,
+        ttl: Option<Duration>,
+    ) -> Step<V> {
+        if let Err(e) = self.check_ttl(ttl) {
+            return Step::Done(step::unwrap(guard.fail(e)));
+        }
+        self.ask(guard, ttl, have, (false, false))
+    }
+
     /// A key of a batch asked of the fleet alone (another process was loading it).
     pub(crate) fn ask_in_batch(
         &self,
@@ -499,5 +461,5 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
 
 /// How long a shared entry is still fresh, measured now.
 pub(crate) fn fresh_left(fresh_until_ms: u64) -> Duration {
-    Duration::from_millis(fresh_until_ms.saturating_sub(crate::backend::now_ms()))
+    Duration::from_millis(fresh_until_ms.saturating_sub(crate::wall::now_ms()))
 }

@@ -400,7 +400,7 @@ fn lead<V: Clone + Send + Sync + 'static>(
     let (took, own_ttl, meta, tags) = (e.load_duration, e.ttl, e.meta.clone(), e.tags.clone());
     // The detached refresh is told the shared entry it refreshes (a conditional refresh
     // sends its ETag).
-    let age = Duration::from_micros(crate::backend::now_us().saturating_sub(e.version));
+    let age = Duration::from_micros(crate::wall::now_us().saturating_sub(e.version));
     let previous = Previous::from_parts(stale.value.clone(), age, own_ttl, meta.as_deref());
     // The detached refresh calls the origin, so it takes a share of the budget; with none
     // free it is skipped (dropping the lease hands the key over) and a later read of the

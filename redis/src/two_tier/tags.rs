@@ -126,7 +126,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
     /// [`TAGS_PER_ROUND_TRIP`](crate::tags::TAGS_PER_ROUND_TRIP) tags on a single server
     /// (per slot group on a Cluster), each bounded by itself, so the cache's other calls go
     /// out between them. Every tag is checked before any is invalidated, and a list of more
-    /// than [`MAX_TAGS_PER_INVALIDATION`](crate::tags::MAX_TAGS_PER_INVALIDATION) distinct
+    /// than [`crate::tags::MAX_TAGS_PER_INVALIDATION`] distinct
     /// tags is refused ([`Error::TooManyTags`]) with nothing invalidated. A tier that fails
     /// after some round trips answers [`Error::Backend`] saying how many were applied
     /// ([`crate::Error::TagsPartlyApplied`]); invalidating again is harmless.

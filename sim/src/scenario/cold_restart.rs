@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::Setup;
+use super::setup::Setup;
 use super::traffic::{self, JoinAll, Zipf};
-use crate::client::{self, World};
+use crate::client;
 use crate::origin::OriginConfig;
 use crate::report::human;
 use crate::strategy::Knobs;
+use crate::world::World;
 
 /// Parameters of the cold-restart scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -14,12 +14,14 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Setup, traffic};
-use crate::client::{self, World};
+use super::setup::Setup;
+use super::traffic;
+use crate::client;
 use crate::origin::OriginConfig;
 use crate::report::Outcome;
 use crate::report::human;
 use crate::strategy::{Knobs, Strategy};
+use crate::world::World;
 
 /// The key the workers read.
 pub const IA_KEY: &str = "ia:cache";

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Setup, traffic};
-use crate::client::World;
+use super::setup::Setup;
+use super::traffic;
 use crate::origin::OriginConfig;
 use crate::report::human;
 use crate::strategy::Knobs;
+use crate::world::World;
 
 /// Parameters of the mass-expiry scenario.
 #[derive(Clone, Debug, PartialEq, Serialize)]

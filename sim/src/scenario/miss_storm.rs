@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Setup, traffic};
-use crate::client::World;
+use super::setup::Setup;
+use super::traffic;
 use crate::origin::OriginConfig;
 use crate::report::human;
 use crate::strategy::Knobs;
+use crate::world::World;
 
 /// Key prefix of the ids that exist (regular traffic).
 const KNOWN: &str = "storm:known-";

@@ -10,6 +10,7 @@ mod internet_archive;
 mod mass_expiry;
 mod miss_storm;
 mod refresh_ahead_study;
+mod setup;
 mod traffic;
 mod xfetch_study;
 
@@ -26,55 +27,20 @@ pub use self::hot_key::HotKey;
 pub use self::internet_archive::{IA_ANCHORS, IaAnchor, IaStrategy, InternetArchive, comparison};
 pub use self::mass_expiry::MassExpiry;
 pub use self::miss_storm::MissStorm;
-pub use self::refresh_ahead_study::{RefreshAheadStudy, ahead_summary};
+pub use self::refresh_ahead_study::RefreshAheadStudy;
 pub use self::xfetch_study::XfetchStudy;
 
-use crate::client::{Recorder, World};
+use self::setup::Setup;
 use crate::clock::SimClock;
 use crate::executor::Executor;
-use crate::fleet::FleetTier;
-use crate::origin::{Origin, OriginConfig, SimValue};
-use crate::report::{Outcome, Row};
-use crate::strategy::{Knobs, Strategy};
+use crate::origin::{Origin, SimValue};
+use crate::report::{Outcome, Row, render, render_markdown};
+use crate::strategy::Strategy;
+use crate::tier::FleetTier;
+use crate::world::{Recorder, World};
 
 /// Virtual time allowed after the traffic stops for the requests in flight to finish.
 const DRAIN: Duration = Duration::from_secs(120);
-
-/// What every scenario tells the runner.
-pub(crate) trait Setup {
-    /// Short name in tables ("hot-key", ...).
-    fn name(&self) -> &'static str;
-    /// The variant run (e.g. "warm-up on"), empty when the scenario has none.
-    fn variant(&self) -> String {
-        String::new()
-    }
-    /// The variant as a row of `strategy` names it (e.g. with the option it uses).
-    fn variant_for(&self, _strategy: Strategy) -> String {
-        self.variant()
-    }
-    /// Engine options handed to the strategies.
-    fn knobs(&self) -> Knobs;
-    /// The origin.
-    fn origin(&self) -> OriginConfig;
-    /// Whether the origin has a value for `key` (else it answers absent).
-    fn exists(&self) -> fn(&str) -> bool {
-        |_| true
-    }
-    /// Simulated processes, each with its own engine.
-    fn processes(&self) -> usize {
-        1
-    }
-    /// Whether processes coalesce fleet-wide (a model of the Redis lock).
-    fn fleet_wide(&self) -> bool {
-        false
-    }
-    /// How long clients send requests.
-    fn duration(&self) -> Duration;
-    /// Spawns the scenario's tasks (prefill, warm-up, clients).
-    fn start(&self, w: &Rc<World>);
-    /// A one-line description with the parameters, for plot titles.
-    fn title(&self) -> String;
-}
 
 /// A scenario with its parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -286,7 +252,11 @@ impl Run {
         executor.run(setup.duration() + DRAIN);
         let metrics: Vec<MetricsSnapshot> = world.processes.iter().map(|c| c.metrics()).collect();
         let origin = world.origin.stats();
-        let row = Row::new(&self.scenario, self.strategy, &world, &origin, &metrics);
+        let named = (
+            self.scenario.name(),
+            self.scenario.variant_for(self.strategy),
+        );
+        let row = Row::new(named, self.strategy, &world, &origin, &metrics);
         Ok(Outcome {
             row,
             origin,
@@ -295,4 +265,30 @@ impl Run {
             latency_ms: crate::report::latency_curve(&world),
         })
     }
+}
+
+/// The refresh-ahead study's summary: per row, origin calls per TTL (over all keys), the
+/// refreshes by kind, misses, the origin's peak, latency, the mean and oldest age of the
+/// values served. `runs` and `outcomes` are in the same order; runs of other scenarios are
+/// left out.
+pub fn ahead_summary(runs: &[Run], outcomes: &[Outcome], markdown: bool) -> String {
+    let cells: Vec<Vec<String>> = runs
+        .iter()
+        .zip(outcomes)
+        .filter_map(|(run, o)| match run.scenario() {
+            Scenario::RefreshAheadStudy(s) => Some(s.summary_cells(o)),
+            _ => None,
+        })
+        .collect();
+    let head = RefreshAheadStudy::SUMMARY_HEAD;
+    // A blank line after the caption: Markdown starts a table only after one.
+    let mut out = String::from(
+        "Refresh-ahead against XFetch (per TTL: origin calls in one TTL, over all keys)\n\n",
+    );
+    out.push_str(&if markdown {
+        render_markdown(&head, &cells)
+    } else {
+        render(&head, &cells)
+    });
+    out
 }

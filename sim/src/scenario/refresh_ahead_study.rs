@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::setup::Setup;
 use super::traffic::{self, Zipf};
-use super::{Run, Scenario, Setup};
-use crate::client::World;
 use crate::origin::OriginConfig;
-use crate::report::{Outcome, human, render, render_markdown};
+use crate::report::{Outcome, human};
 use crate::strategy::{Knobs, Strategy};
+use crate::world::World;
 
 /// Parameters of the refresh-ahead study (`knobs.ahead` is the share studied, `knobs.beta`
 /// XFetch's beta).
@@ -108,11 +108,9 @@ impl Setup for RefreshAheadStudy {
     }
 }
 
-/// The study's summary: per row, origin calls per TTL (over all keys), the refreshes by
-/// kind, misses, the origin's peak, latency, the mean and oldest age of the values served.
-/// `runs` and `outcomes` are in the same order; runs of other scenarios are left out.
-pub fn ahead_summary(runs: &[Run], outcomes: &[Outcome], markdown: bool) -> String {
-    let head = [
+impl RefreshAheadStudy {
+    /// The head of the study's summary table ([`ahead_summary`](super::ahead_summary)).
+    pub(crate) const SUMMARY_HEAD: [&'static str; 13] = [
         "workload",
         "strategy",
         "option",
@@ -127,47 +125,34 @@ pub fn ahead_summary(runs: &[Run], outcomes: &[Outcome], markdown: bool) -> Stri
         "mean age",
         "oldest served",
     ];
-    let cells: Vec<Vec<String>> = runs
-        .iter()
-        .zip(outcomes)
-        .filter_map(|(run, o)| {
-            let Scenario::RefreshAheadStudy(s) = run.scenario() else {
-                return None;
-            };
-            let ttls = s.duration.as_secs_f64() / s.knobs.ttl.as_secs_f64();
-            let r = &o.row;
-            let option = if r.strategy.uses_ahead() {
-                format!("share {}", s.knobs.ahead)
-            } else if r.strategy.uses_beta() {
-                format!("beta {}", s.knobs.beta)
-            } else {
-                String::new()
-            };
-            Some(vec![
-                s.workload(),
-                r.strategy.name().to_string(),
-                option,
-                r.origin_calls.to_string(),
-                format!("{:.2}", r.origin_calls as f64 / ttls),
-                r.ahead_refreshes.to_string(),
-                r.early_refreshes.to_string(),
-                r.misses.to_string(),
-                r.peak_origin.to_string(),
-                format!("{:.1} ms", r.p50_ms),
-                format!("{:.1} ms", r.p99_ms),
-                format!("{:.2} s", r.mean_age_s),
-                format!("{:.1} s", r.oldest_served_s),
-            ])
-        })
-        .collect();
-    // A blank line after the caption: Markdown starts a table only after one.
-    let mut out = String::from(
-        "Refresh-ahead against XFetch (per TTL: origin calls in one TTL, over all keys)\n\n",
-    );
-    out.push_str(&if markdown {
-        render_markdown(&head, &cells)
-    } else {
-        render(&head, &cells)
-    });
-    out
+
+    /// One row of the study's summary: origin calls per TTL (over all keys), the
+    /// refreshes by kind, misses, the origin's peak, latency, the mean and oldest age of
+    /// the values served.
+    pub(crate) fn summary_cells(&self, o: &Outcome) -> Vec<String> {
+        let ttls = self.duration.as_secs_f64() / self.knobs.ttl.as_secs_f64();
+        let r = &o.row;
+        let option = if r.strategy.uses_ahead() {
+            format!("share {}", self.knobs.ahead)
+        } else if r.strategy.uses_beta() {
+            format!("beta {}", self.knobs.beta)
+        } else {
+            String::new()
+        };
+        vec![
+            self.workload(),
+            r.strategy.name().to_string(),
+            option,
+            r.origin_calls.to_string(),
+            format!("{:.2}", r.origin_calls as f64 / ttls),
+            r.ahead_refreshes.to_string(),
+            r.early_refreshes.to_string(),
+            r.misses.to_string(),
+            r.peak_origin.to_string(),
+            format!("{:.1} ms", r.p50_ms),
+            format!("{:.1} ms", r.p99_ms),
+            format!("{:.2} s", r.mean_age_s),
+            format!("{:.1} s", r.oldest_served_s),
+        ]
+    }
 }

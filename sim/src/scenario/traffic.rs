@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use herdless::Lookup;
 
-use crate::client::{self, World};
+use crate::client;
 use crate::origin::SimValue;
+use crate::world::World;
 
 /// Sends requests with exponential gaps of mean `1 / rate` until `until` (virtual time);
 /// `pick` chooses the process and key of each.

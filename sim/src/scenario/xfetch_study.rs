@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{HotKey, Setup};
-use crate::client::World;
+use super::hot_key::HotKey;
+use super::setup::Setup;
 use crate::origin::OriginConfig;
 use crate::report::human;
 use crate::strategy::Knobs;
+use crate::world::World;
 
 /// Parameters of the XFetch study (a hot key; `knobs.beta` is the beta studied).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -141,7 +141,7 @@ impl MemoryBackend {
     ) -> BackendFuture<'a, bool> {
         let (key, hex, origin) = (
             key.to_owned(),
-            crate::backend::hex(secret),
+            crate::wall::hex(secret),
             self.origin().to_owned(),
         );
         self.op_on("forget", slot(&key), move |s, now| {
@@ -200,14 +200,14 @@ impl MemoryBackend {
             inc(&m.corrupt_entries);
         }
         match &acquired {
-            Acquired::Fresh(e) => self.count_read(Some(e), now_ms),
+            Acquired::Fresh(e) => self.inner.metrics.count_read(Some(e), now_ms),
             Acquired::Locked { stale, .. } => {
                 inc(&m.fleet_locks_acquired);
-                self.count_read(stale.as_ref(), now_ms);
+                self.inner.metrics.count_read(stale.as_ref(), now_ms);
             }
             Acquired::Contended { stale, .. } => {
                 inc(&m.fleet_locks_contended);
-                self.count_read(stale.as_ref(), now_ms);
+                self.inner.metrics.count_read(stale.as_ref(), now_ms);
             }
             Acquired::Unshared => {}
         }
@@ -254,7 +254,7 @@ fn acquire_in(d: &mut Data, key: &str, req: &AcquireRequest, now: u64) -> (Acqui
             }
         }
     }
-    let value = format!("{ep}:{}", crate::backend::hex(&req.secret));
+    let value = format!("{ep}:{}", crate::wall::hex(&req.secret));
     d.set(&n.lock, value.into_bytes(), Some(ms(req.lease)), now);
     let token = LockToken {
         epoch: ep,

@@ -6,11 +6,11 @@ use std::time::Duration;
 use herdless::backend::BackendFuture;
 
 use super::MemoryBackend;
-use crate::backend::now_ms;
 use crate::error::Error;
 use crate::memory::{Data, PREFIX, Slot, ms};
 use crate::metrics::inc;
 use crate::tags::{Record, StampCache, TAGS_PER_ROUND_TRIP, TagTier};
+use crate::wall::now_ms;
 
 /// A tag's record in the store's data, as the scripts' `tag_record` reads it: `None` for
 /// none, a key of another type (deleted, as `get` does) or text that is not a record; and
@@ -35,7 +35,7 @@ fn stamp_tag(d: &mut Data, name: &str, soft: bool, fresh: u64, px: u64) -> (Reco
         removed: 0,
         expired: 0,
     });
-    let stamp = crate::backend::now_us().max(r.removed.max(r.expired) + 1);
+    let stamp = crate::wall::now_us().max(r.removed.max(r.expired) + 1);
     match soft {
         true => r.expired = stamp,
         false => r.removed = stamp,

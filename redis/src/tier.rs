@@ -1,5 +1,8 @@
-//! The shared tier of a [`TwoTier`](super::TwoTier): where it is ([`TierAddress`], as the
-//! bindings' `redis` option names it) and what it is ([`SharedTier`]).
+//! The shared tier a two-tier cache stands in front of ([`SharedTier`]): Redis (or Redis
+//! Cluster), or a [`MemoryBackend`] standing for one; and where it is, as the bindings'
+//! options name it ([`TierAddress`], [`TierOptions`]).
+
+use std::time::Duration;
 
 use herdless::backend::Backend;
 
@@ -8,7 +11,7 @@ use crate::fleet::{Fleet, FleetOptions};
 use crate::memory::MemoryBackend;
 use crate::metrics::RedisMetrics;
 
-/// The shared tier of a [`TwoTier`](super::TwoTier): Redis (or Redis Cluster), or a [`MemoryBackend`]
+/// The shared tier of a [`TwoTier`](crate::TwoTier): Redis (or Redis Cluster), or a [`MemoryBackend`]
 /// standing for one (tests, the conformance scenarios).
 #[derive(Clone, Debug)]
 pub enum SharedTier {
@@ -155,14 +158,6 @@ impl SharedTier {
         }
     }
 
-    /// Closes this tier's connections and runtime (see [`RedisBackend::close`]).
-    pub fn close(&self) {
-        match self {
-            SharedTier::Redis(b) => b.close(),
-            SharedTier::Memory(b) => b.close(),
-        }
-    }
-
     /// The Redis backend, if this is Redis.
     pub fn redis(&self) -> Option<&RedisBackend> {
         match self {
@@ -179,19 +174,38 @@ impl SharedTier {
         }
     }
 
-    pub(super) fn backend(&self) -> &dyn Backend {
+    /// Closes this tier's connections and runtime (see [`RedisBackend::close`]).
+    pub fn close(&self) {
+        match self {
+            SharedTier::Redis(b) => b.close(),
+            SharedTier::Memory(b) => b.close(),
+        }
+    }
+
+    pub(crate) fn backend(&self) -> &dyn Backend {
         match self {
             SharedTier::Redis(b) => b,
             SharedTier::Memory(b) => b,
         }
     }
 
-    pub(super) fn counters(&self) -> &crate::metrics::Metrics {
+    pub(crate) fn counters(&self) -> &crate::metrics::Metrics {
         match self {
             SharedTier::Redis(b) => b.counters(),
             SharedTier::Memory(b) => b.counters(),
         }
     }
+}
+
+/// Where the shared tier of [`TwoTier::build`](crate::TwoTier::build) is, as a binding's options name it.
+#[derive(Clone, Debug)]
+pub struct TierOptions {
+    /// Its address.
+    pub address: TierAddress,
+    /// The prefix of its names (default `hl`).
+    pub prefix: Option<String>,
+    /// The fleet lock's lease (default 5 s).
+    pub lease: Option<Duration>,
 }
 
 #[cfg(test)]
