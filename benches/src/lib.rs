@@ -2,6 +2,8 @@
 //! not timings: hit ratio, memory per entry, peak RSS); this library holds what they share.
 
 pub mod hit;
+pub mod policies;
+pub mod traces;
 pub mod waiters;
 pub mod zipf;
 
