@@ -18,7 +18,7 @@
 
 const { EventEmitter } = require('node:events')
 const { Cache } = require('..')
-const { KeyvHerdless } = require('./keyv.js')
+const { KeyvHerdless, namespaceOf } = require('./keyv.js')
 
 const DEFAULT_NAMESPACE = 'cache-manager'
 /** The lifetime of an entry stored with no ttl, in the Cache `createCache` makes. */
@@ -87,7 +87,8 @@ function createCache(options = {}) {
   }
   const events = new EventEmitter()
   const id = cacheId ?? Math.random().toString(36).slice(2)
-  const full = (key) => `${namespace}:${key}`
+  const space = namespaceOf(namespace)
+  const full = (key) => `${space}:${key}`
   let warned = false
 
   const get = async (key) => {
@@ -183,7 +184,7 @@ function createCache(options = {}) {
 
   const clear = async () => {
     try {
-      await cache.bump(namespace)
+      await cache.bump(space)
       events.emit('clear')
       return true
     } catch (error) {

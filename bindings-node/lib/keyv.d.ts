@@ -85,4 +85,10 @@ export declare class KeyvHerdless extends EventEmitter {
   disconnect(): Promise<void>
 }
 
+/**
+ * A namespace name as a herdless namespace (what the adapter and herdless/cache-manager store
+ * keys under): the characters a namespace may not hold, and `~`, become `~XX`.
+ */
+export declare function namespaceOf(namespace: string): string
+
 export default KeyvHerdless

@@ -25,8 +25,10 @@ const DEFAULT_TTL = 86_400_000
 
 const METHODS = ['get', 'getMany', 'has', 'hasMany', 'set', 'setMany', 'delete', 'deleteMany', 'clear', 'disconnect']
 
-// A Keyv namespace as a herdless namespace: the characters a namespace may not hold (and `~`,
-// the escape) become `~XX`, so any Keyv namespace has its own epoch and `bump` accepts it.
+/**
+ * A namespace name as a herdless namespace: the characters a namespace may not hold (and `~`,
+ * the escape) become `~XX`, so any name has its own epoch and `bump` accepts it.
+ */
 function namespaceOf(namespace) {
   return namespace.replace(/[%:?&=,#[\] ~\u0000-\u001f\u007f]/g, (c) => '~' + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0'))
 }
@@ -162,5 +164,5 @@ class KeyvHerdless extends EventEmitter {
   }
 }
 
-module.exports = { KeyvHerdless }
+module.exports = { KeyvHerdless, namespaceOf }
 module.exports.default = KeyvHerdless
