@@ -48,3 +48,11 @@ export declare function metrics<Req = any, Res = any>(...caches: Cache[]): Handl
  * never become namespaces (nor metric labels).
  */
 export declare function requestKey(req: { method: string; originalUrl?: string; url: string }, options?: RequestKeyOptions): string
+
+/**
+ * Whether a reply with these headers (lower-case names, as `res.getHeaders()` gives them) is
+ * one client's alone and must never be stored for others: it sets a cookie (`set-cookie`), or
+ * its `cache-control` says `private` or `no-store`. herdless/fastify never stores such a
+ * reply; use it where your own code decides what to store (a NestJS interceptor).
+ */
+export declare function privateReply(headers: Record<string, unknown>): boolean

@@ -18,7 +18,7 @@
 // key function's, the handler's, a body JSON cannot encode, the send's) goes to `next(err)`:
 // a body that cannot be sent fails its load, so it is never cached.
 
-const { keyOf } = require('./request-key.js')
+const { keyOf, privateReply } = require('./request-key.js')
 
 /**
  * The default key of a request: namespace `options.namespace` (default `http`), the method
@@ -86,4 +86,4 @@ function metrics(...caches) {
   }
 }
 
-module.exports = { cached, metrics, requestKey }
+module.exports = { cached, metrics, privateReply, requestKey }

@@ -29,13 +29,6 @@ function is2xx(status) {
   return status >= 200 && status < 300
 }
 
-// A reply that must not be shared with later requests, whatever its status.
-function isPrivate(headers) {
-  if (headers['set-cookie'] !== undefined) return true
-  const control = String(headers['cache-control'] || '').toLowerCase()
-  return /(^|[\s,])(private|no-store)([\s,=]|$)/.test(control)
-}
-
 // The headers the handler set or changed (the ones the cached reply carries), without
 // set-cookie: a cookie belongs to one client.
 function headersSetBy(before, after) {
@@ -47,7 +40,7 @@ function headersSetBy(before, after) {
   return own
 }
 
-const { keyOf } = require('./request-key.js')
+const { keyOf, privateReply } = require('./request-key.js')
 
 /**
  * The default key of a request: namespace `options.namespace` (default `http`), the method
@@ -102,7 +95,7 @@ function herdless(fastify, options, done) {
         if (body === undefined || body === ABSENT) return body // cached as not found
         const status = reply.statusCode
         const after = reply.getHeaders()
-        if (!cacheable(status) || isPrivate(after)) ctx.noCache()
+        if (!cacheable(status) || privateReply(after)) ctx.noCache()
         const headers = headersSetBy(before, after)
         const plain = status === 200 && Object.keys(headers).length === 0
         if (plain && !(body !== null && typeof body === 'object' && REPLY in body)) return body

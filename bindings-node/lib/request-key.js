@@ -33,4 +33,15 @@ function keyOf(method, url, options = {}) {
   return buildKey(parts)
 }
 
-module.exports = { keyOf }
+/**
+ * Whether a reply with these `headers` (lower-case names, as Node's `res.getHeaders()`) is one
+ * client's alone and must never be stored for others: it sets a cookie, or its
+ * `cache-control` says `private` or `no-store`.
+ */
+function privateReply(headers) {
+  if (headers['set-cookie'] !== undefined) return true
+  const control = String(headers['cache-control'] || '').toLowerCase()
+  return /(^|[\s,])(private|no-store)([\s,=]|$)/.test(control)
+}
+
+module.exports = { keyOf, privateReply }

@@ -6,7 +6,9 @@
 #   checked to be the committed one), cargo fmt and clippy on the binding crate,
 #   tsc --noEmit on the typing tests, node --test (the Redis tests start a private
 #   redis-server; the cross-language one also runs the Rust fleet worker, built here, and the
-#   Python binding's venv when it exists), and the install from the source folder
+#   Python binding's venv when it exists; @keyv/test-suite runs under vitest from there),
+#   examples/nestjs (npm ci from its own lockfile; two processes of the app on one Redis), and
+#   the install from the source folder
 #   (scripts/install-test.sh; the packed tarballs are installed by test-all's package
 #   section).
 # Idempotent; re-runs skip npm ci while package-lock.json is unchanged and reuse cargo's
@@ -58,8 +60,21 @@ else
   echo "Python: no venv with a Redis-capable herdless wheel at $py (run bindings-python/scripts/test.sh first): the cross-language test will be skipped"
 fi
 
-step "node --test"
+step "node --test (with @keyv/test-suite under vitest: test/keyv_suite.test.js)"
 node --test test/
+
+# The NestJS example: its own pinned dependencies (npm ci from its lockfile, re-run only when
+# the lockfile changes) and this folder as its herdless.
+step "examples/nestjs: two app processes on one Redis over real HTTP"
+ex="$root/examples/nestjs"
+ex_stamp="$ex/node_modules/.herdless-lock.sha256"
+ex_want="$(sha256sum "$ex/package-lock.json" | cut -d' ' -f1)"
+if [ "$(cat "$ex_stamp" 2>/dev/null || true)" != "$ex_want" ]; then
+  (cd "$ex" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  echo "$ex_want" >"$ex_stamp"
+fi
+ln -sfn "$here" "$ex/node_modules/herdless"
+(cd "$ex" && node --test app.test.mjs)
 
 if [ "${HERDLESS_NODE_SKIP_INSTALL_TEST:-}" = 1 ]; then
   step "install from the source folder: SKIPPED (HERDLESS_NODE_SKIP_INSTALL_TEST=1)"

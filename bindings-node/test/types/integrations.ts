@@ -31,3 +31,24 @@ const handle: Instrumentation = instrument(cache, { name: 'pages', recordKeys: f
 handle.uninstrument()
 // @ts-expect-error: spans is a boolean
 instrument(cache, { spans: 'yes' })
+
+// herdless/keyv and herdless/cache-manager
+import { KeyvHerdless } from 'herdless/keyv'
+import { createCache } from 'herdless/cache-manager'
+const adapter = new KeyvHerdless(cache, { namespace: 'sessions' })
+const owned = new KeyvHerdless({ ttl: 1_000, redis: 'redis://127.0.0.1:6379', keyv: 5 })
+const stored: Promise<boolean> = adapter.set('a', '1', Date.now() + 1_000)
+void stored
+void owned.capabilities.expires
+// @ts-expect-error: keyv is 5 or 6
+new KeyvHerdless({ keyv: 4 })
+const cm = createCache({ ttl: 60_000, refreshThreshold: 10_000, namespace: 'shop' })
+const price: Promise<number> = cm.wrap('price:7', async () => 42, 1_000)
+const raw: Promise<{ value: string; expires: number | undefined }> = cm.wrap('r', () => 'x', { raw: true })
+void price
+void raw
+cm.on('set', () => undefined)
+const same: KeyvHerdless = cm.stores[0]
+void same
+// @ts-expect-error: mget takes an array
+cm.mget('a', 'b')
