@@ -188,20 +188,19 @@ impl MemoryBackend {
         let handle = self.handle().clone();
         let subscriber = SUBSCRIBING.contains(&name).then(|| self.clone());
         let op = async move {
+            let store_fault = store.fault_of(namespace.as_deref());
             let failed = |e: Error| {
                 inc(&metrics.backend_errors);
                 Err(herdless::LoadError::new(e))
             };
-            let run = async move {
-                match store.fault_of(namespace.as_deref()) {
-                    Some(Fault::Down) => return Err(Error::Protocol("the store is down")),
-                    Some(Fault::Delay(d)) => tokio::time::sleep(d).await,
-                    _ => {}
-                }
-                // During a stall, what was sent runs when the stall ends, whether or not the
-                // caller still waits for it (as a script does on a Redis that was stopped).
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                let s = store.clone();
+            // During a stall, what was sent runs when the stall ends, whether or not the
+            // caller still waits for it (as a script does on a Redis that was stopped). It is
+            // queued when the caller first polls it, so operations run in the order they were
+            // sent, as over one Redis connection: a `forget` sent after an acquire gave up
+            // can never run before that acquire and leave its lock behind.
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let s = store.clone();
+            let queued = move || {
                 store.run_or_hold(
                     namespace.as_deref(),
                     Box::new(move || {
@@ -213,13 +212,21 @@ impl MemoryBackend {
                         let _ = tx.send(apply(&s, now_ms()));
                     }),
                 );
-                rx.await.map_err(|_| Error::Protocol("the store went away"))
             };
-            let task = handle.spawn(run);
-            match tokio::time::timeout(after, task).await {
-                Ok(Ok(Ok(v))) => Ok(v),
-                Ok(Ok(Err(e))) => failed(e),
-                Ok(Err(e)) => failed(Error::Config(e.to_string())),
+            match store_fault {
+                Some(Fault::Down) => return failed(Error::Protocol("the store is down")),
+                // A slow link: the operation arrives late, whether or not anyone waits.
+                Some(Fault::Delay(d)) => {
+                    handle.spawn(async move {
+                        tokio::time::sleep(d).await;
+                        queued();
+                    });
+                }
+                _ => queued(),
+            }
+            match tokio::time::timeout(after, rx).await {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(_)) => failed(Error::Protocol("the store went away")),
                 Err(_) => failed(Error::Timeout { op: name, after }),
             }
         };
