@@ -104,7 +104,9 @@ pub use backend::{
 };
 pub use codec::{Codec, CodecError, Json, RawBytes};
 pub use error::Error;
-pub use fleet::{ErrorCounter, Fleet, FleetLease, FleetOptions, FleetOutcome};
+pub use fleet::{
+    ErrorCounter, Fleet, FleetLease, FleetLock, FleetOptions, FleetOutcome, LOCK_ONLY,
+};
 pub use lifetimes::{Lifetimes, MAX_TTL, Own, fresh_for, new_entry};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};
