@@ -48,6 +48,20 @@ if [ ! -f "$django_dir/tests/cache/tests.py" ]; then
 fi
 export HERDLESS_DJANGO_TESTS="$django_dir/tests"
 
+# cachelib's own backend tests (tests/test_cachelib_suite.py): its wheel ships none, the sdist
+# of the pinned release has tests/. Fetched once into the target dir, pinned by hash.
+step "cachelib's own backend tests (the cachelib sdist, pinned by hash)"
+cachelib_version="$(sed -n 's/^cachelib==//p' "$here/requirements-dev.txt")"
+cachelib_dir="$CARGO_TARGET_DIR/cachelib-$cachelib_version"
+if [ ! -f "$cachelib_dir/tests/common.py" ]; then
+  rm -rf "$cachelib_dir" && mkdir -p "$cachelib_dir"
+  "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+    --no-binary :all: --require-hashes -r "$here/tests/cachelib-sdist.txt" -d "$cachelib_dir"
+  tar -xzf "$cachelib_dir/cachelib-$cachelib_version.tar.gz" -C "$cachelib_dir" \
+    --strip-components=1 "cachelib-$cachelib_version/tests"
+fi
+export HERDLESS_CACHELIB_TESTS="$cachelib_dir/tests"
+
 # Run from the tests' directory so that `import herdless` is the installed wheel, never the
 # source tree.
 cd "$here/tests"
