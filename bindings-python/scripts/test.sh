@@ -2,7 +2,8 @@
 # Builds the Python binding and runs all of its checks, from a fresh machine:
 #   a venv with the pinned tools (requirements-dev.txt), the abi3 manylinux wheel as it
 #   ships (scripts/package wheel, into dist/) installed into it, cargo fmt and clippy,
-#   mypy --strict on the package, mypy.stubtest on the hand-written stubs, and pytest (extra arguments are passed to pytest). The Redis tests
+#   mypy --strict on the package, mypy.stubtest on the hand-written stubs, pytest (extra arguments are passed to pytest;
+#   dogpile.cache's and cachelib's own backend tests included), and the Flask example. The Redis tests
 #   start private redis-server instances (skipped, loudly, when redis-server is missing;
 #   failed under CI=true), and the cross-language one runs the Rust `fleet_worker`.
 # Idempotent; re-runs reuse the venv (reinstalled only when requirements-dev.txt changes) and
@@ -72,3 +73,7 @@ step "stubtest"
 "$venv/bin/python" -m mypy.stubtest herdless
 step "pytest"
 "$venv/bin/python" -m pytest -c "$here/pyproject.toml" --rootdir "$here" "$@"
+# The Flask example (examples/flask: two worker processes over real HTTP sharing a private
+# Redis), with the wheel installed here; scripts/test-package runs it again from dist/.
+step "examples/flask (two workers over real HTTP)"
+(cd "$root/examples" && "$venv/bin/python" -m pytest -q -p no:cacheprovider -W error flask)
