@@ -19,14 +19,14 @@ from delete_many_with_prefix import DeleteManyWithPrefixTests  # type: ignore[im
 from has import HasTests  # type: ignore[import-not-found]
 from serializer import SerializerTests  # type: ignore[import-not-found]
 
-from cachelib.serializers import BaseSerializer  # type: ignore[import-untyped]
+from cachelib.serializers import BaseSerializer
 from herdless.contrib.cachelib import HerdlessCache
 
 URL = os.environ.get("HERDLESS_CACHELIB_URL") or None
 _namespaces = itertools.count()
 
 
-class SillySerializer(BaseSerializer):  # type: ignore[misc]
+class SillySerializer(BaseSerializer):
     """cachelib's own test serializer (tests/test_redis_cache.py)."""
 
     def dumps(self, value: Any, protocol: int = 0) -> bytes:
@@ -52,7 +52,5 @@ def cache_factory(request: Any, key_prefix: str | None) -> None:
     request.cls.cache_factory = _factory
 
 
-class TestHerdlessCache(
-    CommonTests, HasTests, ClearTests, DeleteManyWithPrefixTests, SerializerTests
-):  # type: ignore[misc]
+class TestHerdlessCache(CommonTests, HasTests, ClearTests, DeleteManyWithPrefixTests, SerializerTests):  # type: ignore[misc]
     pass

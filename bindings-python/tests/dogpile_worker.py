@@ -10,7 +10,7 @@ import threading
 import time
 from urllib.parse import urlparse
 
-from dogpile.cache import make_region  # type: ignore[import-untyped]
+from dogpile.cache import make_region
 
 import herdless.contrib.dogpile  # noqa: F401
 from redis_support import Resp

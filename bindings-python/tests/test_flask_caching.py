@@ -56,7 +56,11 @@ def test_request_keys_are_rusts() -> None:
 
 
 def test_a_herd_runs_the_view_once() -> None:
-    app, calls = app_with(lambda: (time.sleep(0.3), jsonify(ok=True))[1])
+    def slow() -> Response:
+        time.sleep(0.3)
+        return jsonify(ok=True)
+
+    app, calls = app_with(slow)
     answers: list[int] = []
     start = threading.Barrier(12)
 

@@ -40,8 +40,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from cachelib import BaseCache  # type: ignore[import-untyped]
-from cachelib.serializers import BaseSerializer  # type: ignore[import-untyped]
+from cachelib import BaseCache
+from cachelib.serializers import BaseSerializer
 
 from .._cache import Cache
 from .._native import FleetLock
@@ -70,7 +70,7 @@ def _engine(url: str | None, options: Mapping[str, Any]) -> Cache:
         return cache
 
 
-class HerdlessCache(BaseCache):  # type: ignore[misc]
+class HerdlessCache(BaseCache):
     """cachelib's ``BaseCache`` over a ``herdless.Cache`` (see the module docs).
 
     ``url``: the Redis tier (``redis://``, ``redis+cluster://``, ``memory://name``); none: this

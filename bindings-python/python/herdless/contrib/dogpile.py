@@ -55,11 +55,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
-from dogpile.cache import register_backend  # type: ignore[import-untyped]
-from dogpile.cache.api import NO_VALUE, BytesBackend  # type: ignore[import-untyped]
+from dogpile.cache import register_backend
+from dogpile.cache.api import NO_VALUE, BytesBackend, CacheMutex, SerializedReturnType
 
 from .._cache import Cache
 from .._native import FleetLock
@@ -88,7 +88,7 @@ def _engine(url: str | None, ttl: float, options: Mapping[str, Any]) -> Cache:
         return cache
 
 
-class HerdlessBackend(BytesBackend):  # type: ignore[misc]
+class HerdlessBackend(BytesBackend):
     """The ``"herdless"`` dogpile backend (see the module docs for its arguments)."""
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
@@ -126,12 +126,12 @@ class HerdlessBackend(BytesBackend):  # type: ignore[misc]
         digest = hashlib.sha256(str(key).encode()).hexdigest()
         return f"{self.namespace}:#sha256:{digest}"
 
-    def get_serialized(self, key: str) -> bytes | Any:
+    def get_serialized(self, key: str) -> SerializedReturnType:
         """The bytes stored under ``key``, or ``NO_VALUE``."""
         value = self.cache.get(self._key(key))
-        return NO_VALUE if value is None else value
+        return NO_VALUE if value is None else cast(bytes, value)
 
-    def get_serialized_multi(self, keys: Sequence[str]) -> list[bytes | Any]:
+    def get_serialized_multi(self, keys: Iterable[str]) -> Sequence[SerializedReturnType]:
         """``get_serialized`` of each key, in order."""
         return [self.get_serialized(k) for k in keys]
 
@@ -148,17 +148,18 @@ class HerdlessBackend(BytesBackend):  # type: ignore[misc]
         """Removes ``key`` (in the whole fleet)."""
         self.cache.invalidate(self._key(key))
 
-    def delete_multi(self, keys: Sequence[str]) -> None:
+    def delete_multi(self, keys: Iterable[str]) -> None:
         """``delete`` of each key."""
         for k in keys:
             self.delete(k)
 
-    def get_mutex(self, key: str) -> FleetLock | None:
+    def get_mutex(self, key: str) -> CacheMutex | None:
         """The fleet lock of ``key`` (``Cache.lock``): dogpile's ``acquire(wait)``,
         ``release()`` and ``locked()`` are its own. None with ``distributed_lock=False``."""
         if not self.distributed_lock:
             return None
-        return self.cache.lock(self._key(key), timeout=self.lock_timeout)
+        lock: FleetLock = self.cache.lock(self._key(key), timeout=self.lock_timeout)
+        return cast(CacheMutex, lock)  # CacheMutex is a protocol (its __subclasshook__)
 
 
-register_backend("herdless", "herdless.contrib.dogpile", "HerdlessBackend")
+register_backend("herdless", "herdless.contrib.dogpile", "HerdlessBackend")  # type: ignore[no-untyped-call]

@@ -78,7 +78,7 @@ _HOP_BY_HOP = frozenset(
 )
 
 
-class HerdlessCache(_CachelibCache, FlaskBaseCache):  # type: ignore[misc]
+class HerdlessCache(_CachelibCache, FlaskBaseCache):
     """``herdless.contrib.cachelib.HerdlessCache`` as a Flask-Caching ``CACHE_TYPE``."""
 
     @classmethod
