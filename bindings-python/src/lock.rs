@@ -39,7 +39,7 @@ enum State {
     Free,
     /// A thread took the object and is asking for the fleet's lock.
     Acquiring,
-    Held(Held),
+    Held(Box<Held>),
 }
 
 /// How often a thread waiting for the object looks for pending signals (Ctrl-C).
@@ -88,7 +88,7 @@ impl FleetLock {
         let old = std::mem::replace(&mut *self.state(), State::Free);
         self.freed.notify_one();
         match old {
-            State::Held(h) => Some(h),
+            State::Held(h) => Some(*h),
             _ => None,
         }
     }
@@ -157,7 +157,7 @@ impl FleetLock {
         let answer = block_on(py, &mut pending).and_then(|r| r.map_err(|e| map_error(py, e)));
         match answer {
             Ok(Some(held)) => {
-                *self.state() = State::Held(held);
+                *self.state() = State::Held(Box::new(held));
                 Ok(true)
             }
             Ok(None) => {
