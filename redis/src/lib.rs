@@ -46,7 +46,9 @@
 //!   with faults on demand, for tests (`memory://` in every language).
 //! - [`Fleet`]: the lock protocol itself ([`Fleet::lead`] answers who loads a key for the
 //!   fleet, with a [`FleetLease`] that extends itself; [`Fleet::lead_many`] for the
-//!   keys of a batch), which the engine drives.
+//!   keys of a batch), which the engine drives; and the same lock held by a caller's own
+//!   code ([`Fleet::lock_until`], [`FleetLock`]; [`TwoTier::lock`] for the bindings: a
+//!   dogpile.cache mutex, a critical section), leased and extended while held.
 //!
 //! ```no_run
 //! use std::time::Duration;
