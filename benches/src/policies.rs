@@ -116,7 +116,10 @@ impl Sieve {
     fn victim(&mut self) -> usize {
         let mut at = self.hand.or(self.tail).expect("a full queue has a tail");
         while std::mem::replace(&mut self.nodes[at].visited, false) {
-            at = self.nodes[at].newer.or(self.tail).expect("a full queue has a tail");
+            at = self.nodes[at]
+                .newer
+                .or(self.tail)
+                .expect("a full queue has a tail");
         }
         at
     }
@@ -190,7 +193,10 @@ impl Sketch {
 
     fn estimate(&self, key: u32) -> u8 {
         let slots = self.slots(key);
-        (0..4).map(|row| self.rows[row][slots[row]]).min().unwrap_or(0)
+        (0..4)
+            .map(|row| self.rows[row][slots[row]])
+            .min()
+            .unwrap_or(0)
     }
 }
 

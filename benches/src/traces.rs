@@ -127,7 +127,11 @@ mod tests {
     fn every_trace_has_its_length_and_stays_in_the_key_space() {
         for t in all(1_000) {
             assert_eq!(t.reads.len(), READS, "{}", t.name);
-            assert!(t.reads.iter().all(|&k| (k as usize) < KEY_SPACE), "{}", t.name);
+            assert!(
+                t.reads.iter().all(|&k| (k as usize) < KEY_SPACE),
+                "{}",
+                t.name
+            );
         }
     }
 

@@ -2,7 +2,8 @@
 # Builds the Python binding and runs all of its checks, from a fresh machine:
 #   a venv with the pinned tools (requirements-dev.txt), the abi3 manylinux wheel as it
 #   ships (scripts/package wheel, into dist/) installed into it, cargo fmt and clippy,
-#   mypy --strict on the package, mypy.stubtest on the hand-written stubs, and pytest (extra arguments are passed to pytest). The Redis tests
+#   mypy --strict on the package, mypy.stubtest on the hand-written stubs, pytest (extra arguments are passed to pytest;
+#   dogpile.cache's and cachelib's own backend tests included), and the Flask example. The Redis tests
 #   start private redis-server instances (skipped, loudly, when redis-server is missing;
 #   failed under CI=true), and the cross-language one runs the Rust `fleet_worker`.
 # Idempotent; re-runs reuse the venv (reinstalled only when requirements-dev.txt changes) and
@@ -48,6 +49,20 @@ if [ ! -f "$django_dir/tests/cache/tests.py" ]; then
 fi
 export HERDLESS_DJANGO_TESTS="$django_dir/tests"
 
+# cachelib's own backend tests (tests/test_cachelib_suite.py): its wheel ships none, the sdist
+# of the pinned release has tests/. Fetched once into the target dir, pinned by hash.
+step "cachelib's own backend tests (the cachelib sdist, pinned by hash)"
+cachelib_version="$(sed -n 's/^cachelib==//p' "$here/requirements-dev.txt")"
+cachelib_dir="$CARGO_TARGET_DIR/cachelib-$cachelib_version"
+if [ ! -f "$cachelib_dir/tests/common.py" ]; then
+  rm -rf "$cachelib_dir" && mkdir -p "$cachelib_dir"
+  "$venv/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+    --no-binary :all: --require-hashes -r "$here/tests/cachelib-sdist.txt" -d "$cachelib_dir"
+  tar -xzf "$cachelib_dir/cachelib-$cachelib_version.tar.gz" -C "$cachelib_dir" \
+    --strip-components=1 "cachelib-$cachelib_version/tests"
+fi
+export HERDLESS_CACHELIB_TESTS="$cachelib_dir/tests"
+
 # Run from the tests' directory so that `import herdless` is the installed wheel, never the
 # source tree.
 cd "$here/tests"
@@ -58,3 +73,7 @@ step "stubtest"
 "$venv/bin/python" -m mypy.stubtest herdless
 step "pytest"
 "$venv/bin/python" -m pytest -c "$here/pyproject.toml" --rootdir "$here" "$@"
+# The Flask example (examples/flask: two worker processes over real HTTP sharing a private
+# Redis), with the wheel installed here; scripts/test-package runs it again from dist/.
+step "examples/flask (two workers over real HTTP)"
+(cd "$root/examples" && "$venv/bin/python" -m pytest -q -p no:cacheprovider -W error flask)

@@ -8,7 +8,7 @@
 //! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
 //! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
 //! herdless is busy), [`tags`] (tags from Python), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
-//! keys), [`metrics`], [`errors`].
+//! keys), [`lock`] (the engine's lock on a key), [`metrics`], [`errors`].
 
 mod asyncio;
 mod batch;
@@ -21,6 +21,7 @@ mod context;
 mod detector;
 mod errors;
 mod keys;
+mod lock;
 mod metrics;
 mod observe;
 mod options;
@@ -43,6 +44,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cache::Cache>()?;
     m.add_class::<cached::CachedFunction>()?;
     m.add_class::<cached::BoundCachedFunction>()?;
+    m.add_class::<lock::FleetLock>()?;
     m.add_class::<keys::KeyBuilder>()?;
     m.add_class::<keys::Keyer>()?;
     m.add_class::<value::Absent>()?;

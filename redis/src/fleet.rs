@@ -20,9 +20,10 @@ use crate::runtime::block_on;
 use crate::tags::TagTier;
 use crate::wall::{now_ms, random_secret};
 
-mod tags;
-
+mod lock;
 mod many;
+mod tags;
+pub use lock::{FleetLock, LOCK_ONLY};
 
 /// Options of the fleet protocol.
 #[derive(Clone, Copy, Debug)]

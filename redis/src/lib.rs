@@ -46,7 +46,9 @@
 //!   with faults on demand, for tests (`memory://` in every language).
 //! - [`Fleet`]: the lock protocol itself ([`Fleet::lead`] answers who loads a key for the
 //!   fleet, with a [`FleetLease`] that extends itself; [`Fleet::lead_many`] for the
-//!   keys of a batch), which the engine drives.
+//!   keys of a batch), which the engine drives; and the same lock held by a caller's own
+//!   code ([`Fleet::lock_until`], [`FleetLock`]; [`TwoTier::lock`] for the bindings: a
+//!   dogpile.cache mutex, a critical section), leased and extended while held.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -104,7 +106,9 @@ pub use backend::{
 };
 pub use codec::{Codec, CodecError, Json, RawBytes};
 pub use error::Error;
-pub use fleet::{ErrorCounter, Fleet, FleetLease, FleetOptions, FleetOutcome};
+pub use fleet::{
+    ErrorCounter, Fleet, FleetLease, FleetLock, FleetOptions, FleetOutcome, LOCK_ONLY,
+};
 pub use lifetimes::{Lifetimes, MAX_TTL, Own, fresh_for, new_entry};
 pub use metrics::RedisMetrics;
 pub use runtime::{InRuntime, block_on};

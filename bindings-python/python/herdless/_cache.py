@@ -483,6 +483,15 @@ class Cache(_native.Cache):
             tuple(tags),
         )
 
+    def lock(self, key: str, *, timeout: float | None = None) -> _native.FleetLock:
+        """A lock on ``key`` (not taken yet: ``acquire()`` it, or use it in a ``with``
+        block). With Redis it is the fleet's, the very lock a load of ``key`` takes:
+        processes sharing Redis exclude each other, a load of ``key`` anywhere waits for it,
+        and a holder that dies frees it within one ``lease`` (extended in the background
+        while held). Without Redis it excludes this cache's callers. ``timeout``: how long
+        ``acquire()`` and ``with`` wait by default (``None``: no limit). See ``FleetLock``."""
+        return _native.FleetLock(self, key, timeout=timeout)
+
     def metrics(self) -> Metrics:
         """Counters, histograms and sizes at this moment, per namespace."""
         return from_native(self._metrics())

@@ -27,6 +27,7 @@ __all__ = [
     "BoundCachedFunction",
     "Cache",
     "CachedFunction",
+    "FleetLock",
     "KeyBuilder",
     "Keyer",
     "LoadContext",
@@ -355,6 +356,48 @@ class _Wait:
 class _Bridge:
     def _poll(self) -> None: ...
     def _done(self, future: object) -> None: ...
+
+@final
+class FleetLock:
+    """A lock on one key of a cache (``Cache.lock``). With Redis it is the fleet's: the very
+    lock a load of the key takes, so it excludes every process sharing Redis, and a load of
+    the key anywhere waits for it. Taken for one ``lease`` and extended in the background
+    while held; a holder that dies frees it within one lease. Without Redis it excludes the
+    callers of this cache. Not reentrant; any thread may release it (as ``threading.Lock``).
+    A ``set``, ``invalidate`` or namespace ``bump`` of the key breaks it (``lost``)."""
+
+    def __new__(cls, cache: Cache, key: str, *, timeout: float | None = None) -> Self: ...
+    @property
+    def key(self) -> str:
+        """The key."""
+    @property
+    def lost(self) -> bool:
+        """Whether the lock this object holds was found lost (ran out, or broken by a write
+        of its key): another caller may hold it now."""
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Takes the lock: at once or not at all with ``blocking=False``; else waits for its
+        holder at most ``timeout`` seconds (default: the lock's own ``timeout``; ``None`` or
+        -1: no limit). True once held. Raises ``BackendError`` when Redis cannot be reached
+        (never answers True for a lock it could not take), ``CacheClosed`` once closed."""
+    def release(self) -> bool:
+        """Gives the lock back, waking its waiters in every process. True if it was still
+        held; False if it had been lost meanwhile. RuntimeError if this object does not hold
+        it; ``BackendError`` if Redis cannot be reached (it then runs out within one lease)."""
+    def locked(self) -> bool:
+        """Whether the lock is held, by this object or by anyone (asked of the tier: a free
+        lock is taken and given back at once)."""
+    def owned(self) -> bool:
+        """Whether this object holds the lock (and did not find it lost)."""
+    def __enter__(self) -> Self:
+        """``acquire()``; raises ``LockTimeout`` if the lock's ``timeout`` passed first."""
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> None:
+        """``release()``."""
 
 @final
 class MemoryStore:

@@ -27,6 +27,7 @@ __all__ = [
     "KeyBuildError",
     "KeyTooLong",
     "LoadTimeout",
+    "LockTimeout",
     "LoaderPanicked",
     "HotKeysFormatError",
     "MetaTooLong",
@@ -141,6 +142,18 @@ class LoadTimeout(HerdlessError, TimeoutError):
     def __init__(self, message: str, *, after: float) -> None:
         super().__init__(message)
         self.after = after
+
+
+class LockTimeout(HerdlessError, TimeoutError):
+    """``with cache.lock(key, timeout=...)`` waited ``timeout`` seconds and the lock was still
+    held by another caller (``FleetLock.acquire`` answers False instead)."""
+
+    waited: float
+    """How long it waited, in seconds."""
+
+    def __init__(self, message: str, *, waited: float) -> None:
+        super().__init__(message)
+        self.waited = waited
 
 
 class NoPrevious(HerdlessError):

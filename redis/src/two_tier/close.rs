@@ -48,6 +48,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 }
             }
         }
+        self.inner.locks.close();
         // After the flag: a load that begins from now on sees it and is refused; one that
         // began before is superseded by the clear and stores nothing.
         self.inner.l1.clear();

@@ -33,6 +33,7 @@ mod batch;
 mod close;
 mod host;
 mod load;
+mod lock;
 mod many;
 mod ops;
 mod step;
@@ -56,6 +57,7 @@ pub use crate::versioned::Versioned;
 pub use batch::{Many, ManyAnswer, ManyStep, Resume};
 pub use host::{Host, Warning};
 pub use load::{Deadline, Load};
+pub use lock::LockAnswer;
 pub use ops::{Get, Read};
 pub use step::{Pending, Reply, Step};
 
@@ -113,6 +115,8 @@ struct Inner<V: Clone + Send + Sync + 'static> {
     warned: Mutex<HashSet<String>>,
     /// Set once by [`TwoTier::close`].
     closed: AtomicBool,
+    /// The private tier of an L1-only engine's locks ([`TwoTier::lock`]).
+    locks: lock::LocalLocks,
 }
 
 /// The fleet engine over one L1 (see the module docs). Cheap to clone.
@@ -172,6 +176,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 shared: None,
                 warned: Mutex::default(),
                 closed: AtomicBool::new(false),
+                locks: lock::LocalLocks::default(),
             }),
         }
     }
@@ -229,6 +234,7 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
             }),
             warned: Mutex::default(),
             closed: AtomicBool::new(false),
+            locks: lock::LocalLocks::default(),
         });
         Self { inner }
     }
