@@ -20,6 +20,7 @@ mod codec;
 mod context;
 mod detector;
 mod errors;
+mod http;
 mod keys;
 mod lock;
 mod metrics;
@@ -64,6 +65,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(context::_takes_context, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;
+    m.add_function(wrap_pyfunction!(http::http_request_key, m)?)?;
+    m.add_function(wrap_pyfunction!(http::http_canonical_query, m)?)?;
+    m.add_function(wrap_pyfunction!(http::http_keeps, m)?)?;
     m.add("ABSENT", cache::absent_object(m.py())?)?;
     m.add("BUCKETS", metrics::buckets().to_vec())?;
     m.add("COUNTERS", metrics::counter_fields())?;

@@ -126,6 +126,32 @@ def check_seconds(name: str, value: object) -> float:
 def check_namespace(name: str, value: object) -> str:
     """Checks a namespace option."""
 
+def http_request_key(
+    namespace: str | None,
+    method: str,
+    path: str,
+    query: str,
+    vary: list[tuple[str, str]] = ...,
+) -> str:
+    """The cache key of a request (``herdless_redis::http::request_key``): HEAD shares GET's
+    entry, the query in canonical order (hashed past 256 bytes), ``vary`` as named parts.
+    Raises ``InvalidKey`` for a key the engine refuses."""
+
+def http_canonical_query(query: str) -> str:
+    """A query's pairs in canonical order (``herdless_redis::http::canonical_query``)."""
+
+def http_keeps(
+    status_kept: bool,
+    headers: list[tuple[str, str]],
+    vary: list[str],
+    keep_private: bool = False,
+) -> tuple[bool, float | None]:
+    """Whether a response may answer other callers (``herdless_redis::http::keeps``):
+    ``(False, None)`` if not (``Set-Cookie``, ``no-store`` / ``no-cache``, ``private`` unless
+    ``keep_private``, a zero max-age, a status not kept, a ``Vary`` on a header not in
+    ``vary``), ``(True, None)`` for the cache's ttl, ``(True, seconds)`` for its own
+    ``s-maxage`` / ``max-age``."""
+
 BUCKETS: Final[list[float]]
 COUNTERS: Final[list[tuple[str, str]]]
 

@@ -53,9 +53,10 @@ pub fn request_key(
     b.build()
 }
 
-/// `query`'s pairs, decoded, sorted by name then value, and encoded again; kept as its
-/// SHA-256 past [`LONG_QUERY`] bytes.
-fn canonical_query(query: &str) -> String {
+/// `query`'s pairs (without the `?`), decoded, sorted by name then value, and encoded
+/// again; kept as `sha256-<base64url digest>` past [`LONG_QUERY`] bytes. The id part of
+/// [`request_key`].
+pub fn canonical_query(query: &str) -> String {
     let mut pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect();

@@ -70,41 +70,13 @@ impl Policy {
     /// a zero max-age, a status the policy does not keep, or a `Vary` on what the key does
     /// not hold.
     pub fn keeps(&self, parts: &http::response::Parts) -> Option<Option<Duration>> {
-        if !(self.statuses)(parts.status) || parts.headers.contains_key(header::SET_COOKIE) {
-            return None;
+        // A header that is not text cannot be read, so what it says is not known: not kept.
+        let mut headers = Vec::with_capacity(parts.headers.len());
+        for (name, value) in &parts.headers {
+            headers.push((name.as_str(), value.to_str().ok()?));
         }
-        let mut max_age = None;
-        for value in parts.headers.get_all(header::CACHE_CONTROL) {
-            for directive in value.to_str().ok()?.split(',') {
-                let d = directive.trim().to_ascii_lowercase();
-                if ["private", "no-store", "no-cache"].contains(&d.as_str()) {
-                    return None;
-                }
-                if let Some(n) = d.strip_prefix("s-maxage=") {
-                    max_age = Some(n.parse::<u64>().ok()?);
-                } else if let Some(n) = d.strip_prefix("max-age=") {
-                    max_age = max_age.or(Some(n.parse::<u64>().ok()?));
-                }
-            }
-        }
-        for value in parts.headers.get_all(header::VARY) {
-            for name in value.to_str().ok()?.split(',') {
-                let name = name.trim();
-                if name == "*"
-                    || !self
-                        .vary
-                        .iter()
-                        .any(|v| v.as_str().eq_ignore_ascii_case(name))
-                {
-                    return None;
-                }
-            }
-        }
-        match max_age {
-            Some(0) => None,
-            Some(s) => Some(Some(Duration::from_secs(s))),
-            None => Some(None),
-        }
+        let vary: Vec<&str> = self.vary.iter().map(HeaderName::as_str).collect();
+        super::keeps((self.statuses)(parts.status), headers, &vary, false)
     }
 }
 

@@ -50,26 +50,20 @@ decorator.
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
-from urllib.parse import parse_qsl, urlencode
 
 import flask
 from flask_caching import Cache as FlaskCache
 from flask_caching.backends.base import BaseCache as FlaskBaseCache
 
-from .._native import KeyBuilder, Loaded
+from .._native import Loaded, http_canonical_query, http_keeps, http_request_key
 from .cachelib import HerdlessCache as _CachelibCache
 
 __all__ = ["HerdlessCache", "cached", "request_key"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-LONG_QUERY = 256
-"""A canonical query longer than this many bytes is kept as its SHA-256 (as Rust's)."""
 
 _HOP_BY_HOP = frozenset(
     h.lower()
@@ -97,51 +91,33 @@ class HerdlessCache(_CachelibCache, FlaskBaseCache):
 
 def canonical_query(query: str) -> str:
     """``query``'s pairs, decoded, sorted by name then value, and encoded again; its SHA-256
-    (``sha256-<base64url>``) past ``LONG_QUERY`` bytes."""
-    text = urlencode(sorted(parse_qsl(query, keep_blank_values=True)))
-    if len(text) <= LONG_QUERY:
-        return text
-    digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-    return "sha256-" + digest.decode()
+    (``sha256-<base64url>``) past 256 bytes (``herdless_redis::http::canonical_query``)."""
+    return http_canonical_query(query)
 
 
 def request_key(
     namespace: str, method: str, path: str, query: str, vary: Collection[tuple[str, str]] = ()
 ) -> str:
-    """The cache key of a request, as ``herdless_redis::http::request_key`` makes it."""
-    verb = "GET" if method.upper() == "HEAD" else method
-    builder = KeyBuilder(namespace).entity(f"{verb} {path}")
-    canonical = canonical_query(query)
-    if canonical:
-        builder = builder.id(canonical)
-    for name, value in vary:
-        builder = builder.param(name, value)
-    return builder.build()
+    """The cache key of a request, as ``herdless_redis::http::request_key`` makes it (the
+    engine's own function)."""
+    return http_request_key(namespace, method, path, query, list(vary))
 
 
 def _keeps(
     response: flask.Response, vary: Collection[str], keep_private: bool, max_body: int
 ) -> tuple[bool, float | None]:
-    """Whether ``response`` may answer other requests, and its own ttl if it says one."""
-    if not 200 <= response.status_code < 300 or "Set-Cookie" in response.headers:
-        return False, None
+    """Whether ``response`` may answer other requests, and its own ttl if it says one: the
+    engine decides on the status and headers (``herdless_redis::http::keeps``); what only
+    Flask knows (a streamed body, its length) is checked here."""
     if response.is_streamed or response.direct_passthrough:
         return False, None
-    control = response.cache_control
-    if control.no_store or control.no_cache or (control.private and not keep_private):
-        return False, None
-    named = {v.lower() for v in vary}
-    for header in response.vary:
-        if header == "*" or header.lower() not in named:
-            return False, None
-    ttl: float | None = None
-    for age in (control.s_maxage, control.max_age):
-        if age is not None:
-            if int(age) <= 0:
-                return False, None
-            ttl = float(age)
-            break
-    if len(response.get_data()) > max_body:
+    keep, ttl = http_keeps(
+        200 <= response.status_code < 300,
+        list(response.headers.items()),
+        list(vary),
+        keep_private,
+    )
+    if not keep or len(response.get_data()) > max_body:
         return False, None
     return True, ttl
 
