@@ -29,7 +29,7 @@ use crate::value::{Held, PyValue, to_caller};
 
 /// Turns an engine answer into the Python object the awaiting task receives.
 type Deliver = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
-type Poller = Box<dyn FnMut(&mut Context<'_>) -> Poll<Deliver> + Send>;
+type Poller = Box<dyn FnMut(Python<'_>, &mut Context<'_>) -> Poll<Deliver> + Send>;
 
 /// An engine future bridged to an asyncio future (see the module docs).
 #[pyclass(frozen, module = "herdless._native", name = "_Bridge")]
@@ -105,7 +105,7 @@ impl Bridge {
         let Some(poll) = poller.as_mut() else {
             return Ok(());
         };
-        let Poll::Ready(deliver) = poll(&mut cx) else {
+        let Poll::Ready(deliver) = poll(py, &mut cx) else {
             return Ok(());
         };
         *poller = None;
@@ -132,11 +132,21 @@ pub(crate) fn awaitable<'py, T: Send + 'static>(
     fut: impl Future<Output = T> + Send + 'static,
     deliver: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let mut fut = Box::pin(fut);
+    awaitable_with(py, move |_, cx| fut.as_mut().poll(cx), deliver)
+}
+
+/// An asyncio future of what `poll` ends with, converted by `deliver`; `poll` is called on
+/// the loop's thread with the GIL (so it may call Python: a batch's loader).
+pub(crate) fn awaitable_with<'py, T: Send + 'static>(
+    py: Python<'py>,
+    mut poll: impl FnMut(Python<'_>, &mut Context<'_>) -> Poll<T> + Send + 'static,
+    deliver: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+) -> PyResult<Bound<'py, PyAny>> {
     let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
     let future = event_loop.call_method0("create_future")?;
-    let mut fut = Box::pin(fut);
     let mut deliver = Some(deliver);
-    let poller: Poller = Box::new(move |cx| match fut.as_mut().poll(cx) {
+    let poller: Poller = Box::new(move |py, cx| match poll(py, cx) {
         Poll::Pending => Poll::Pending,
         Poll::Ready(v) => {
             let d = deliver.take().expect("delivered once");

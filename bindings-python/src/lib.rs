@@ -10,6 +10,7 @@
 //! herdless is busy), [`tags`] (tags from Python), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
 //! keys), [`metrics`], [`errors`].
 
+mod aio_batch;
 mod asyncio;
 mod batch;
 mod block;
@@ -21,8 +22,10 @@ mod context;
 mod detector;
 mod errors;
 mod keys;
+mod loader;
 mod metrics;
 mod observe;
+mod ops;
 mod options;
 mod shutdown;
 mod tags;
@@ -58,6 +61,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<asyncio::RetryToken>()?;
     m.add_class::<blocking::Refresh>()?;
     m.add_class::<batch::BatchRefresh>()?;
+    m.add_class::<aio_batch::WakeBatch>()?;
     m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(context::_takes_context, m)?)?;
