@@ -55,6 +55,17 @@ impl Wake for BridgeWaker {
         if crate::shutdown::shutting_down() || bridge.queued.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Never waits for the GIL here (see `wake`).
+        crate::wake::wake(self.clone());
+    }
+}
+
+impl crate::wake::Deliver for BridgeWaker {
+    fn deliver(&self) {
+        if crate::shutdown::shutting_down() {
+            return;
+        }
+        let bridge = self.0.get();
         let scheduled = Python::try_attach(|py| {
             let poll = self.0.bind(py).getattr("_poll")?;
             let event_loop = bridge.event_loop.bind(py);
@@ -69,7 +80,8 @@ impl Wake for BridgeWaker {
         });
         if !matches!(scheduled, Some(Ok(()))) {
             // The loop is closed (or the interpreter gone): let the engine future go.
-            drop(bridge.poller.lock().take());
+            let poller = bridge.poller.lock().take();
+            drop(poller);
         }
     }
 }
@@ -92,6 +104,7 @@ impl Bridge {
     /// Polls the engine future (on the loop's thread); delivers its answer when ready.
     fn _poll(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
+        let _attached = crate::wake::Attached::enter(py);
         let this = slf.get();
         this.queued.store(false, Ordering::Release);
         let future = this.future.bind(py);
@@ -300,6 +313,7 @@ impl LoadStep {
         py: Python<'_>,
         f: impl FnOnce(Load<PyValue>, &PyHost<'_, '_>) -> Step<PyValue>,
     ) -> PyResult<Py<PyAny>> {
+        let _attached = crate::wake::Attached::enter(py);
         let load = self.take()?;
         let host = PyHost::new(py, &self.handle.codec);
         let next = f(load, &host);

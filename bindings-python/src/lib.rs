@@ -32,6 +32,7 @@ mod tags;
 mod testing;
 mod value;
 mod vectorcall;
+mod wake;
 
 use pyo3::prelude::*;
 

@@ -270,7 +270,7 @@ def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads")
             raise next(v for v in e.values if isinstance(v, BaseException)) from None
         return [None if v is ABSENT else v for v in got]
 
-    def op(cache: Cache, what: str, *args: Any, **kwargs: Any) -> Any:
+    def call_op(cache: Cache, what: str, *args: Any, **kwargs: Any) -> Any:
         """`cache.what(...)`, or in asyncio mode `await cache.awhat(...)` on a loop."""
         if mode != "asyncio":
             return getattr(cache, what)(*args, **kwargs)
@@ -315,24 +315,24 @@ def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads")
                     got, exc, at = f.result()
                     _check(name, step, got, exc, at - since)
             elif op == "get":
-                _check(name, step, *timed(lambda: op(p, "get", step["key"])))
+                _check(name, step, *timed(lambda: call_op(p, "get", step["key"])))
             elif op == "set":
                 _check(
                     name,
                     step,
-                    *timed(lambda: op(p, "set", step["key"], step["value"], tags=step.get("tags"))),
+                    *timed(lambda: call_op(p, "set", step["key"], step["value"], tags=step.get("tags"))),
                 )
             elif op == "invalidate_tag":
                 soft = step.get("soft", False)
                 for _ in range(step.get("repeat", 1)):
                     if "tags" in step:
-                        _check(name, step, *timed(lambda: op(p, "invalidate_tags", step["tags"], soft=soft)))
+                        _check(name, step, *timed(lambda: call_op(p, "invalidate_tags", step["tags"], soft=soft)))
                     else:
-                        _check(name, step, *timed(lambda: op(p, "invalidate_tag", step["tag"], soft=soft)))
+                        _check(name, step, *timed(lambda: call_op(p, "invalidate_tag", step["tag"], soft=soft)))
             elif op == "invalidate":
-                _check(name, step, *timed(lambda: op(p, "invalidate", step["key"])))
+                _check(name, step, *timed(lambda: call_op(p, "invalidate", step["key"])))
             elif op == "bump":
-                _check(name, step, *timed(lambda: op(p, "bump", step["ns"])))
+                _check(name, step, *timed(lambda: call_op(p, "bump", step["ns"])))
             elif op == "sleep":
                 time.sleep(step["ms"] / 1000)
             elif op == "fault":
