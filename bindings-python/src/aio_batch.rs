@@ -67,7 +67,10 @@ impl Drop for Running {
         }
         Python::attach(|py| {
             let task = task.bind(py);
-            if !task.call_method0("done").is_ok_and(|d| d.is_truthy().unwrap_or(true)) {
+            if !task
+                .call_method0("done")
+                .is_ok_and(|d| d.is_truthy().unwrap_or(true))
+            {
                 let _ = task.call_method0("cancel");
             }
         });
@@ -260,7 +263,9 @@ pub(crate) fn aget_or_load_many<'py>(
     let handle = handle.clone();
     let poll = move |py: Python<'_>, cx: &mut Context<'_>| {
         let Some(many) = call.as_mut() else {
-            return Poll::Ready(Err(PyRuntimeError::new_err("herdless: batch polled after its end")));
+            return Poll::Ready(Err(PyRuntimeError::new_err(
+                "herdless: batch polled after its end",
+            )));
         };
         let rt = Loop::new(py, &handle);
         let r = many.poll_many(cx, &rt);

@@ -12,9 +12,9 @@ use pyo3::types::PyDict;
 
 use crate::asyncio::{Done, RetryToken, Stale, Wait, to_python};
 use crate::blocking::{Handle, get_or_load};
-use crate::loader::Loader;
 use crate::codec::PyHost;
 use crate::errors::{config_error, map_error};
+use crate::loader::Loader;
 use crate::metrics::{redis_to_dict, snapshot_to_dict};
 use crate::ops::{self, How};
 use crate::options::{Options, duration, namespace};

@@ -8,8 +8,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::blocking::{Handle, get_or_load, get_or_load_from};
-use crate::loader::Loader;
 use crate::cache::{Cache, call_ttl, check_open};
+use crate::loader::Loader;
 use crate::value::to_caller;
 
 /// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use herdless::Error;
 use herdless_redis::two_tier::{Get, Read};
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::IntoPyObjectExt;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::asyncio::awaitable;
