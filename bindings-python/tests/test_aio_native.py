@@ -268,7 +268,8 @@ def test_async_calls_answer_as_the_sync_ones_in_memory() -> None:
     async def main() -> None:
         assert await cache.aget("m:1") is None
         assert await cache.aget("m:1", "dflt") == "dflt"
-        assert await cache.aset("m:1", {"v": 1}, ttl=30, tags=["red"]) is None
+        written: Any = await cache.aset("m:1", {"v": 1}, ttl=30, tags=["red"])
+        assert written is None
         assert await cache.aget("m:1") == {"v": 1}
         assert await cache.ainvalidate("m:1") is True
         assert await cache.ainvalidate("m:1") is False
@@ -325,7 +326,7 @@ def test_decorated_functions_invalidate_on_the_loop() -> None:
     async def main() -> None:
         assert sync_f(1) == 1 and await async_f(1) == -1
         assert await sync_f.ainvalidate(1) is True
-        assert await async_f.ainvalidate(1) is True  # type: ignore[attr-defined]
+        assert await async_f.ainvalidate(1) is True
         assert await sync_f.ainvalidate(1) is False
         assert sync_f(1) == 1 and await async_f(1) == -1
 
