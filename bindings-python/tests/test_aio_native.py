@@ -268,8 +268,8 @@ def test_async_calls_answer_as_the_sync_ones_in_memory() -> None:
     async def main() -> None:
         assert await cache.aget("m:1") is None
         assert await cache.aget("m:1", "dflt") == "dflt"
-        written: Any = await cache.aset("m:1", {"v": 1}, ttl=30, tags=["red"])
-        assert written is None
+        pending: Awaitable[Any] = cache.aset("m:1", {"v": 1}, ttl=30, tags=["red"])
+        assert await pending is None
         assert await cache.aget("m:1") == {"v": 1}
         assert await cache.ainvalidate("m:1") is True
         assert await cache.ainvalidate("m:1") is False
