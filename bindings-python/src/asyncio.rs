@@ -1,10 +1,12 @@
 //! The fleet engine's steps as Python objects, for the asyncio driver written in Python
 //! (herdless/_aio.py), and the bridge that turns an engine future into an asyncio future.
 //!
-//! The bridge needs no thread and no runtime of its own (so it works the same in a child
-//! of `fork`): the future is polled on the event loop's thread; when it is woken (by a
-//! leader finishing, the backend's runtime, or the clock), the waker asks the loop to poll
-//! it again with `call_soon_threadsafe`. Cancelling the asyncio future drops the engine
+//! The bridge needs no runtime of its own: the future is polled on the event loop's
+//! thread; when it is woken (by a leader finishing, the backend's runtime, or the clock),
+//! the waker asks the loop to poll it again with `call_soon_threadsafe` (`call_soon` on the
+//! loop's own thread). A waker called on a thread without the GIL only queues the wake-up
+//! for a small waking thread (`crate::wake`, started again in a child of `fork`): waiting
+//! for the GIL there could deadlock with the loop's thread. Cancelling the asyncio future drops the engine
 //! future (a waiter leaves; a leader's pending step hands the load over). A wake-up for a
 //! loop that is already closed is dropped silently.
 
