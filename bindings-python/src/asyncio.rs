@@ -1,10 +1,12 @@
 //! The fleet engine's steps as Python objects, for the asyncio driver written in Python
 //! (herdless/_aio.py), and the bridge that turns an engine future into an asyncio future.
 //!
-//! The bridge needs no thread and no runtime of its own (so it works the same in a child
-//! of `fork`): the future is polled on the event loop's thread; when it is woken (by a
-//! leader finishing, the backend's runtime, or the clock), the waker asks the loop to poll
-//! it again with `call_soon_threadsafe`. Cancelling the asyncio future drops the engine
+//! The bridge needs no runtime of its own: the future is polled on the event loop's
+//! thread; when it is woken (by a leader finishing, the backend's runtime, or the clock),
+//! the waker asks the loop to poll it again with `call_soon_threadsafe` (`call_soon` on the
+//! loop's own thread). A waker called on a thread without the GIL only queues the wake-up
+//! for a small waking thread (`crate::wake`, started again in a child of `fork`): waiting
+//! for the GIL there could deadlock with the loop's thread. Cancelling the asyncio future drops the engine
 //! future (a waiter leaves; a leader's pending step hands the load over). A wake-up for a
 //! loop that is already closed is dropped silently.
 
@@ -29,7 +31,7 @@ use crate::value::{Held, PyValue, to_caller};
 
 /// Turns an engine answer into the Python object the awaiting task receives.
 type Deliver = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
-type Poller = Box<dyn FnMut(&mut Context<'_>) -> Poll<Deliver> + Send>;
+type Poller = Box<dyn FnMut(Python<'_>, &mut Context<'_>) -> Poll<Deliver> + Send>;
 
 /// An engine future bridged to an asyncio future (see the module docs).
 #[pyclass(frozen, module = "herdless._native", name = "_Bridge")]
@@ -55,6 +57,17 @@ impl Wake for BridgeWaker {
         if crate::shutdown::shutting_down() || bridge.queued.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Never waits for the GIL here (see `wake`).
+        crate::wake::wake(self.clone());
+    }
+}
+
+impl crate::wake::Deliver for BridgeWaker {
+    fn deliver(&self) {
+        if crate::shutdown::shutting_down() {
+            return;
+        }
+        let bridge = self.0.get();
         let scheduled = Python::try_attach(|py| {
             let poll = self.0.bind(py).getattr("_poll")?;
             let event_loop = bridge.event_loop.bind(py);
@@ -69,7 +82,8 @@ impl Wake for BridgeWaker {
         });
         if !matches!(scheduled, Some(Ok(()))) {
             // The loop is closed (or the interpreter gone): let the engine future go.
-            drop(bridge.poller.lock().take());
+            let poller = bridge.poller.lock().take();
+            drop(poller);
         }
     }
 }
@@ -92,6 +106,7 @@ impl Bridge {
     /// Polls the engine future (on the loop's thread); delivers its answer when ready.
     fn _poll(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
+        let _attached = crate::wake::Attached::enter(py);
         let this = slf.get();
         this.queued.store(false, Ordering::Release);
         let future = this.future.bind(py);
@@ -105,7 +120,7 @@ impl Bridge {
         let Some(poll) = poller.as_mut() else {
             return Ok(());
         };
-        let Poll::Ready(deliver) = poll(&mut cx) else {
+        let Poll::Ready(deliver) = poll(py, &mut cx) else {
             return Ok(());
         };
         *poller = None;
@@ -132,11 +147,21 @@ pub(crate) fn awaitable<'py, T: Send + 'static>(
     fut: impl Future<Output = T> + Send + 'static,
     deliver: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let mut fut = Box::pin(fut);
+    awaitable_with(py, move |_, cx| fut.as_mut().poll(cx), deliver)
+}
+
+/// An asyncio future of what `poll` ends with, converted by `deliver`; `poll` is called on
+/// the loop's thread with the GIL (so it may call Python: a batch's loader).
+pub(crate) fn awaitable_with<'py, T: Send + 'static>(
+    py: Python<'py>,
+    mut poll: impl FnMut(Python<'_>, &mut Context<'_>) -> Poll<T> + Send + 'static,
+    deliver: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+) -> PyResult<Bound<'py, PyAny>> {
     let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
     let future = event_loop.call_method0("create_future")?;
-    let mut fut = Box::pin(fut);
     let mut deliver = Some(deliver);
-    let poller: Poller = Box::new(move |cx| match fut.as_mut().poll(cx) {
+    let poller: Poller = Box::new(move |py, cx| match poll(py, cx) {
         Poll::Pending => Poll::Pending,
         Poll::Ready(v) => {
             let d = deliver.take().expect("delivered once");
@@ -290,6 +315,7 @@ impl LoadStep {
         py: Python<'_>,
         f: impl FnOnce(Load<PyValue>, &PyHost<'_, '_>) -> Step<PyValue>,
     ) -> PyResult<Py<PyAny>> {
+        let _attached = crate::wake::Attached::enter(py);
         let load = self.take()?;
         let host = PyHost::new(py, &self.handle.codec);
         let next = f(load, &host);

@@ -29,6 +29,16 @@ pub(crate) fn get_or_load_many(
 ) -> PyResult<Py<PyList>> {
     let many = handle.tt.get_many(&keys);
     let answers = drive(py, handle, many, &loader)?;
+    to_values(py, &keys, answers)
+}
+
+/// Each key's answer as the caller gets it: the list of values, or one `BatchError`
+/// carrying every key's answer when any key failed.
+pub(crate) fn to_values(
+    py: Python<'_>,
+    keys: &[String],
+    answers: Vec<ManyAnswer<PyValue>>,
+) -> PyResult<Py<PyList>> {
     let values = PyList::empty(py);
     let errors = PyDict::new(py);
     for (key, answer) in keys.iter().zip(answers) {
@@ -117,6 +127,15 @@ fn call(
              use aget_or_load_many for an async one",
         ));
     }
+    key_answers(&found, copy)
+}
+
+/// A batch loader's answer: a mapping of key to value (`ABSENT`: absent; a `Loaded(...)`:
+/// that key's own answer); keys that are not str are ignored (nobody asked for them).
+pub(crate) fn key_answers(
+    found: &Bound<'_, PyAny>,
+    copy: bool,
+) -> PyResult<Vec<(String, herdless::Loaded<PyValue>)>> {
     let items = found.call_method0("items").map_err(|_| {
         pyo3::exceptions::PyTypeError::new_err(format!(
             "a batch loader answers a mapping of key to value, got {}",
@@ -127,7 +146,7 @@ fn call(
                 .unwrap_or_default()
         ))
     })?;
-    let mut out = Vec::with_capacity(keys.len());
+    let mut out = Vec::new();
     for item in items.try_iter()? {
         let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract()?;
         // Keys the loader invented are not the batch's: only string keys can be asked for.

@@ -6,19 +6,20 @@ use std::time::Duration;
 
 use herdless::{HitState, Lookup};
 use herdless_redis::BuildError;
-use herdless_redis::two_tier::{Get, TwoTier};
+use herdless_redis::two_tier::TwoTier;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::asyncio::{Done, RetryToken, Stale, Wait, to_python};
-use crate::block::block_on;
-use crate::blocking::{Handle, Loader, get_or_load};
+use crate::blocking::{Handle, get_or_load};
 use crate::codec::PyHost;
 use crate::errors::{config_error, map_error};
+use crate::loader::Loader;
 use crate::metrics::{redis_to_dict, snapshot_to_dict};
+use crate::ops::{self, How};
 use crate::options::{Options, duration, namespace};
 use crate::tags::tag_list;
-use crate::value::{absent, from_loader, to_caller};
+use crate::value::{absent, to_caller};
 
 /// A stampede-proof cache of Python objects.
 #[pyclass(subclass, frozen, module = "herdless._native", name = "Cache")]
@@ -37,6 +38,39 @@ impl Cache {
     fn max_tags_per_entry(&self) -> usize {
         self.handle.tt.l1().options().max_tags_per_entry
     }
+
+    /// `set`'s `ttl` and `tags`, checked.
+    fn set_args(
+        &self,
+        py: Python<'_>,
+        ttl: Option<Bound<'_, PyAny>>,
+        tags: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<(Option<Duration>, Option<Vec<String>>)> {
+        let ttl = call_ttl(py, ttl.as_ref())?;
+        let tags = match tags.filter(|t| !t.is_none()) {
+            Some(t) => Some(tag_list(py, "tags", &t, self.max_tags_per_entry())?),
+            None => None,
+        };
+        Ok((ttl, tags))
+    }
+}
+
+/// The one tag of `invalidate_tag`.
+fn one_tag(py: Python<'_>, tag: &Bound<'_, PyAny>) -> PyResult<String> {
+    let tag = tag
+        .cast::<pyo3::types::PyString>()
+        .map_err(|_| crate::errors::config_type_error(py, "`tag` must be a str".into()))?;
+    Ok(crate::tags::tag_text(py, "tag", tag)?.to_owned())
+}
+
+/// A batch's keys: a list of str (a bare str is one key, refused).
+fn batch_keys(keys: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    if keys.is_instance_of::<pyo3::types::PyString>() {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "`keys` is a list of keys, not one key: use get_or_load for one",
+        ));
+    }
+    keys.extract()
 }
 
 /// Raises `CacheClosed` once the cache is closed: the engine's answer
@@ -179,81 +213,87 @@ impl Cache {
     /// The value of `key` if fresh or within grace, else `default`; never loads. With
     /// Redis: from memory, else from Redis (one round trip; Redis failing reads as a miss).
     #[pyo3(signature = (key, default=None))]
-    fn get(&self, py: Python<'_>, key: &str, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
-        let found = match self.handle.tt.get(key).map_err(|e| map_error(py, e))? {
-            Get::Ready(v) => v,
-            Get::Tier(mut pending) => {
-                let read = block_on(py, &mut pending)?;
-                let host = PyHost::new(py, &self.handle.codec);
-                let found = read.finish(&host);
-                if let Some(err) = host.take_interrupt() {
-                    return Err(err);
-                }
-                found.map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?
-            }
-        };
-        Ok(match found {
-            Some(v) => v.bind(py)?.unbind(),
-            None => default.unwrap_or_else(|| py.None()),
-        })
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &str,
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        ops::get(py, &self.handle, key, default, How::Block)
+    }
+
+    /// `get` for asyncio: an awaitable of the answer; the read of Redis is awaited on the
+    /// event loop (no thread), an answer from memory is ready at once.
+    #[pyo3(signature = (key, default=None))]
+    fn aget<'py>(
+        &self,
+        py: Python<'py>,
+        key: &str,
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        ops::get(py, &self.handle, key, default, How::Await)
     }
 
     /// Stores `value` under `key` (`ABSENT`: caches an absence for `negative_ttl`), with
     /// `tags` (an iterable of str) if given. With Redis: for the whole fleet (a load running
     /// anywhere will not overwrite it, and other processes drop their copies).
     #[pyo3(signature = (key, value, *, ttl=None, tags=None))]
-    fn set(
+    fn set<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         key: &str,
         value: Bound<'_, PyAny>,
         ttl: Option<Bound<'_, PyAny>>,
         tags: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let ttl = call_ttl(py, ttl.as_ref())?;
-        let value = from_loader(value, self.handle.codec.copy_values)?;
-        if value.is_none() && ttl.is_some() {
-            return Err(config_error(
-                py,
-                "`ttl` does not apply to ABSENT: absences last `negative_ttl`".into(),
-            ));
-        }
-        let tt = &self.handle.tt;
-        let tags = match tags.filter(|t| !t.is_none()) {
-            Some(t) => Some(tag_list(py, "tags", &t, self.max_tags_per_entry())?),
-            None => None,
-        };
-        let host = PyHost::new(py, &self.handle.codec);
-        let write = match (value, tags) {
-            (value, Some(tags)) => {
-                let mut loaded = herdless::Loaded::from(value).tags(tags);
-                if let Some(t) = ttl {
-                    loaded = loaded.ttl(t);
-                }
-                tt.set_with(key, loaded, &host)
-            }
-            (Some(v), None) => tt.set(key, v, ttl, &host),
-            (None, None) => tt.set_absent(key),
-        };
-        if let Some(err) = host.take_interrupt() {
-            return Err(err);
-        }
-        let mut pending = write.map_err(|e| map_error(py, e))?;
-        block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (ttl, tags) = self.set_args(py, ttl, tags)?;
+        ops::set(py, &self.handle, key, value, ttl, tags, How::Block)
+    }
+
+    /// `set` for asyncio: an awaitable, done once the write is (Redis awaited on the loop).
+    #[pyo3(signature = (key, value, *, ttl=None, tags=None))]
+    fn aset<'py>(
+        &self,
+        py: Python<'py>,
+        key: &str,
+        value: Bound<'_, PyAny>,
+        ttl: Option<Bound<'_, PyAny>>,
+        tags: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (ttl, tags) = self.set_args(py, ttl, tags)?;
+        ops::set(py, &self.handle, key, value, ttl, tags, How::Await)
     }
 
     /// Removes `key` (with Redis: in the whole fleet); a load of it already running will
     /// not write its older result back. Returns whether an entry was removed.
-    fn invalidate(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
-        self.handle.invalidate(py, key)
+    fn invalidate<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyAny>> {
+        ops::invalidate(py, &self.handle, key, How::Block)
+    }
+
+    /// `invalidate` for asyncio: an awaitable of whether an entry was removed.
+    fn ainvalidate<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Bound<'py, PyAny>> {
+        ops::invalidate(py, &self.handle, key, How::Await)
     }
 
     /// Invalidates every key of `namespace` at once, in O(1) (with Redis: in the whole
     /// fleet); returns the new epoch.
-    fn bump(&self, py: Python<'_>, namespace: Bound<'_, PyAny>) -> PyResult<u64> {
+    fn bump<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let ns = self::namespace(py, "namespace", &namespace)?;
-        let mut pending = self.handle.tt.bump(&ns);
-        block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
+        ops::bump(py, &self.handle, &ns, How::Block)
+    }
+
+    /// `bump` for asyncio: an awaitable of the new epoch.
+    fn abump<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: Bound<'_, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let ns = self::namespace(py, "namespace", &namespace)?;
+        ops::bump(py, &self.handle, &ns, How::Await)
     }
 
     /// Drops every entry carrying `tag`, in O(1) (with Redis: in the whole fleet). Hard by
@@ -262,21 +302,52 @@ impl Cache {
     /// `soft=True` expires them instead: served stale within their grace while one refresh
     /// runs, kept as fail-safe values.
     #[pyo3(signature = (tag, *, soft=false))]
-    fn invalidate_tag(&self, py: Python<'_>, tag: Bound<'_, PyAny>, soft: bool) -> PyResult<()> {
-        let tag = tag
-            .cast::<pyo3::types::PyString>()
-            .map_err(|_| crate::errors::config_type_error(py, "`tag` must be a str".into()))?;
-        let tag = crate::tags::tag_text(py, "tag", tag)?.to_owned();
-        crate::tags::stamp(py, &self.handle.tt, &[tag], soft)
+    fn invalidate_tag<'py>(
+        &self,
+        py: Python<'py>,
+        tag: Bound<'_, PyAny>,
+        soft: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let tag = one_tag(py, &tag)?;
+        ops::stamp(py, &self.handle, &[tag], soft, How::Block)
+    }
+
+    /// `invalidate_tag` for asyncio: an awaitable, done once the tag is invalidated.
+    #[pyo3(signature = (tag, *, soft=false))]
+    fn ainvalidate_tag<'py>(
+        &self,
+        py: Python<'py>,
+        tag: Bound<'_, PyAny>,
+        soft: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let tag = one_tag(py, &tag)?;
+        ops::stamp(py, &self.handle, &[tag], soft, How::Await)
     }
 
     /// `invalidate_tag` of each of `tags` (an iterable of str), at once: one round trip
     /// with Redis per 256 tags. Every tag is checked before any is invalidated; more than
     /// 10,000 distinct tags raise `TooManyTags` (nothing invalidated).
     #[pyo3(signature = (tags, *, soft=false))]
-    fn invalidate_tags(&self, py: Python<'_>, tags: Bound<'_, PyAny>, soft: bool) -> PyResult<()> {
+    fn invalidate_tags<'py>(
+        &self,
+        py: Python<'py>,
+        tags: Bound<'_, PyAny>,
+        soft: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let tags = tag_list(py, "tags", &tags, usize::MAX)?;
-        crate::tags::stamp(py, &self.handle.tt, &tags, soft)
+        ops::stamp(py, &self.handle, &tags, soft, How::Block)
+    }
+
+    /// `invalidate_tags` for asyncio: an awaitable, done once the tags are invalidated.
+    #[pyo3(signature = (tags, *, soft=false))]
+    fn ainvalidate_tags<'py>(
+        &self,
+        py: Python<'py>,
+        tags: Bound<'_, PyAny>,
+        soft: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let tags = tag_list(py, "tags", &tags, usize::MAX)?;
+        ops::stamp(py, &self.handle, &tags, soft, How::Await)
     }
 
     /// The value of `key`, calling `loader()` when it must be loaded; concurrent callers of
@@ -303,13 +374,21 @@ impl Cache {
         loader: Py<PyAny>,
     ) -> PyResult<Py<pyo3::types::PyList>> {
         check_open(py, &self.handle)?;
-        if keys.is_instance_of::<pyo3::types::PyString>() {
-            return Err(pyo3::exceptions::PyTypeError::new_err(
-                "`keys` is a list of keys, not one key: use get_or_load for one",
-            ));
-        }
-        let keys: Vec<String> = keys.extract()?;
+        let keys = batch_keys(&keys)?;
         crate::batch::get_or_load_many(&self.handle, py, keys, loader)
+    }
+
+    /// `get_or_load_many` for asyncio (see `herdless.Cache.aget_or_load_many`): an
+    /// awaitable of the values, the batch driven on the running loop.
+    fn _aget_or_load_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: Bound<'_, PyAny>,
+        loader: Py<PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        check_open(py, &self.handle)?;
+        let keys = batch_keys(&keys)?;
+        crate::aio_batch::aget_or_load_many(py, &self.handle, keys, loader)
     }
 
     /// One step of the engine, for the asyncio driver: `_Done` (a hit), `_Stale` (a hit

@@ -7,8 +7,9 @@ use herdless::{Hit, Lookup};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::blocking::{Handle, Loader, get_or_load, get_or_load_from};
+use crate::blocking::{Handle, get_or_load, get_or_load_from};
 use crate::cache::{Cache, call_ttl, check_open};
+use crate::loader::Loader;
 use crate::value::to_caller;
 
 /// A sync function wrapped by `@cache.cached(...)`: calls are keyed and go through
@@ -200,7 +201,7 @@ impl CachedFunction {
             Err(_) => KeyFn::Python(keyer.unbind()),
         };
         Ok(Self {
-            vectorcall: crate::vectorcall::call,
+            vectorcall: crate::vectorcall::call::<CachedFunction>,
             cache: cache.get().handle.clone(),
             func,
             keyer,
@@ -239,6 +240,19 @@ impl CachedFunction {
     ) -> PyResult<bool> {
         let key = self.key_of(args, kwargs)?;
         self.cache.invalidate(py, &key)
+    }
+
+    /// `invalidate` for asyncio: an awaitable of whether an entry was removed (Redis
+    /// awaited on the event loop).
+    #[pyo3(signature = (*args, **kwargs))]
+    fn ainvalidate<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = self.key_of(args, kwargs)?;
+        crate::ops::invalidate(py, &self.cache, &key, crate::ops::How::Await)
     }
 
     /// Binds as a method: `obj.f(x)` calls `f(obj, x)`, and `obj.f.key(x)` is `f.key(obj, x)`.
@@ -318,6 +332,19 @@ impl BoundCachedFunction {
             .invalidate(py, &self.with_obj(args)?, kwargs)
     }
 
+    /// `invalidate` for asyncio: an awaitable of whether an entry was removed.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn ainvalidate<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.func
+            .get()
+            .ainvalidate(py, &self.with_obj(args)?, kwargs)
+    }
+
     /// The cached function.
     #[getter]
     fn __func__(&self, py: Python<'_>) -> Py<CachedFunction> {
@@ -336,5 +363,17 @@ impl BoundCachedFunction {
             self.func.get().func.bind(py).repr()?,
             self.obj.bind(py).repr()?
         ))
+    }
+}
+
+impl crate::vectorcall::Vectorcall for CachedFunction {
+    fn vectorcall(
+        &self,
+        py: Python<'_>,
+        args: &[*mut pyo3::ffi::PyObject],
+        nargs: usize,
+        names: Option<Borrowed<'_, '_, PyTuple>>,
+    ) -> PyResult<Py<PyAny>> {
+        CachedFunction::vectorcall(self, py, args, nargs, names)
     }
 }

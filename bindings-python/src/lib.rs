@@ -8,8 +8,10 @@
 //! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
 //! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
 //! herdless is busy), [`tags`] (tags from Python), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
-//! keys), [`lock`] (the engine's lock on a key), [`metrics`], [`errors`].
+//! keys), [`lock`] (the engine's lock on a key), [`http`] (the engine's HTTP rules),
+//! [`metrics`], [`errors`].
 
+mod aio_batch;
 mod asyncio;
 mod batch;
 mod block;
@@ -22,15 +24,18 @@ mod detector;
 mod errors;
 mod http;
 mod keys;
+mod loader;
 mod lock;
 mod metrics;
 mod observe;
+mod ops;
 mod options;
 mod shutdown;
 mod tags;
 mod testing;
 mod value;
 mod vectorcall;
+mod wake;
 
 use pyo3::prelude::*;
 
@@ -61,6 +66,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<asyncio::RetryToken>()?;
     m.add_class::<blocking::Refresh>()?;
     m.add_class::<batch::BatchRefresh>()?;
+    m.add_class::<aio_batch::WakeBatch>()?;
     m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(context::_takes_context, m)?)?;

@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyString, PyTuple};
 
-use crate::blocking::Loader;
+use crate::loader::Loader;
 
 /// The cache's observer, if one is set: `observer(key, background, call)` runs the loader
 /// by calling `call()` and returns what it returned (or a coroutine awaiting it).

@@ -4,14 +4,10 @@
 
 use std::collections::HashSet;
 
-use herdless::Error;
-use herdless_redis::two_tier::TwoTier;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
-use crate::block::block_on;
-use crate::errors::{config_type_error, herdless_err, map_error};
-use crate::value::PyValue;
+use crate::errors::{config_type_error, herdless_err};
 
 /// The tags in `v` (any iterable of str), in order. A str, or an item that is not a str,
 /// raises `ConfigTypeError` (a `TypeError`). Stops reading once it holds `limit + 1`
@@ -83,20 +79,4 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
         .qualname()
         .map(|q| q.to_string())
         .unwrap_or_default()
-}
-
-/// `invalidate_tags` (`soft=False`) or `expire_tags` (`soft=True`) of the fleet engine,
-/// waited for with the GIL released.
-pub(crate) fn stamp(
-    py: Python<'_>,
-    tt: &TwoTier<PyValue>,
-    tags: &[String],
-    soft: bool,
-) -> PyResult<()> {
-    let started: Result<_, Error> = match soft {
-        true => tt.expire_tags(tags),
-        false => tt.invalidate_tags(tags),
-    };
-    let mut pending = started.map_err(|e| map_error(py, e))?;
-    block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
 }

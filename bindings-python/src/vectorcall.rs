@@ -1,4 +1,5 @@
-//! Vectorcall (PEP 590) for `CachedFunction`: `f(42)` reaches the binding with the
+//! Vectorcall (PEP 590) for a frozen pyclass ([`Vectorcall`]: `CachedFunction`): `f(42)`
+//! reaches the binding with the
 //! caller's argument array, not a tuple built (and freed, GC-tracked) for the call.
 //!
 //! A `#[pyclass]` gets only `tp_call` from pyo3, and the 3.11 limited API has no way to
@@ -19,7 +20,22 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::cached::CachedFunction;
+/// A frozen pyclass called through vectorcall: its [`call`] reaches
+/// [`vectorcall`](Self::vectorcall) with the caller's argument array. One class per
+/// process (the class is switched over once, see [`enable`]).
+pub(crate) trait Vectorcall:
+    pyo3::PyClass<Frozen = pyo3::pyclass::boolean_struct::True> + Sync
+{
+    /// A call of `self` with `args` (`nargs` positional ones, then one value per name of
+    /// `names`).
+    fn vectorcall(
+        &self,
+        py: Python<'_>,
+        args: &[*mut ffi::PyObject],
+        nargs: usize,
+        names: Option<Borrowed<'_, '_, PyTuple>>,
+    ) -> PyResult<Py<PyAny>>;
+}
 
 /// `Py_TPFLAGS_HAVE_VECTORCALL` (pyo3-ffi names it only for 3.12+ under the limited API;
 /// the bit is the same since 3.8).
@@ -51,15 +67,15 @@ const TP_CALL: usize = 8;
 /// Set once the class is vectorcall-enabled (or found not to be enableable).
 static TRIED: AtomicBool = AtomicBool::new(false);
 
-/// Turns vectorcall on for `CachedFunction`, once: `field` is where `obj` (an instance)
+/// Turns vectorcall on for `T`'s class, once: `field` is where `obj` (an instance)
 /// holds its [`call`] pointer. Idempotent; runs with the GIL held (abi3 builds are never
 /// free-threaded), so no other thread reads the type half-written.
-pub(crate) fn enable(obj: &Bound<'_, CachedFunction>, field: *const ffi::vectorcallfunc) {
+pub(crate) fn enable<T: Vectorcall>(obj: &Bound<'_, T>, field: *const ffi::vectorcallfunc) {
     if TRIED.load(Ordering::Relaxed) || TRIED.swap(true, Ordering::Relaxed) {
         return;
     }
     let offset = field as isize - obj.as_ptr() as isize;
-    let tp = obj.get_type();
+    let tp = obj.as_any().get_type();
     let tp = tp.as_type_ptr();
     // SAFETY: `tp` is a live heap type object (the GIL is held and `obj` keeps it alive);
     // the head is only written after both reads agree with the interpreter's own answers.
@@ -81,15 +97,15 @@ pub(crate) fn enable(obj: &Bound<'_, CachedFunction>, field: *const ffi::vectorc
     }
 }
 
-/// The vectorcall of a `CachedFunction` (`vectorcallfunc`): what pyo3's trampoline does
-/// for `tp_call` (a panic becomes a `PanicException`, an error is raised), around
-/// [`CachedFunction::vectorcall`].
+/// The vectorcall of a `T` (`vectorcallfunc`): what pyo3's trampoline does for `tp_call`
+/// (a panic becomes a `PanicException`, an error is raised), around
+/// [`Vectorcall::vectorcall`].
 ///
 /// # Safety
-/// Called by the interpreter only, with the GIL held: `callable` a `CachedFunction`,
+/// Called by the interpreter only, with the GIL held: `callable` a `T`,
 /// `args` holding `nargsf`'s count of positional arguments followed by one value per name
 /// of `kwnames` (a tuple of str, or null).
-pub(crate) unsafe extern "C" fn call(
+pub(crate) unsafe extern "C" fn call<T: Vectorcall>(
     callable: *mut ffi::PyObject,
     args: *const *mut ffi::PyObject,
     nargsf: usize,
@@ -100,7 +116,7 @@ pub(crate) unsafe extern "C" fn call(
     let answer = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the contract above; every pointer is borrowed for the call's length.
         unsafe {
-            let slf = Borrowed::from_ptr(py, callable).cast_unchecked::<CachedFunction>();
+            let slf = Borrowed::from_ptr(py, callable).cast_unchecked::<T>();
             let nargs = nargsf & !ARGUMENTS_OFFSET;
             let names = Borrowed::from_ptr_or_opt(py, kwnames)
                 .map(|n| n.cast_unchecked::<PyTuple>())

@@ -5,6 +5,7 @@ difference between the languages fails CI."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import os
@@ -197,14 +198,17 @@ def _counter(name: str, what: str, want: Any, got: int) -> None:
         assert got == want, f"{name}: {what} = {got}, expected {want}"
 
 
-def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
+def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads") -> None:
+    """Plays `scenario`; in `mode` "asyncio", every call is the asyncio one (each caller
+    runs its own event loop, on its own thread as in "threads": `aget_or_load_many`,
+    `aget_or_load`, `aget`, `aset`...) and loaders are async."""
     procs = [tier.process(scenario.get("cache", {})) for _ in range(scenario.get("processes", 1))]
     loads = 0
     lock = threading.Lock()
     running: dict[str, tuple[float, list[Future[tuple[Any, BaseException | None, float]]]]] = {}
 
     def call(cache: Cache, step: dict[str, Any], seen: list[dict[str, Any]] | None = None) -> Any:
-        def loader(ctx: LoadContext) -> Any:
+        def begin(ctx: LoadContext) -> None:
             nonlocal loads
             with lock:
                 loads += 1
@@ -215,12 +219,25 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
                     "previous": None if prev is None else prev.value,
                     "meta": None if prev is None else prev.meta,
                 })
-            time.sleep(step.get("ms", 0) / 1000)
+
+        def answer() -> Any:
             if "fail" in step:
                 raise _LoaderFailed(step["fail"])
             return _answer(_unshareable(step.get("value")), step.get("answer"))
 
+        def loader(ctx: LoadContext) -> Any:
+            begin(ctx)
+            time.sleep(step.get("ms", 0) / 1000)
+            return answer()
+
+        async def aloader(ctx: LoadContext) -> Any:
+            begin(ctx)
+            await asyncio.sleep(step.get("ms", 0) / 1000)
+            return answer()
+
         if "keys" not in step:
+            if mode == "asyncio":
+                return asyncio.run(cache.aget_or_load(step["key"], aloader))
             return cache.get_or_load(step["key"], loader)
 
         def batch_loader(asked: list[str]) -> dict[str, Any]:
@@ -233,12 +250,35 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
             values = step.get("values", {})
             return {k: ABSENT if values[k] is None else values[k] for k in asked if k in values}
 
+        async def abatch_loader(asked: list[str]) -> dict[str, Any]:
+            nonlocal loads
+            with lock:
+                loads += 1
+            await asyncio.sleep(step.get("ms", 0) / 1000)
+            if "fail" in step:
+                raise _LoaderFailed(step["fail"])
+            values = step.get("values", {})
+            return {k: ABSENT if values[k] is None else values[k] for k in asked if k in values}
+
         try:
-            got = cache.get_or_load_many(step["keys"], batch_loader)
+            if mode == "asyncio":
+                got = asyncio.run(cache.aget_or_load_many(step["keys"], abatch_loader))
+            else:
+                got = cache.get_or_load_many(step["keys"], batch_loader)
         except BatchError as e:
             # The scenario's answer to a failed batch: the first failed key's error.
             raise next(v for v in e.values if isinstance(v, BaseException)) from None
         return [None if v is ABSENT else v for v in got]
+
+    def call_op(cache: Cache, what: str, *args: Any, **kwargs: Any) -> Any:
+        """`cache.what(...)`, or in asyncio mode `await cache.awhat(...)` on a loop."""
+        if mode != "asyncio":
+            return getattr(cache, what)(*args, **kwargs)
+
+        async def run() -> Any:
+            return await getattr(cache, "a" + what)(*args, **kwargs)
+
+        return asyncio.run(run())
 
     def timed(f: Any) -> tuple[Any, BaseException | None, float]:
         t0 = time.monotonic()
@@ -275,24 +315,24 @@ def play(name: str, scenario: dict[str, Any], tier: Tier) -> None:
                     got, exc, at = f.result()
                     _check(name, step, got, exc, at - since)
             elif op == "get":
-                _check(name, step, *timed(lambda: p.get(step["key"])))
+                _check(name, step, *timed(lambda: call_op(p, "get", step["key"])))
             elif op == "set":
                 _check(
                     name,
                     step,
-                    *timed(lambda: p.set(step["key"], step["value"], tags=step.get("tags"))),
+                    *timed(lambda: call_op(p, "set", step["key"], step["value"], tags=step.get("tags"))),
                 )
             elif op == "invalidate_tag":
                 soft = step.get("soft", False)
                 for _ in range(step.get("repeat", 1)):
                     if "tags" in step:
-                        _check(name, step, *timed(lambda: p.invalidate_tags(step["tags"], soft=soft)))
+                        _check(name, step, *timed(lambda: call_op(p, "invalidate_tags", step["tags"], soft=soft)))
                     else:
-                        _check(name, step, *timed(lambda: p.invalidate_tag(step["tag"], soft=soft)))
+                        _check(name, step, *timed(lambda: call_op(p, "invalidate_tag", step["tag"], soft=soft)))
             elif op == "invalidate":
-                _check(name, step, *timed(lambda: p.invalidate(step["key"])))
+                _check(name, step, *timed(lambda: call_op(p, "invalidate", step["key"])))
             elif op == "bump":
-                _check(name, step, *timed(lambda: p.bump(step["ns"])))
+                _check(name, step, *timed(lambda: call_op(p, "bump", step["ns"])))
             elif op == "sleep":
                 time.sleep(step["ms"] / 1000)
             elif op == "fault":
@@ -371,5 +411,32 @@ def test_scenario_on_redis(path: Path) -> None:
     server = RedisServer()
     try:
         play(path.stem, _load(path), Tier(server))
+    finally:
+        server.stop()
+
+
+# The asyncio mode: the scenarios with batches (and every other call of theirs) played with
+# the asyncio calls.
+ASYNC_PLAYED = [
+    p for p in PLAYED if any(s["op"] in ("get_or_load_many", "load_many") for s in _load(p)["steps"])
+]
+
+
+@pytest.mark.parametrize("path", ASYNC_PLAYED, ids=[p.stem for p in ASYNC_PLAYED])
+def test_batch_scenario_in_asyncio_on_the_memory_tier(path: Path) -> None:
+    _skip_unsupported(_load(path))
+    play(path.stem, _load(path), Tier(None), mode="asyncio")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in ASYNC_PLAYED if "redis" in _load(p).get("tiers", [])],
+    ids=[p.stem for p in ASYNC_PLAYED if "redis" in _load(p).get("tiers", [])],
+)
+def test_batch_scenario_in_asyncio_on_redis(path: Path) -> None:
+    _skip_unsupported(_load(path))
+    server = RedisServer()
+    try:
+        play(path.stem, _load(path), Tier(server), mode="asyncio")
     finally:
         server.stop()

@@ -348,3 +348,33 @@ def test_a_fleet_alias_shares_loads_and_clears_across_processes() -> None:
     assert len(calls) == 1
     a.clear()  # a bump of the namespace, seen by the other process
     assert b.get("shared") is None
+
+
+def test_async_methods_take_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The backend's async methods await the engine on the loop: Django's sync_to_async
+    # fallbacks (a thread of asgiref's executor each) are never used.
+    import django.core.cache.backends.base as base  # type: ignore[import-untyped]
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("sync_to_async was used")
+
+    monkeypatch.setattr(base, "sync_to_async", refused)
+
+    async def main() -> None:
+        await cache.aset("a:1", {"v": 1})
+        assert await cache.aget("a:1") == {"v": 1}
+        assert await cache.aadd("a:1", "other") is False
+        assert await cache.aadd("a:2", "two") is True
+        assert await cache.aget_many(["a:1", "a:2", "a:3"]) == {"a:1": {"v": 1}, "a:2": "two"}
+        assert await cache.ahas_key("a:2") is True
+        assert await cache.atouch("a:2", 30) is True
+        await cache.aset_many({"n:1": 1, "n:2": 2})
+        assert await cache.aincr("n:1", 5) == 6
+        assert await cache.adelete("n:2") is True
+        await cache.adelete_many(["a:1"])
+        assert await cache.aget("a:1") is None
+        assert await cache.aget_or_set("a:4", "four") == "four"
+        await cache.aclear()
+        assert await cache.aget("a:2") is None
+
+    asyncio.run(main())

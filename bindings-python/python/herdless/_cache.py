@@ -274,24 +274,16 @@ class Cache(_native.Cache):
         keys: Iterable[str],
         loader: Callable[[list[str]], Awaitable[Mapping[str, T]] | Mapping[str, T]],
     ) -> list[T]:
-        """``get_or_load_many`` for asyncio: ``loader`` may be async (its coroutine runs on
-        this event loop). The batch itself runs on a worker thread of the loop's default
-        executor, so waiting for other callers never blocks the loop; cancelling the task
-        does not stop a loader call already running (its keys are still loaded and stored).
+        """``get_or_load_many`` for asyncio, driven on this event loop like
+        ``aget_or_load`` (no thread, no executor): ``loader`` may be async (its coroutine runs
+        as a task of this loop) or sync. Each key's timeouts, the origin budget and
+        ``max_batch`` apply as for ``get_or_load_many``; a loader call past its keys'
+        ``hard_timeout`` is cancelled. Cancelling the awaiting task cancels its loader call
+        (the loader sees ``CancelledError``) and hands its keys to their other callers.
         """
-        keys = list(keys)
-        loop = asyncio.get_running_loop()
-
-        async def call(missing: list[str]) -> Mapping[str, T]:
-            found = loader(missing)
-            if inspect.isawaitable(found):
-                return await found
-            return found
-
-        def load(missing: list[str]) -> Mapping[str, T]:
-            return asyncio.run_coroutine_threadsafe(call(missing), loop).result()
-
-        return await loop.run_in_executor(None, self.get_or_load_many, keys, load)
+        if isinstance(keys, str):
+            raise TypeError("`keys` is a list of keys, not one key: use aget_or_load for one")
+        return await self._aget_or_load_many(list(keys), loader)
 
     @overload
     def cached(

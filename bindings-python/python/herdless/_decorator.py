@@ -13,12 +13,9 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Collection, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
+from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
 from . import _aio, _native
-
-if TYPE_CHECKING:
-    from ._cache import Cache
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,7 +40,12 @@ class AsyncCachedFunction(Protocol[P, R_co]):
         ...
 
     def invalidate(self, *args: P.args, **kwargs: P.kwargs) -> bool:
-        """Invalidates the cached result of a call with these arguments."""
+        """Invalidates the cached result of a call with these arguments (blocks for Redis,
+        when there is one: from a coroutine, await ``ainvalidate``)."""
+        ...
+
+    async def ainvalidate(self, *args: P.args, **kwargs: P.kwargs) -> bool:
+        """``invalidate`` for asyncio: Redis is awaited on the event loop."""
         ...
 
     def __get__(self, instance: object, owner: type | None = None, /) -> Any:
@@ -114,7 +116,7 @@ def tagging(func: Callable[..., Any], tags: Tags) -> Callable[..., Any]:
 
 
 def wrap_async(
-    cache: Cache,
+    cache: _native.Cache,
     func: Callable[P, Coroutine[Any, Any, R]],
     keyer: Callable[..., str],
     ttl: float | None,
@@ -131,6 +133,9 @@ def wrap_async(
 
     def invalidate(*args: P.args, **kwargs: P.kwargs) -> bool:
         return bool(cache.invalidate(key(*args, **kwargs)))
+
+    async def ainvalidate(*args: P.args, **kwargs: P.kwargs) -> bool:
+        return bool(await cache.ainvalidate(key(*args, **kwargs)))
 
     native = isinstance(keyer, _native.Keyer)  # returns a str by construction
 
@@ -153,4 +158,5 @@ def wrap_async(
 
     wrapper.key = key  # type: ignore[attr-defined]
     wrapper.invalidate = invalidate  # type: ignore[attr-defined]
+    wrapper.ainvalidate = ainvalidate  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]

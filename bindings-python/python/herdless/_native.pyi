@@ -34,6 +34,7 @@ __all__ = [
     "Loaded",
     "MemoryStore",
     "_BatchRefresh",
+    "_WakeBatch",
     "Previous",
     "_Bridge",
     "_Done",
@@ -221,14 +222,47 @@ class Cache:
         ttl: float | None = None,
         tags: Iterable[str] | None = None,
     ) -> None: ...
-    def invalidate(self, key: str) -> bool: ...
-    def bump(self, namespace: str) -> int: ...
+    def invalidate(self, key: str) -> bool:
+        """Removes ``key`` (with Redis: in the whole fleet); whether an entry was removed.
+        Blocks the calling thread for Redis (up to the op timeout, 1 s, when it is down)."""
+    def bump(self, namespace: str) -> int:
+        """Invalidates every key of ``namespace`` in O(1); the new epoch."""
     def invalidate_tag(self, tag: str, *, soft: bool = False) -> None:
         """Drops every entry carrying ``tag`` in O(1) (hard); ``soft=True`` expires them
         (served stale within grace while one refresh runs)."""
     def invalidate_tags(self, tags: Iterable[str], *, soft: bool = False) -> None:
         """``invalidate_tag`` of each of ``tags`` at once (one round trip with Redis per 256
         tags); more than 10,000 distinct tags raise ``TooManyTags``, nothing invalidated."""
+    @overload
+    def aget(self, key: str) -> Awaitable[Any]:
+        """``get`` for asyncio: reading Redis is awaited on the event loop (no thread, never
+        blocking the loop); an answer from memory is ready at once."""
+    @overload
+    def aget(self, key: str, default: _T) -> Awaitable[Any | _T]: ...
+    def aset(
+        self,
+        key: str,
+        value: object,
+        *,
+        ttl: float | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> Awaitable[None]:
+        """``set`` for asyncio: the write to Redis is awaited on the event loop. Arguments
+        are checked (and a closed cache refused) when called, before the first await."""
+    def ainvalidate(self, key: str) -> Awaitable[bool]:
+        """``invalidate`` for asyncio: whether an entry was removed (Redis awaited on the
+        loop)."""
+    def abump(self, namespace: str) -> Awaitable[int]:
+        """``bump`` for asyncio: the namespace's new epoch (Redis awaited on the loop)."""
+    def ainvalidate_tag(self, tag: str, *, soft: bool = False) -> Awaitable[None]:
+        """``invalidate_tag`` for asyncio (Redis awaited on the loop)."""
+    def ainvalidate_tags(self, tags: Iterable[str], *, soft: bool = False) -> Awaitable[None]:
+        """``invalidate_tags`` for asyncio (Redis awaited on the loop)."""
+    def _aget_or_load_many(
+        self,
+        keys: Iterable[str],
+        loader: Callable[[list[str]], Awaitable[Mapping[str, _T]] | Mapping[str, _T]],
+    ) -> Awaitable[list[_T]]: ...
     def get_or_load(
         self,
         key: str,
@@ -290,6 +324,8 @@ class CachedFunction(Generic[_P, _R]):
         """The cache key of a call with these arguments."""
     def invalidate(self, *args: _P.args, **kwargs: _P.kwargs) -> bool:
         """Invalidates the cached result of a call with these arguments."""
+    def ainvalidate(self, *args: _P.args, **kwargs: _P.kwargs) -> Awaitable[bool]:
+        """``invalidate`` for asyncio (Redis awaited on the event loop)."""
     @overload
     def __get__(self, obj: None, owner: type | None = None, /) -> Self: ...
     @overload
@@ -312,6 +348,8 @@ class BoundCachedFunction(Generic[_P, _R]):
         """The cache key of a call with these arguments."""
     def invalidate(self, *args: _P.args, **kwargs: _P.kwargs) -> bool:
         """Invalidates the cached result of a call with these arguments."""
+    def ainvalidate(self, *args: _P.args, **kwargs: _P.kwargs) -> Awaitable[bool]:
+        """``invalidate`` for asyncio (Redis awaited on the event loop)."""
 
 @final
 class KeyBuilder:
@@ -444,3 +482,7 @@ class _Refresh:
 @final
 class _BatchRefresh:
     def __call__(self, *args: Any, **kwargs: Any) -> None: ...
+
+@final
+class _WakeBatch:
+    def __call__(self, task: object, /) -> None: ...

@@ -75,6 +75,7 @@ difference from LocMemCache is listed in the binding's README ("Django").
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
 import pickle
@@ -250,9 +251,69 @@ class HerdlessCache(BaseCache):  # type: ignore[misc]
             return await value if inspect.isawaitable(value) else value
 
         if ttl is _EXPIRED:
-            value = self._cache.get(k, _MISSING)
+            value = await self._cache.aget(k, _MISSING)
             return await load() if value is _MISSING else value
         return await self._cache.aget_or_load(k, load, ttl=ttl)
+
+    # The async methods await the engine's native async calls (Redis is awaited on the
+    # event loop: no thread of asgiref's executor is taken, and a stopped Redis never freezes
+    # the loop). Django's other async methods (aget_many, ahas_key, aset_many,
+    # adelete_many, aincr, adecr, aincr_version...) are written over these.
+
+    async def aget(self, key: Any, default: Any = None, version: int | None = None) -> Any:
+        return await self._cache.aget(self.make_and_validate_key(key, version=version), default)
+
+    async def aset(
+        self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: int | None = None
+    ) -> None:
+        k = self.make_and_validate_key(key, version=version)
+        ttl = self._ttl(timeout)
+        if ttl is _EXPIRED:
+            await self._cache.ainvalidate(k)
+        else:
+            await self._cache.aset(k, value, ttl=ttl)
+
+    async def aadd(
+        self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: int | None = None
+    ) -> bool:
+        k = self.make_and_validate_key(key, version=version)
+        ttl = self._ttl(timeout)
+        if await self._cache.aget(k, _MISSING) is not _MISSING:
+            return False
+        if ttl is _EXPIRED:
+            return True
+        # As `add`: only the leader's loader runs; a loader run by another task is a
+        # background refresh, not this call's add.
+        caller = asyncio.current_task()
+        added = False
+
+        async def load() -> Any:
+            nonlocal added
+            added = added or asyncio.current_task() is caller
+            return value
+
+        await self._cache.aget_or_load(k, load, ttl=ttl)
+        return added
+
+    async def atouch(
+        self, key: Any, timeout: Any = DEFAULT_TIMEOUT, version: int | None = None
+    ) -> bool:
+        k = self.make_and_validate_key(key, version=version)
+        value = await self._cache.aget(k, _MISSING)
+        if value is _MISSING:
+            return False
+        ttl = self._ttl(timeout)
+        if ttl is _EXPIRED:
+            await self._cache.ainvalidate(k)
+        else:
+            await self._cache.aset(k, value, ttl=ttl)
+        return True
+
+    async def adelete(self, key: Any, version: int | None = None) -> bool:
+        return await self._cache.ainvalidate(self.make_and_validate_key(key, version=version))
+
+    async def aclear(self) -> None:
+        await self._cache.abump(self._namespace)
 
     def touch(self, key: Any, timeout: Any = DEFAULT_TIMEOUT, version: int | None = None) -> bool:
         k = self.make_and_validate_key(key, version=version)
