@@ -69,6 +69,8 @@ for (const [symbol, dispose] of [
 module.exports = {
   Cache,
   buildKey: native.buildKey,
+  httpCanonicalQuery: native.httpCanonicalQuery,
+  httpKeeps: native.httpKeeps,
   testing: native.testing,
   ABSENT: Symbol.for('herdless.absent'),
 }

@@ -5,11 +5,10 @@
 // and the path, the id the query in canonical order (sorted by name, then value, so
 // `?b=2&a=1` and `?a=1&b=2` share an entry). A query over 256 bytes is kept as its SHA-256
 // (the key stays within the engine's length limit). What else the answer depends on (the
-// user, a header) goes in `vary`: `requestKey(req, { vary: { user: req.user.id } })`.
-const crypto = require('node:crypto')
-const { buildKey } = require('..')
-
-const LONG_QUERY = 256
+// user, a header) goes in `vary`: `requestKey(req, { vary: { user: req.user.id } })`. The
+// query's canonical form and which replies may be stored are the engine's rules
+// (`herdless_redis::http`), shared with Python's Flask helper and Rust's tower layer.
+const { buildKey, httpCanonicalQuery, httpKeeps } = require('..')
 
 /**
  * The cache key of a request from its `method` and `url` (path and query, e.g.
@@ -18,13 +17,7 @@ const LONG_QUERY = 256
  */
 function keyOf(method, url, options = {}) {
   const parsed = new URL(url, 'http://request.invalid')
-  const params = [...parsed.searchParams].sort(([a, x], [b, y]) =>
-    a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0
-  )
-  let query = new URLSearchParams(params).toString()
-  if (Buffer.byteLength(query) > LONG_QUERY) {
-    query = 'sha256-' + crypto.createHash('sha256').update(query).digest('base64url')
-  }
+  const query = httpCanonicalQuery(parsed.search.slice(1))
   // HEAD is answered by the GET route: one entry for both.
   const verb = method === 'HEAD' ? 'GET' : method
   const parts = { namespace: options.namespace || 'http', entity: `${verb} ${parsed.pathname}` }
@@ -34,14 +27,19 @@ function keyOf(method, url, options = {}) {
 }
 
 /**
- * Whether a reply with these `headers` (lower-case names, as Node's `res.getHeaders()`) is one
- * client's alone and must never be stored for others: it sets a cookie, or its
- * `cache-control` says `private` or `no-store`.
+ * Whether a reply with these `headers` (as Node's `res.getHeaders()`: names in any case, array
+ * values for repeated headers) must never be stored for others, as the engine decides it for
+ * every language (`httpKeeps`): it sets a cookie, its `cache-control` says `private`,
+ * `no-store`, `no-cache` or a zero max-age, or it varies on `*` or on a request header that is
+ * not in `vary` (the request headers whose values the key holds; none by default).
  */
-function privateReply(headers) {
-  if (headers['set-cookie'] !== undefined) return true
-  const control = String(headers['cache-control'] || '').toLowerCase()
-  return /(^|[\s,])(private|no-store)([\s,=]|$)/.test(control)
+function privateReply(headers, vary = []) {
+  const pairs = []
+  for (const [name, value] of Object.entries(headers || {})) {
+    if (value === undefined) continue
+    for (const v of Array.isArray(value) ? value : [value]) pairs.push([name, String(v)])
+  }
+  return !httpKeeps(true, pairs, vary).keep
 }
 
 module.exports = { keyOf, privateReply }

@@ -18,6 +18,8 @@
 //! - `tier`: what the fleet engine needs from Node: the codec and warnings.
 //! - [`testing`]: the in-memory shared tier with faults (`require('herdless').testing`).
 //! - [`error`]: the one mapping from engine errors to JS errors with stable codes.
+//! - [`http`]: the engine's HTTP rules (request keys' canonical query, which replies are
+//!   kept) for the web integrations of `lib/`.
 //! - [`options`], [`key`], [`wrap`], [`warm`], [`metrics`]: the rest of the API.
 //! - [`js`]: the raw Node-API calls, in one place.
 
@@ -33,6 +35,7 @@ mod error;
 mod events;
 mod fast;
 mod front;
+pub mod http;
 mod js;
 pub mod key;
 mod lifecycle;
