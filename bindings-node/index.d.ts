@@ -625,6 +625,34 @@ export interface HotKey {
   misses: number
 }
 
+/**
+ * `httpCanonicalQuery(query)`: a query's pairs (without the `?`) decoded, sorted by name
+ * then value and encoded again; `sha256-<base64url>` past 256 bytes. The id part of a
+ * request key (`herdless_redis::http::canonical_query`).
+ */
+export declare function httpCanonicalQuery(query: string): string
+
+/** What `httpKeeps` decided about a reply. */
+export interface HttpKeep {
+  /** Whether the reply may answer other callers. */
+  keep: boolean
+  /**
+   * Its own lifetime in milliseconds (`s-maxage`, else `max-age`), if it says one and
+   * may be kept; otherwise absent (the cache's ttl applies).
+   */
+  ttlMs?: number
+}
+
+/**
+ * `httpKeeps(statusKept, headers, vary, keepPrivate?)`: whether a reply may answer other
+ * callers (`herdless_redis::http::keeps`). Not kept: `Set-Cookie`, `Cache-Control:
+ * no-store / no-cache`, `private` unless `keepPrivate`, a zero max-age, a status the
+ * integration does not keep (`statusKept: false`), a `Vary` on `*` or on a request header
+ * that is not in `vary` (the headers whose values the key holds). `headers`: the reply's
+ * `[name, value]` pairs (an array value is one pair per element).
+ */
+export declare function httpKeeps(statusKept: boolean, headers: Array<[string, string]>, vary: string[], keepPrivate?: boolean): HttpKeep
+
 /** See `Cache._internals()`. */
 export interface Internals {
   /** JS values the engine holds (entries, in-flight results). */

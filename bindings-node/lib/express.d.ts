@@ -50,9 +50,11 @@ export declare function metrics<Req = any, Res = any>(...caches: Cache[]): Handl
 export declare function requestKey(req: { method: string; originalUrl?: string; url: string }, options?: RequestKeyOptions): string
 
 /**
- * Whether a reply with these headers (lower-case names, as `res.getHeaders()` gives them) is
- * one client's alone and must never be stored for others: it sets a cookie (`set-cookie`), or
- * its `cache-control` says `private` or `no-store`. herdless/fastify never stores such a
- * reply; use it where your own code decides what to store (a NestJS interceptor).
+ * Whether a reply with these headers (as `res.getHeaders()` gives them) must never be stored
+ * for others, as the engine decides it in every language (`httpKeeps`): it sets a cookie
+ * (`set-cookie`), its `cache-control` says `private`, `no-store`, `no-cache` or a zero
+ * max-age, or it `Vary`-s on `*` or on a request header not in `vary` (the request headers
+ * whose values the key holds; none by default). herdless/fastify never stores such a reply;
+ * use it where your own code decides what to store (a NestJS interceptor).
  */
-export declare function privateReply(headers: Record<string, unknown>): boolean
+export declare function privateReply(headers: Record<string, unknown>, vary?: string[]): boolean
