@@ -47,6 +47,9 @@ __all__ = [
     "_takes_context",
     "check_namespace",
     "check_seconds",
+    "http_canonical_query",
+    "http_keeps",
+    "http_request_key",
 ]
 
 def _takes_context(loader: object) -> bool:
