@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use herdless::Cache;
 use herdless_benches::keys;
+use herdless_benches::zipf::Read;
 
 const CAPACITY: usize = 10_000;
 const N: usize = 100_000;
@@ -29,7 +30,7 @@ fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "herdless".into());
     let all = keys(CAPACITY + N);
     let (fill, misses) = all.split_at(CAPACITY);
-    let mut read: Box<dyn FnMut(&str, u64) -> u64> = match which.as_str() {
+    let mut read: Read = match which.as_str() {
         "herdless" => {
             let c: Cache<u64> = Cache::builder()
                 .capacity(CAPACITY as u64)
