@@ -70,6 +70,11 @@ impl<V> Node<V> {
     }
 }
 
+/// What a store replaced or evicted, dropped by the caller outside the shard's lock:
+/// usually one entry (a miss in a full cache evicts one), kept inline so that a miss does
+/// not allocate a list for it.
+pub(crate) type Dropped<V> = smallvec::SmallVec<[Entry<V>; 2]>;
+
 /// The entries of one shard. Every `hash` a caller passes is `hasher`'s hash of the key.
 pub(crate) struct Store<V, S = DefaultHashBuilder> {
     hasher: S,
@@ -164,7 +169,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         mut entry: Entry<V>,
         weight: u64,
         now: u64,
-        evicted: &mut Vec<Entry<V>>,
+        evicted: &mut Dropped<V>,
         mut on_evict: impl FnMut(&str, &Entry<V>),
     ) {
         let weight = weight.min(MAX_WEIGHT);

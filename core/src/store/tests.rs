@@ -6,7 +6,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
-use super::{NIL, same_key};
+use super::{Dropped, NIL, same_key};
 use crate::entry::Entry;
 use crate::epoch::Namespaces;
 use crate::expiry::{Lifetimes, Timing};
@@ -68,7 +68,7 @@ fn new_store(capacity: u64) -> Store<u32> {
 
 /// Inserts `key` (fresh for 60 s) at time `now`; answers the values replaced or evicted.
 fn put(s: &mut Store<u32>, e: &Entries, key: &str, v: u32, weight: u64, now: u64) -> Vec<u32> {
-    let mut out = Vec::new();
+    let mut out = Dropped::new();
     s.insert(
         hash(key),
         key,
@@ -207,7 +207,7 @@ fn a_one_hit_wonder_scan_does_not_flush_visited_entries() {
 fn dead_entries_are_evicted_even_when_visited() {
     let e = Entries::new();
     let mut s = new_store(3);
-    let mut out = Vec::new();
+    let mut out = Dropped::new();
     s.insert(
         hash("short"),
         "short",

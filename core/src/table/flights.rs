@@ -2,7 +2,6 @@
 //! when it hangs past the hard timeout or was outdated by a write, and finished exactly once,
 //! storing the result when nothing newer happened meanwhile.
 
-use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::Table;
@@ -13,6 +12,7 @@ use crate::events::EventKind;
 use crate::expiry::nanos;
 use crate::flight::{self, Flight, Outcome};
 use crate::loaded::Keep;
+use crate::store::Dropped;
 use crate::sync::{Arc, Ordering};
 use crate::tags;
 
@@ -108,7 +108,7 @@ impl<V: Clone> Table<V> {
         now: Duration,
     ) {
         let n = nanos(now);
-        let mut dropped = Vec::new();
+        let mut dropped = Dropped::new();
         // Resolved outside the shard's lock; the check against the load's start is made
         // under it, so an older value never displaces anything.
         let mut keep = keep;

@@ -14,6 +14,7 @@ use crate::events::EventKind;
 use crate::expiry::{LoadCode, Phase, Timing, nanos};
 use crate::key::namespace_of;
 use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
+use crate::store::Dropped;
 use crate::store::MAX_WEIGHT;
 use crate::sync::Arc;
 use crate::tags::Tag;
@@ -129,7 +130,7 @@ impl<V: Clone> Table<V> {
         entry: Entry<V>,
         weight: u64,
         now: u64,
-        dropped: &mut Vec<Entry<V>>,
+        dropped: &mut Dropped<V>,
     ) {
         dropped.extend(shard.store.remove(hash, key));
         shard
@@ -184,7 +185,7 @@ impl<V: Clone> Table<V> {
         let hash = self.hash(key);
         let ns = self.namespaces.get(namespace_of(key));
         let n = nanos(self.now());
-        let mut dropped = Vec::new();
+        let mut dropped = Dropped::new();
         {
             let mut shard = self.shard(hash).write();
             if let Some(f) = shard.flight(hash, key) {
