@@ -211,7 +211,7 @@ impl Inner {
         let this = js.undefined()?;
         for f in fs {
             if let Err(thrown) = js.call(f, this, &[obj])? {
-                let why = crate::value::describe(js, thrown);
+                let why = crate::js::describe(js, thrown);
                 let message = format!(
                     "herdless: a listener of '{}' threw (the error is not rethrown): {why}",
                     name.as_str()

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 
 use herdless::key::{MAX_DEPTH, MAX_VALUES};
 use herdless::{KeyBuilder, KeyError, Param};
-use napi::Result;
+use napi::bindgen_prelude::{Env, Unknown};
+use napi::{JsValue, Result};
 use napi_derive::napi;
 
 use crate::error::{code, key_error, throw_new, type_error};
@@ -188,4 +189,12 @@ pub(crate) fn build_from_parts(js: Js, parts: Value) -> Result<String> {
         }
     }
     build(js, &b)
+}
+
+/// `buildKey({ namespace, entity, version?, id?, params? })`: the canonical key (the
+/// format shared with Rust and Python). Throws a `TypeError` with code
+/// `HERDLESS_INVALID_KEY` for an invalid part.
+#[napi(ts_args_type = "parts: KeyParts")]
+pub fn build_key(env: &Env, parts: Unknown) -> Result<String> {
+    build_from_parts(Js(env.raw()), parts.raw())
 }
