@@ -2,18 +2,19 @@
 //!
 //! The class and what its methods share (arguments, options, the answer of a load); its
 //! methods are grouped by what they do: [`read`], [`write`], [`invalidate`], [`load`],
-//! [`observe`] (the constructor and `close` are `crate::lifecycle`'s).
+//! [`observe`] and [`lifecycle`] (the constructor, `close`), beside the fast paths of [`fast`].
 
 use std::rc::Rc;
 
 use napi::Result;
 use napi_derive::napi;
 
-use crate::call::{Answer, CallOptions, Loader, Outcome};
+use crate::call::{Answer, CallOptions, Loader, Outcome, rejecting};
+use crate::driver::check_open;
 use crate::driver::{EResult, Inner};
 use crate::error::{self, code, type_error};
 use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
-use crate::lifecycle::check_open;
+use crate::key::well_formed;
 use crate::options;
 use crate::value::Table;
 
@@ -26,7 +27,7 @@ use crate::value::Table;
 pub struct Cache {
     pub(crate) inner: Rc<Inner>,
     /// The native memory reported to V8 for this cache (see `crate::lifecycle`).
-    pub(crate) external: crate::lifecycle::External,
+    pub(crate) external: self::memory::External,
 }
 
 /// Reads a key argument into `room`, or throws a `TypeError`.
@@ -42,22 +43,6 @@ fn key_arg<'b>(js: Js, key: Value, room: &'b mut StrRoom) -> Result<StrBuf<'b>> 
         }
         Ok(s) => Ok(s),
         Err(_) => Err(not_a_key(js, key)),
-    }
-}
-
-/// Refuses a key, namespace or tag that is not valid Unicode (a lone surrogate).
-#[cold]
-pub(crate) fn well_formed(js: Js, s: Value, what: &str) -> Result<()> {
-    let ok = js.call_method(s, "isWellFormed", &[])?;
-    if js.get_bool(ok)? {
-        Ok(())
-    } else {
-        Err(type_error(
-            js,
-            &format!(
-                "the {what} has a lone surrogate (it is not valid Unicode, so it cannot be a {what})"
-            ),
-        ))
     }
 }
 
@@ -114,15 +99,6 @@ pub(crate) fn call_options(js: Js, opts: Option<Value>) -> Result<CallOptions> {
         tags: None,
         signal,
     })
-}
-
-/// Turns a thrown exception into a rejected promise: promise-returning methods never throw.
-pub(crate) fn rejecting(js: Js, r: Result<Value>) -> Result<Value> {
-    match r {
-        Ok(p) => Ok(p),
-        Err(e) if e.status == napi::Status::PendingException => js.rejected(js.take_exception()?),
-        Err(e) => js.rejected(js.error(ErrorKind::Error, code::ERROR, &e.reason)?),
-    }
 }
 
 /// `cache.get(key)`: shared by the method and the fast path (`crate::fast`).
@@ -210,9 +186,20 @@ fn answer<T>(
     }
 }
 
-// Declared in the order of the class's methods in index.d.ts.
-pub mod invalidate;
-pub mod load;
-pub mod observe;
+// Declared in the order of the class's members in index.d.ts: napi-rs writes them in the
+// order rustc expands them, which is this one (each alone, or rustfmt would sort them).
 pub mod read;
+
 pub mod write;
+
+pub mod invalidate;
+
+pub mod load;
+
+pub mod observe;
+
+// The constructor and `close` close the class in index.d.ts.
+pub mod lifecycle;
+
+pub(crate) mod fast;
+mod memory;

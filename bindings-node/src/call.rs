@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use napi::{JsValue, Result};
 
-use crate::js::{Deferred, Js, Ref, Type, Value};
+use crate::js::{Deferred, ErrorKind, Js, Ref, Type, Value, code};
 
 /// The marker a loader returns to say "absent" (negative caching): `Symbol.for(ABSENT_KEY)`.
 pub(crate) const ABSENT_KEY: &str = "herdless.absent";
@@ -235,5 +235,14 @@ fn first_arg(js: Js, ctx: &napi::bindgen_prelude::FunctionCallContext) -> Result
     match ctx.length() {
         0 => js.undefined(),
         _ => Ok(ctx.get::<napi::Unknown>(0)?.raw()),
+    }
+}
+
+/// Turns a thrown exception into a rejected promise: promise-returning methods never throw.
+pub(crate) fn rejecting(js: Js, r: Result<Value>) -> Result<Value> {
+    match r {
+        Ok(p) => Ok(p),
+        Err(e) if e.status == napi::Status::PendingException => js.rejected(js.take_exception()?),
+        Err(e) => js.rejected(js.error(ErrorKind::Error, code::ERROR, &e.reason)?),
     }
 }

@@ -35,8 +35,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use herdless::{LoadError, Lookup, Retry, Waited, Waiter};
+use herdless_redis::TwoTier;
 use herdless_redis::two_tier::{Load, Pending, Reply, Step};
-use herdless_redis::{TwoTier, Versioned};
 use napi::{Result, Status};
 
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
@@ -44,14 +44,12 @@ use crate::context::Ctx;
 use crate::error;
 use crate::js::{Js, Ref, Value};
 use crate::tier::{Codec, JsHost};
+pub(crate) use crate::value::Entry;
 use crate::value::{Table, Val};
 use crate::wake::Wake;
 
 /// What the engine answers.
 pub(crate) type EResult<T> = std::result::Result<T, herdless::Error>;
-
-/// What the L1 holds.
-pub(crate) type Entry = Versioned<Val>;
 
 /// The poll function of a [`State::Op`]: it answers whether it finished.
 type OpPoll = Box<dyn FnMut(Js, &Inner, &mut Context<'_>) -> Result<bool>>;
@@ -540,4 +538,19 @@ impl Drop for Inner {
         self.calls.borrow_mut().clear();
         self.wake.close();
     }
+}
+
+/// Refuses a call on a closed cache: throws the engine's `Closed` error (code
+/// `HERDLESS_CLOSED`). Every method that reads or writes entries calls it first.
+#[inline]
+pub(crate) fn check_open(js: Js, inner: &Inner) -> Result<()> {
+    match inner.tt.check_open() {
+        Ok(()) => Ok(()),
+        Err(e) => Err(closed(js, inner, &e)),
+    }
+}
+
+#[cold]
+fn closed(js: Js, inner: &Inner, e: &herdless::Error) -> napi::Error {
+    error::throw(js, &inner.table, e)
 }

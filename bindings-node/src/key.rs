@@ -198,3 +198,19 @@ pub(crate) fn build_from_parts(js: Js, parts: Value) -> Result<String> {
 pub fn build_key(env: &Env, parts: Unknown) -> Result<String> {
     build_from_parts(Js(env.raw()), parts.raw())
 }
+
+/// Refuses a key, namespace or tag that is not valid Unicode (a lone surrogate).
+#[cold]
+pub(crate) fn well_formed(js: Js, s: Value, what: &str) -> Result<()> {
+    let ok = js.call_method(s, "isWellFormed", &[])?;
+    if js.get_bool(ok)? {
+        Ok(())
+    } else {
+        Err(type_error(
+            js,
+            &format!(
+                "the {what} has a lone surrogate (it is not valid Unicode, so it cannot be a {what})"
+            ),
+        ))
+    }
+}

@@ -323,3 +323,6 @@ impl fmt::Display for JsFailure {
 }
 
 impl std::error::Error for JsFailure {}
+
+/// What the L1 holds: a value with its version (`herdless_redis::Versioned`).
+pub(crate) type Entry = herdless_redis::Versioned<Val>;

@@ -8,7 +8,7 @@ use napi::bindgen_prelude::{FunctionCallContext, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::cache::rejecting;
+use crate::call::rejecting;
 use crate::call::{Answer, CallOptions, Loader};
 use crate::driver::Inner;
 use crate::error::type_error;

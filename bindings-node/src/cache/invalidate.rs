@@ -7,7 +7,9 @@ use napi_derive::napi;
 use crate::error::{self, code, type_error};
 use crate::js::{ErrorKind, Js, StrRoom, Type, Value};
 
-use super::{Cache, answer, key_arg, options_arg, rejecting, well_formed};
+use super::{Cache, answer, key_arg, options_arg};
+use crate::call::rejecting;
+use crate::key::well_formed;
 
 impl Cache {
     fn invalidate_impl(&self, js: Js, key: Value) -> Result<Value> {

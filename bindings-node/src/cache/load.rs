@@ -5,11 +5,12 @@ use napi::{JsValue, Result};
 use napi_derive::napi;
 
 use crate::call::Answer;
+use crate::driver::check_open;
 use crate::error::type_error;
 use crate::js::{Js, Type, Value};
-use crate::lifecycle::check_open;
 
-use super::{Cache, call_options, get_or_load_value, options_arg, rejecting};
+use super::{Cache, call_options, get_or_load_value, options_arg};
+use crate::call::rejecting;
 
 impl Cache {
     fn get_or_load_many_impl(

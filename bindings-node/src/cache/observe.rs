@@ -185,7 +185,7 @@ impl Cache {
                 js.set(o, "info", info)?;
                 js.set(o, "stash", stash)?;
                 js.set(o, "map", map)?;
-                js.set(o, "hit", crate::fast::front_hit(js, &self.inner)?)?;
+                js.set(o, "hit", crate::cache::fast::front_hit(js, &self.inner)?)?;
                 o
             }
         };

@@ -8,12 +8,13 @@ use herdless::HitState;
 use herdless_redis::two_tier::Get;
 
 use crate::driver::Inner;
+use crate::driver::check_open;
 use crate::error::{self};
 use crate::js::{self, Js, StrRoom, Value};
-use crate::lifecycle::check_open;
 use crate::value::Val;
 
-use super::{Cache, answer, get_value, key_arg, rejecting};
+use super::{Cache, answer, get_value, key_arg};
+use crate::call::rejecting;
 
 impl Cache {
     fn read_impl(&self, js: Js, key: Value) -> Result<Value> {

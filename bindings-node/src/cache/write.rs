@@ -8,7 +8,8 @@ use crate::error::{self};
 use crate::js::{Js, StrRoom, Type, Value};
 use crate::options;
 
-use super::{Cache, answer, key_arg, options_arg, rejecting};
+use super::{Cache, answer, key_arg, options_arg};
+use crate::call::rejecting;
 
 impl Cache {
     fn set_impl(&self, js: Js, key: Value, value: Value, options: Option<Value>) -> Result<Value> {

@@ -7,9 +7,9 @@ use napi::Result;
 use super::detector::detector;
 use super::front::{FrontSize, front};
 use super::read::{bad, count, duration, number, string};
-use crate::driver::Entry;
 use crate::js::{ErrorKind, Js, Type, Value};
 use crate::tier::Codec;
+use crate::value::Entry;
 use herdless_redis::TierAddress;
 
 /// The options a cache was built with, as the binding needs them.
