@@ -69,6 +69,7 @@ for (const [symbol, dispose] of [
 module.exports = {
   Cache,
   buildKey: native.buildKey,
+  defaults: native.defaults,
   testing: native.testing,
   ABSENT: Symbol.for('herdless.absent'),
 }

@@ -109,8 +109,9 @@ impl Loader {
 /// What a call answers: its value, or the value it rejects with.
 pub(crate) type Outcome = std::result::Result<Value, Value>;
 
-/// An internal caller's continuation.
-pub(crate) type Callback = Box<dyn FnOnce(Js, Outcome) -> Result<()>>;
+/// An internal caller's continuation: the outcome, and whether the value is the engine's
+/// absence (an `ABSENT` answer, read back as `undefined`).
+pub(crate) type Callback = Box<dyn FnOnce(Js, Outcome, bool) -> Result<()>>;
 
 /// What settles when a call is answered.
 pub(crate) enum Answer {
@@ -128,11 +129,12 @@ impl Answer {
         !matches!(self, Answer::Nobody)
     }
 
-    /// Answers (once: the answer is `Nobody` afterwards).
-    pub(crate) fn settle(&mut self, js: Js, outcome: Outcome) -> Result<()> {
+    /// Answers (once: the answer is `Nobody` afterwards), telling an internal caller whether
+    /// the value answered is an absence.
+    pub(crate) fn settle_as(&mut self, js: Js, outcome: Outcome, absent: bool) -> Result<()> {
         match std::mem::replace(self, Answer::Nobody) {
             Answer::Promise(d) => d.settle(js, outcome),
-            Answer::Callback(f) => f(js, outcome),
+            Answer::Callback(f) => f(js, outcome, absent),
             Answer::Nobody => Ok(()),
         }
     }

@@ -333,10 +333,15 @@ impl Inner {
 
     /// Answers the caller (once): the value, or the rejection.
     fn reply(&self, js: Js, call: &mut Call, outcome: Outcome) -> Result<()> {
+        self.reply_as(js, call, outcome, false)
+    }
+
+    /// [`reply`](Self::reply), saying whether the value is an absence (for `warm`'s count).
+    fn reply_as(&self, js: Js, call: &mut Call, outcome: Outcome, absent: bool) -> Result<()> {
         if let Some(w) = call.abort.take() {
             w.remove(js)?;
         }
-        call.answer.settle(js, outcome)
+        call.answer.settle_as(js, outcome, absent)
     }
 
     /// Answers the caller with what the engine answered.
@@ -344,12 +349,13 @@ impl Inner {
         if !call.answer.waiting() {
             return Ok(());
         }
+        let absent = matches!(r, Ok(None));
         let outcome = match r {
             Ok(Some(v)) => Ok(self.table.load(js, &v)?),
             Ok(None) => Ok(js.undefined()?),
             Err(e) => Err(error::to_js(js, &self.table, &e)?),
         };
-        self.reply(js, call, outcome)
+        self.reply_as(js, call, outcome, absent)
     }
 
     /// Looks the call's key up again (after a handed-over load).

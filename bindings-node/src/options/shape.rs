@@ -47,7 +47,7 @@ pub struct CacheOptions {
     pub max_batch: Option<f64>,
     /// Longest accepted key, in bytes (default 1024).
     pub max_key_len: Option<f64>,
-    /// Distinct namespaces tracked for epochs and metrics (default 1024).
+    /// Distinct namespaces tracked for epochs and metrics (default 4096).
     pub max_namespaces: Option<f64>,
     /// The cache's default namespace: `wrap()` builds keys in it unless told otherwise, and
     /// `bump()` without an argument bumps it. Keys given to other methods are used as they
