@@ -23,6 +23,7 @@
 //! result stored as usual.
 
 mod batch;
+mod emit;
 mod load;
 
 use std::cell::{Cell, RefCell};
@@ -159,7 +160,8 @@ impl Inner {
             inner.listeners.add(js, None, f, false)?;
         }
         inner.listening_changed();
-        inner.wake.connect(js, Rc::downgrade(&inner))?;
+        let weak: std::rc::Weak<Inner> = Rc::downgrade(&inner);
+        inner.wake.connect(js, weak)?;
         Ok(inner)
     }
 
@@ -559,4 +561,18 @@ pub(crate) fn check_open(js: Js, inner: &Inner) -> Result<()> {
 #[cold]
 fn closed(js: Js, inner: &Inner, e: &herdless::Error) -> napi::Error {
     error::throw(js, &inner.table, e)
+}
+
+impl crate::wake::OnJsThread for Inner {
+    fn woken(self: Rc<Self>, js: Js) {
+        if let Err(e) = self.run_woken(js) {
+            self.report(js, e);
+        }
+    }
+
+    fn event(self: Rc<Self>, js: Js, event: herdless::Event) {
+        if let Err(e) = self.emit(js, event) {
+            self.report(js, e);
+        }
+    }
 }
