@@ -12,9 +12,9 @@ use napi_derive::napi;
 use crate::call::{Answer, CallOptions, Loader, Outcome, rejecting};
 use crate::driver::check_open;
 use crate::driver::{EResult, Inner};
-use crate::error::{self, code, type_error};
+use crate::errors::{self, code, type_error};
 use crate::js::{self, ErrorKind, Js, StrBuf, StrRoom, Type, Value};
-use crate::key::well_formed;
+use crate::keys::well_formed;
 use crate::options;
 use crate::value::Table;
 
@@ -64,7 +64,7 @@ fn options_arg(js: Js, v: Option<Value>, what: &str, known: &[&str]) -> Result<O
             options::known_fields(js, v, what, known)?;
             Ok(Some(v))
         }
-        t => Err(error::throw_new(
+        t => Err(errors::throw_new(
             js,
             ErrorKind::Type,
             code::INVALID_OPTION,
@@ -86,7 +86,7 @@ pub(crate) fn call_options(js: Js, opts: Option<Value>) -> Result<CallOptions> {
             Some(signal)
         }
         t => {
-            return Err(error::throw_new(
+            return Err(errors::throw_new(
                 js,
                 ErrorKind::Type,
                 code::INVALID_OPTION,
@@ -182,7 +182,7 @@ fn answer<T>(
 ) -> Result<Outcome> {
     match r {
         Ok(v) => Ok(Ok(ok(v)?)),
-        Err(e) => Ok(Err(error::to_js(js, &inner.table, &e)?)),
+        Err(e) => Ok(Err(errors::to_js(js, &inner.table, &e)?)),
     }
 }
 

@@ -42,7 +42,7 @@ use napi::{Result, Status};
 
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
 use crate::context::Ctx;
-use crate::error;
+use crate::errors;
 use crate::js::{Js, Ref, Value};
 use crate::tier::{Codec, JsHost};
 pub(crate) use crate::value::Entry;
@@ -355,7 +355,7 @@ impl Inner {
         let outcome = match r {
             Ok(Some(v)) => Ok(self.table.load(js, &v)?),
             Ok(None) => Ok(js.undefined()?),
-            Err(e) => Err(error::to_js(js, &self.table, &e)?),
+            Err(e) => Err(errors::to_js(js, &self.table, &e)?),
         };
         self.reply_as(js, call, outcome, absent)
     }
@@ -534,7 +534,7 @@ impl Inner {
     /// Surfaces an error met outside any JS call (a wake-up): as an uncaught exception.
     pub(crate) fn report(&self, js: Js, e: napi::Error) {
         if e.status != Status::PendingException {
-            if let Ok(err) = js.error(crate::js::ErrorKind::Error, error::code::ERROR, &e.reason) {
+            if let Ok(err) = js.error(crate::js::ErrorKind::Error, errors::code::ERROR, &e.reason) {
                 js.throw(err);
             }
         }
@@ -560,7 +560,7 @@ pub(crate) fn check_open(js: Js, inner: &Inner) -> Result<()> {
 
 #[cold]
 fn closed(js: Js, inner: &Inner, e: &herdless::Error) -> napi::Error {
-    error::throw(js, &inner.table, e)
+    errors::throw(js, &inner.table, e)
 }
 
 impl crate::wake::OnJsThread for Inner {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use herdless::{Event, EventKind};
 use napi::Result;
 
-use crate::error::type_error;
+use crate::errors::type_error;
 use crate::js::{Js, Type, Value, WeakRef};
 use crate::wake::Wake;
 

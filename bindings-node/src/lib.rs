@@ -18,10 +18,10 @@
 //!   (a table of values and `Send + Sync` handles to its cells).
 //! - `tier`: what the fleet engine needs from Node: the codec and warnings.
 //! - [`testing`]: the in-memory shared tier with faults (`require('herdless').testing`).
-//! - [`error`]: the one mapping from engine errors to JS errors with stable codes (the
+//! - [`errors`]: the one mapping from engine errors to JS errors with stable codes (the
 //!   codes themselves, and the binding's own errors, are [`js`]'s: below the values).
 //! - [`defaults`]: the engine's defaults of the options it decides, read from it.
-//! - [`options`], [`key`] (and `buildKey`), [`wrap`], [`warm`], [`metrics`]: the rest of
+//! - [`options`], [`keys`] (and `buildKey`), [`wrap`], [`warm`], [`metrics`]: the rest of
 //!   the API.
 //! - [`js`]: the raw Node-API calls, in one place: values, calls, errors, references.
 
@@ -34,11 +34,11 @@ mod copy;
 pub mod defaults;
 pub mod detector;
 mod driver;
-mod error;
+mod errors;
 mod events;
 mod front;
 mod js;
-pub mod key;
+pub mod keys;
 pub mod metrics;
 pub mod options;
 mod tags;

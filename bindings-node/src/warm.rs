@@ -10,7 +10,7 @@ use napi_derive::napi;
 
 use crate::call::{Answer, CallOptions, Loader};
 use crate::driver::Inner;
-use crate::error::{self, code, type_error};
+use crate::errors::{self, code, type_error};
 use crate::js::{Deferred, ErrorKind, Js, Ref, Type, Value};
 use crate::options;
 
@@ -183,7 +183,7 @@ pub(crate) fn warm(
     let n = js.array_len(keys)?;
     // A sparse array's length is not memory: bounded before anything is sized by it.
     if n > MAX_WARM_KEYS {
-        return Err(error::throw_new(
+        return Err(errors::throw_new(
             js,
             ErrorKind::Range,
             code::INVALID_ARGUMENT,
@@ -211,7 +211,7 @@ pub(crate) fn warm(
             Type::Undefined => {}
             Type::Function => on_progress = Some(js.reference(p)?),
             t => {
-                return Err(error::throw_new(
+                return Err(errors::throw_new(
                     js,
                     ErrorKind::Type,
                     code::INVALID_OPTION,
@@ -225,7 +225,7 @@ pub(crate) fn warm(
             Type::Number => {
                 let c = js.get_number(c)?;
                 if !(c >= 1.0 && c.fract() == 0.0 && c <= 1e9) {
-                    return Err(error::throw_new(
+                    return Err(errors::throw_new(
                         js,
                         ErrorKind::Range,
                         code::INVALID_OPTION,
@@ -235,7 +235,7 @@ pub(crate) fn warm(
                 concurrency = Some(c as usize);
             }
             t => {
-                return Err(error::throw_new(
+                return Err(errors::throw_new(
                     js,
                     ErrorKind::Type,
                     code::INVALID_OPTION,

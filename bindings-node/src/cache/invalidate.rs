@@ -4,12 +4,12 @@ use napi::bindgen_prelude::{Env, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::error::{self, code, type_error};
+use crate::errors::{self, code, type_error};
 use crate::js::{ErrorKind, Js, StrRoom, Type, Value};
 
 use super::{Cache, answer, key_arg, options_arg};
 use crate::call::rejecting;
-use crate::key::well_formed;
+use crate::keys::well_formed;
 
 impl Cache {
     fn invalidate_impl(&self, js: Js, key: Value) -> Result<Value> {
@@ -19,7 +19,7 @@ impl Cache {
         let inner = &self.inner;
         let r = inner.tt.invalidate(key.as_str());
         inner.run_woken(js)?;
-        let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
+        let pending = r.map_err(|e| errors::throw(js, &inner.table, &e))?;
         inner.op(js, pending, |js, inner, r| {
             answer(js, inner, r, |b| js.bool(b))
         })
@@ -68,7 +68,7 @@ impl Cache {
                 v if js.type_of(v)? == Type::Undefined => false,
                 v if js.type_of(v)? == Type::Boolean => js.get_bool(v)?,
                 _ => {
-                    return Err(error::throw_new(
+                    return Err(errors::throw_new(
                         js,
                         ErrorKind::Type,
                         code::INVALID_OPTION,
@@ -84,7 +84,7 @@ impl Cache {
             false => inner.tt.invalidate_tags(&tags),
         };
         inner.run_woken(js)?;
-        let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
+        let pending = r.map_err(|e| errors::throw(js, &inner.table, &e))?;
         inner.op(js, pending, |js, inner, r| {
             answer(js, inner, r, |()| js.undefined())
         })

@@ -16,7 +16,7 @@ use herdless_redis::{BuildError, TierOptions, TwoTier};
 
 use crate::cache::Cache;
 use crate::driver::Inner;
-use crate::error::{self, code};
+use crate::errors::{self, code};
 use crate::js::{ErrorKind, Js};
 use crate::options;
 use crate::tier::Codec;
@@ -47,13 +47,13 @@ fn engine(js: Js, parsed: options::Parsed) -> Result<(TwoTier<Val>, Codec)> {
         }
     };
     let tt = TwoTier::build(parsed.builder, tier).map_err(|e| match e {
-        BuildError::Tier(e) => error::throw_new(
+        BuildError::Tier(e) => errors::throw_new(
             js,
             ErrorKind::Type,
             code::INVALID_OPTION,
             &format!("option `redis`: {e}"),
         ),
-        e => error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string()),
+        e => errors::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string()),
     })?;
     Ok((tt, codec))
 }

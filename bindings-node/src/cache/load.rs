@@ -6,7 +6,7 @@ use napi_derive::napi;
 
 use crate::call::Answer;
 use crate::driver::check_open;
-use crate::error::type_error;
+use crate::errors::type_error;
 use crate::js::{Js, Type, Value};
 
 use super::{Cache, call_options, get_or_load_value, options_arg};

@@ -4,7 +4,7 @@ use napi::bindgen_prelude::{Env, This, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::error::type_error;
+use crate::errors::type_error;
 use crate::js::{Js, Type};
 use crate::metrics::{Metrics, snapshot};
 

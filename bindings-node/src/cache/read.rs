@@ -9,7 +9,7 @@ use herdless_redis::two_tier::Get;
 
 use crate::driver::Inner;
 use crate::driver::check_open;
-use crate::error::{self};
+use crate::errors;
 use crate::js::{self, Js, StrRoom, Value};
 use crate::value::Val;
 
@@ -29,7 +29,7 @@ impl Cache {
         match inner
             .tt
             .get(key.as_str())
-            .map_err(|e| error::throw(js, &inner.table, &e))?
+            .map_err(|e| errors::throw(js, &inner.table, &e))?
         {
             Get::Ready(v) => js.resolved(value(js, inner, v)?),
             Get::Tier(pending) => inner.op(js, pending, move |js, inner, read| {

@@ -4,7 +4,7 @@ use napi::bindgen_prelude::{Env, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::error::{self};
+use crate::errors;
 use crate::js::{Js, StrRoom, Type, Value};
 use crate::options;
 
@@ -41,7 +41,7 @@ impl Cache {
             (None, None) => inner.tt.set_absent(key.as_str()),
         };
         inner.run_woken(js)?;
-        let pending = r.map_err(|e| error::throw(js, &inner.table, &e))?;
+        let pending = r.map_err(|e| errors::throw(js, &inner.table, &e))?;
         inner.op(js, pending, |js, inner, r| {
             answer(js, inner, r, |()| js.undefined())
         })

@@ -5,7 +5,7 @@ use herdless::Event;
 use napi::Result;
 
 use super::Inner;
-use crate::error;
+use crate::errors;
 use crate::events::Name;
 use crate::js::Js;
 
@@ -29,7 +29,7 @@ impl Inner {
         js.set(obj, "kind", js.string(name.as_str())?)?;
         js.set(obj, "key", js.string(&event.key)?)?;
         if let Some(e) = &event.error {
-            js.set(obj, "error", error::to_js(js, &self.table, e)?)?;
+            js.set(obj, "error", errors::to_js(js, &self.table, e)?)?;
         }
         let this = js.undefined()?;
         for f in fs {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use napi::Result;
 
-use crate::error::{code, throw_new};
+use crate::errors::{code, throw_new};
 use crate::js::{ErrorKind, Js, Type, Value};
 
 pub(super) fn bad(js: Js, kind: ErrorKind, message: &str) -> napi::Error {

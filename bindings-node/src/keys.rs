@@ -14,7 +14,7 @@ use napi::bindgen_prelude::{Env, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::error::{code, key_error, throw_new, type_error};
+use crate::errors::{code, key_error, throw_new, type_error};
 use crate::js::{ErrorKind, Js, Type, Value};
 
 /// The parts of a canonical key, for `buildKey`.
