@@ -437,7 +437,7 @@ export interface CacheOptions {
   maxBatch?: number
   /** Longest accepted key, in bytes (default 1024). */
   maxKeyLen?: number
-  /** Distinct namespaces tracked for epochs and metrics (default 1024). */
+  /** Distinct namespaces tracked for epochs and metrics (default 4096). */
   maxNamespaces?: number
   /**
    * The cache's default namespace: `wrap()` builds keys in it unless told otherwise, and
@@ -571,6 +571,67 @@ export interface Counters {
    * full, or (in `total` only) the way to the event loop was.
    */
   eventsDropped: number
+}
+
+/**
+ * The engine's defaults of the options it decides, in Node's units (milliseconds,
+ * counts): what `new Cache()` uses for an option it is not given. A new object each call.
+ */
+export declare function defaults(): Defaults
+
+/**
+ * The engine's defaults of the `new Cache(options)` it decides (see `defaults()`);
+ * durations in milliseconds.
+ */
+export interface Defaults {
+  /** `ttl`. */
+  ttl: number
+  /** `grace` (0: off). */
+  grace: number
+  /** `jitter`. */
+  jitter: number
+  /** `beta`. */
+  beta: number
+  /** `negativeTtl`. */
+  negativeTtl: number
+  /** `waitTimeout`. */
+  waitTimeout: number
+  /** `failsafeBackoff`. */
+  failsafeBackoff: number
+  /** `capacity`. */
+  capacity: number
+  /** `maxFlights`. */
+  maxFlights: number
+  /** `maxBatch`. */
+  maxBatch: number
+  /** `maxKeyLen`. */
+  maxKeyLen: number
+  /** `maxNamespaces`. */
+  maxNamespaces: number
+  /** `cache.warm`'s `concurrency` (never more than `originBudget`). */
+  warmConcurrency: number
+  /** The stampede detector's thresholds (`detector`). */
+  detector: DetectorDefaults
+}
+
+/** The engine's defaults of the stampede detector's thresholds; durations in milliseconds. */
+export interface DetectorDefaults {
+  /** `tick` (and `detectorTick`). */
+  tick: number
+  /** `spikeFactor`. */
+  spikeFactor: number
+  /** `minSpikeMisses`. */
+  minSpikeMisses: number
+  /** `latencyFactor`. */
+  latencyFactor: number
+  /** `latencyWindow`. */
+  latencyWindow: number
+  /** `minSamples`. */
+  minSamples: number
+  /** `keyShare`. */
+  keyShare: number
+  /** `hold`. */
+  hold: number
 }
 
 /**
@@ -824,7 +885,10 @@ export interface RedisCounters {
 
 /** Options of `cache.warm(keys, loader, options)`. */
 export interface WarmOptions {
-  /** Most loads at once (default 8). */
+  /**
+   * Most loads at once (default 4, never more than `originBudget`): the engine decides,
+   * as for every language.
+   */
   concurrency?: number
   /** TTL in milliseconds of the warmed values (default: the cache's). */
   ttl?: number
@@ -836,18 +900,17 @@ export interface WarmOptions {
 export interface WarmReport {
   /** Keys asked for. */
   total: number
-  /**
-   * Keys that ended through a load (this warm-up's, or one it waited for), with a value
-   * or an absence.
-   */
+  /** Keys that ended through a load (this warm-up's, or one it waited for) with a value. */
   loaded: number
+  /** Keys that ended through a load whose loader answered `ABSENT`: cached as an absence. */
+  absent: number
   /** Keys already fresh, or loaded by another caller meanwhile. */
   skipped: number
-  /** Keys that ended with a value (`loaded + skipped`). */
+  /** Keys that did not fail (`loaded + absent + skipped`). */
   ok: number
-  /** Keys whose load failed. */
+  /** How many keys failed (a count; the failures themselves are in `errors`). */
   failed: number
-  /** The failures, in completion order. */
+  /** The failures as `{ key, error }`, in completion order (`errors.length === failed`). */
   errors: Array<{ key: string; error: unknown }>
 }
 

@@ -71,6 +71,7 @@ module.exports = {
   buildKey: native.buildKey,
   httpCanonicalQuery: native.httpCanonicalQuery,
   httpKeeps: native.httpKeeps,
+  defaults: native.defaults,
   testing: native.testing,
   ABSENT: Symbol.for('herdless.absent'),
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use napi::{JsValue, Result};
 
-use crate::js::{Deferred, Js, Ref, Type, Value};
+use crate::js::{Deferred, ErrorKind, Js, Ref, Type, Value, code};
 
 /// The marker a loader returns to say "absent" (negative caching): `Symbol.for(ABSENT_KEY)`.
 pub(crate) const ABSENT_KEY: &str = "herdless.absent";
@@ -109,8 +109,9 @@ impl Loader {
 /// What a call answers: its value, or the value it rejects with.
 pub(crate) type Outcome = std::result::Result<Value, Value>;
 
-/// An internal caller's continuation.
-pub(crate) type Callback = Box<dyn FnOnce(Js, Outcome) -> Result<()>>;
+/// An internal caller's continuation: the outcome, and whether the value is the engine's
+/// absence (an `ABSENT` answer, read back as `undefined`).
+pub(crate) type Callback = Box<dyn FnOnce(Js, Outcome, bool) -> Result<()>>;
 
 /// What settles when a call is answered.
 pub(crate) enum Answer {
@@ -128,11 +129,12 @@ impl Answer {
         !matches!(self, Answer::Nobody)
     }
 
-    /// Answers (once: the answer is `Nobody` afterwards).
-    pub(crate) fn settle(&mut self, js: Js, outcome: Outcome) -> Result<()> {
+    /// Answers (once: the answer is `Nobody` afterwards), telling an internal caller whether
+    /// the value answered is an absence.
+    pub(crate) fn settle_as(&mut self, js: Js, outcome: Outcome, absent: bool) -> Result<()> {
         match std::mem::replace(self, Answer::Nobody) {
             Answer::Promise(d) => d.settle(js, outcome),
-            Answer::Callback(f) => f(js, outcome),
+            Answer::Callback(f) => f(js, outcome, absent),
             Answer::Nobody => Ok(()),
         }
     }
@@ -235,5 +237,14 @@ fn first_arg(js: Js, ctx: &napi::bindgen_prelude::FunctionCallContext) -> Result
     match ctx.length() {
         0 => js.undefined(),
         _ => Ok(ctx.get::<napi::Unknown>(0)?.raw()),
+    }
+}
+
+/// Turns a thrown exception into a rejected promise: promise-returning methods never throw.
+pub(crate) fn rejecting(js: Js, r: Result<Value>) -> Result<Value> {
+    match r {
+        Ok(p) => Ok(p),
+        Err(e) if e.status == napi::Status::PendingException => js.rejected(js.take_exception()?),
+        Err(e) => js.rejected(js.error(ErrorKind::Error, code::ERROR, &e.reason)?),
     }
 }

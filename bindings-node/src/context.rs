@@ -16,7 +16,7 @@ use std::time::Duration;
 use herdless::{Cancelled, LoadContext, LoadReason, Loaded};
 use napi::{JsValue, Result};
 
-use crate::error::type_error;
+use crate::errors::type_error;
 use crate::js::{ErrorKind, Js, Ref, Type, Value};
 use crate::value::{Table, Val};
 
@@ -252,10 +252,10 @@ fn millis(js: Js, name: &str, v: Value, zero_ok: bool) -> Result<Duration> {
                 "of at least one nanosecond"
             };
             let message = format!("ctx.{name} takes milliseconds {need}, got {ms}");
-            Err(crate::error::throw_new(
+            Err(crate::errors::throw_new(
                 js,
                 ErrorKind::Range,
-                crate::error::code::INVALID_ARGUMENT,
+                crate::errors::code::INVALID_ARGUMENT,
                 &message,
             ))
         }

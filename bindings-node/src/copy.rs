@@ -18,8 +18,7 @@
 
 use napi::Result;
 
-use crate::error::code;
-use crate::js::{ErrorKind, Js, Ref, Type, Value};
+use crate::js::{ErrorKind, Js, Ref, Type, Value, code, throw_new};
 
 /// The copiers of a cache: `copy.js`'s plain-data copier and `structuredClone`.
 pub(crate) struct Copier {
@@ -72,12 +71,12 @@ impl Copier {
             Ok(copy) if js.type_of(copy)? != Type::Undefined => return Ok((copy, Kind::Plain)),
             Ok(_) => {}
             // A getter or a Proxy trap threw while reading it.
-            Err(e) => return Err(uncopyable(js, &crate::value::describe(js, e))),
+            Err(e) => return Err(uncopyable(js, &crate::js::describe(js, e))),
         }
         let copy = match js.call(self.clone.get(js)?, js.undefined()?, &[v])? {
             Ok(copy) => copy,
             Err(e) => {
-                let why = crate::value::describe(js, e);
+                let why = crate::js::describe(js, e);
                 return Err(uncopyable(js, &why));
             }
         };
@@ -121,7 +120,7 @@ impl Copier {
 }
 
 fn uncopyable(js: Js, why: &str) -> napi::Error {
-    crate::error::throw_new(
+    throw_new(
         js,
         ErrorKind::Type,
         code::UNCOPYABLE_VALUE,
@@ -138,7 +137,7 @@ pub(crate) fn copy_values(js: Js, obj: Value) -> Result<bool> {
     match js.type_of(v)? {
         Type::Undefined => Ok(herdless::DEFAULT_COPY_VALUES),
         Type::Boolean => js.get_bool(v),
-        t => Err(crate::error::throw_new(
+        t => Err(throw_new(
             js,
             ErrorKind::Type,
             code::INVALID_OPTION,

@@ -23,6 +23,8 @@
 //! result stored as usual.
 
 mod batch;
+mod emit;
+mod load;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -33,25 +35,22 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use herdless::{LoadError, Loaded, Lookup, Retry, Waited, Waiter};
-use herdless_redis::two_tier::{Deadline, Load, Pending, Reply, Step};
-use herdless_redis::{TwoTier, Versioned};
+use herdless::{LoadError, Lookup, Retry, Waited, Waiter};
+use herdless_redis::TwoTier;
+use herdless_redis::two_tier::{Load, Pending, Reply, Step};
 use napi::{Result, Status};
 
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
-use crate::call::{on_settled, thenable};
-use crate::context::{self, Ctx};
-use crate::error;
+use crate::context::Ctx;
+use crate::errors;
 use crate::js::{Js, Ref, Value};
 use crate::tier::{Codec, JsHost};
-use crate::value::{JsFailure, Table, Val};
+pub(crate) use crate::value::Entry;
+use crate::value::{Table, Val};
 use crate::wake::Wake;
 
 /// What the engine answers.
 pub(crate) type EResult<T> = std::result::Result<T, herdless::Error>;
-
-/// What the L1 holds.
-pub(crate) type Entry = Versioned<Val>;
 
 /// The poll function of a [`State::Op`]: it answers whether it finished.
 type OpPoll = Box<dyn FnMut(Js, &Inner, &mut Context<'_>) -> Result<bool>>;
@@ -161,7 +160,8 @@ impl Inner {
             inner.listeners.add(js, None, f, false)?;
         }
         inner.listening_changed();
-        inner.wake.connect(js, Rc::downgrade(&inner))?;
+        let weak: std::rc::Weak<Inner> = Rc::downgrade(&inner);
+        inner.wake.connect(js, weak)?;
         Ok(inner)
     }
 
@@ -335,10 +335,15 @@ impl Inner {
 
     /// Answers the caller (once): the value, or the rejection.
     fn reply(&self, js: Js, call: &mut Call, outcome: Outcome) -> Result<()> {
+        self.reply_as(js, call, outcome, false)
+    }
+
+    /// [`reply`](Self::reply), saying whether the value is an absence (for `warm`'s count).
+    fn reply_as(&self, js: Js, call: &mut Call, outcome: Outcome, absent: bool) -> Result<()> {
         if let Some(w) = call.abort.take() {
             w.remove(js)?;
         }
-        call.answer.settle(js, outcome)
+        call.answer.settle_as(js, outcome, absent)
     }
 
     /// Answers the caller with what the engine answered.
@@ -346,12 +351,13 @@ impl Inner {
         if !call.answer.waiting() {
             return Ok(());
         }
+        let absent = matches!(r, Ok(None));
         let outcome = match r {
             Ok(Some(v)) => Ok(self.table.load(js, &v)?),
             Ok(None) => Ok(js.undefined()?),
-            Err(e) => Err(error::to_js(js, &self.table, &e)?),
+            Err(e) => Err(errors::to_js(js, &self.table, &e)?),
         };
-        self.reply(js, call, outcome)
+        self.reply_as(js, call, outcome, absent)
     }
 
     /// Looks the call's key up again (after a handed-over load).
@@ -437,164 +443,6 @@ impl Inner {
         let r = observer.map(|o| js.reference(o)).transpose()?;
         *self.observer.borrow_mut() = r;
         Ok(())
-    }
-
-    /// Calls the JS loader for `load`.
-    fn load(self: &Rc<Self>, js: Js, id: u64, mut call: Call, load: Load<Val>) -> Result<()> {
-        let Some(loader) = call.loader.take() else {
-            // A call loads at most once, and only with its loader.
-            let step = load.fail(herdless::Error::LoaderPanicked { message: None });
-            return self.drive(js, id, call, step);
-        };
-        let observer = match self.observer.borrow().as_ref() {
-            Some(o) => Some((o.get(js)?, load.key().to_owned(), load.is_background())),
-            None => None,
-        };
-        let ctx = match loader.wants_context(js)? {
-            true => Some(Box::new(Ctx::new(js, &self.table, load.context())?)),
-            false => None,
-        };
-        let arg = ctx.as_ref().map(|c| c.object(js)).transpose()?;
-        call.ctx = ctx;
-        call.state = State::Loading(Box::new(load));
-        self.put(id, call);
-        // No borrow is held here: the loader may call this cache again.
-        let called = match observer {
-            None => loader.call(js, arg),
-            Some((o, key, background)) => loader.call_observed(js, o, &key, background, arg),
-        };
-        let result = match called {
-            Ok(r) => r,
-            Err(e) => {
-                // Dropping the load hands it over.
-                drop(self.take(id));
-                return Err(e);
-            }
-        };
-        drop(loader);
-        match result {
-            Err(thrown) => self.loaded(js, id, Err(thrown)),
-            Ok(v) => match thenable(js, v)? {
-                Some(promise) => {
-                    let inner = Rc::clone(self);
-                    on_settled(js, promise, move |js, result| inner.loaded(js, id, result))?;
-                    // Arms the deadline timers.
-                    self.poll(js, id)
-                }
-                None => self.loaded(js, id, Ok(v)),
-            },
-        }
-    }
-
-    /// The loader of call `id` settled: the engine takes it from there.
-    fn loaded(self: &Rc<Self>, js: Js, id: u64, result: Outcome) -> Result<()> {
-        // Gone: the load timed out and was answered already; the value is dropped.
-        let Some(mut call) = self.take(id) else {
-            return Ok(());
-        };
-        let load = match std::mem::replace(&mut call.state, State::Start) {
-            State::Loading(load) => *load,
-            other => {
-                call.state = other;
-                self.put(id, call);
-                return Ok(());
-            }
-        };
-        let step = match call.ctx.take() {
-            None => {
-                let result = match result {
-                    Ok(v) if self.is_absent(js, v)? => Ok(None),
-                    Ok(v) => match self.table.store_answer(js, v)? {
-                        Ok(v) => Ok(Some(v)),
-                        Err(f) => Err(LoadError::new(f)),
-                    },
-                    Err(e) => Err(LoadError::new(JsFailure::caught(js, &self.table, e)?)),
-                };
-                match &call.tags {
-                    None => load.loaded(result, &self.host(js)),
-                    Some(tags) => {
-                        let tagged = result.map(|v| Loaded::from(v).tags(tags.iter().cloned()));
-                        load.loaded_with(tagged, &self.host(js))
-                    }
-                }
-            }
-            Some(mut ctx) => {
-                let result = match result {
-                    Ok(v) => {
-                        let absent = self.is_absent(js, v)?;
-                        match ctx.answer(js, v, absent, |v| self.table.store(js, v)) {
-                            Ok(Ok(loaded)) => Ok(loaded),
-                            Ok(Err(m)) => Err(LoadError::new(std::io::Error::other(m))),
-                            // The answer could not be kept (not copyable, a getter threw):
-                            // the load's failure, not an exception left pending.
-                            Err(e) if e.status == napi::Status::PendingException => {
-                                let thrown = js.take_exception()?;
-                                Err(LoadError::new(JsFailure::caught(js, &self.table, thrown)?))
-                            }
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    Err(e) => {
-                        ctx.finish();
-                        Err(LoadError::new(JsFailure::caught(js, &self.table, e)?))
-                    }
-                };
-                load.loaded_with(result, &self.host(js))
-            }
-        };
-        let driven = self.drive(js, id, call, step);
-        let woken = self.run_woken(js);
-        driven.and(woken)
-    }
-
-    /// A loading call's deadline timer fired (or the timers are to be armed).
-    fn deadline(
-        self: &Rc<Self>,
-        js: Js,
-        id: u64,
-        mut call: Call,
-        mut load: Box<Load<Val>>,
-        cx: &mut Context<'_>,
-    ) -> Result<()> {
-        // The engine's cancellation signal aborts the context's AbortSignal, once.
-        let abort = match &mut call.ctx {
-            Some(ctx) => ctx.poll_cancelled(js, cx)?,
-            None => None,
-        };
-        loop {
-            match load.poll_deadline(cx) {
-                Poll::Pending => {
-                    call.state = State::Loading(load);
-                    self.put(id, call);
-                    // With no borrow held: the signal's listeners run JS.
-                    return match abort {
-                        Some(c) => context::abort(js, c),
-                        None => Ok(()),
-                    };
-                }
-                Poll::Ready(Deadline::Hard) => {
-                    let abort = match (abort, call.ctx.take()) {
-                        (Some(c), _) => Some(c),
-                        (None, Some(mut ctx)) => ctx.fire(js)?,
-                        (None, None) => None,
-                    };
-                    let step = load.timed_out();
-                    let driven = self.drive(js, id, call, step);
-                    if let Some(c) = abort {
-                        context::abort(js, c)?;
-                    }
-                    return driven;
-                }
-                // Soft timeout: a waiting caller takes the fail-safe value; the load goes on.
-                Poll::Ready(Deadline::Soft) => {
-                    if call.answer.waiting() {
-                        if let Some(stale) = load.answer_stale() {
-                            self.reply_with(js, &mut call, Ok(Some(stale)))?;
-                        }
-                    }
-                }
-            }
-        }
     }
 
     /// Polls call `id` after its waker fired.
@@ -686,7 +534,7 @@ impl Inner {
     /// Surfaces an error met outside any JS call (a wake-up): as an uncaught exception.
     pub(crate) fn report(&self, js: Js, e: napi::Error) {
         if e.status != Status::PendingException {
-            if let Ok(err) = js.error(crate::js::ErrorKind::Error, error::code::ERROR, &e.reason) {
+            if let Ok(err) = js.error(crate::js::ErrorKind::Error, errors::code::ERROR, &e.reason) {
                 js.throw(err);
             }
         }
@@ -697,5 +545,34 @@ impl Drop for Inner {
     fn drop(&mut self) {
         self.calls.borrow_mut().clear();
         self.wake.close();
+    }
+}
+
+/// Refuses a call on a closed cache: throws the engine's `Closed` error (code
+/// `HERDLESS_CLOSED`). Every method that reads or writes entries calls it first.
+#[inline]
+pub(crate) fn check_open(js: Js, inner: &Inner) -> Result<()> {
+    match inner.tt.check_open() {
+        Ok(()) => Ok(()),
+        Err(e) => Err(closed(js, inner, &e)),
+    }
+}
+
+#[cold]
+fn closed(js: Js, inner: &Inner, e: &herdless::Error) -> napi::Error {
+    errors::throw(js, &inner.table, e)
+}
+
+impl crate::wake::OnJsThread for Inner {
+    fn woken(self: Rc<Self>, js: Js) {
+        if let Err(e) = self.run_woken(js) {
+            self.report(js, e);
+        }
+    }
+
+    fn event(self: Rc<Self>, js: Js, event: herdless::Event) {
+        if let Err(e) = self.emit(js, event) {
+            self.report(js, e);
+        }
     }
 }

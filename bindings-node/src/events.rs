@@ -10,15 +10,12 @@
 //! (an event has no caller to reject), and the others are still called.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::c_void;
-use std::rc::Weak;
 use std::sync::Arc;
 
 use herdless::{Event, EventKind};
-use napi::{Result, sys};
+use napi::Result;
 
-use crate::driver::Inner;
-use crate::error::{self, type_error};
+use crate::errors::type_error;
 use crate::js::{Js, Type, Value, WeakRef};
 use crate::wake::Wake;
 
@@ -39,7 +36,7 @@ const NAMES: [(&str, Name); 4] = [
 ];
 
 impl Name {
-    fn of(kind: EventKind) -> Option<Self> {
+    pub(crate) fn of(kind: EventKind) -> Option<Self> {
         Some(match kind {
             EventKind::Evicted => Name::Evict,
             EventKind::Expired => Name::Expire,
@@ -50,7 +47,7 @@ impl Name {
         })
     }
 
-    fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         NAMES
             .iter()
             .find(|(_, n)| *n == self)
@@ -162,7 +159,7 @@ impl Listeners {
 
     /// The functions to call for `name`, taking `once` registrations out. The list is not
     /// borrowed while they run: a listener may call `on` or `off`.
-    fn take(&self, js: Js, name: Name) -> Result<Vec<Value>> {
+    pub(crate) fn take(&self, js: Js, name: Name) -> Result<Vec<Value>> {
         let Some(store) = self.store.get(js)? else {
             return Ok(Vec::new());
         };
@@ -183,70 +180,5 @@ impl Listeners {
             }
         }
         Ok(fs)
-    }
-}
-
-impl Inner {
-    /// Mutes the engine's listener when no JS listener is left, unmutes it otherwise.
-    pub(crate) fn listening_changed(&self) {
-        self.l1.set_listening(!self.listeners.is_empty());
-    }
-
-    /// Tells `event` to the JS listeners of its kind. JS thread.
-    fn emit(&self, js: Js, event: Event) -> Result<()> {
-        let Some(name) = Name::of(event.kind) else {
-            return Ok(());
-        };
-        let fs = self.listeners.take(js, name)?;
-        if fs.is_empty() {
-            return Ok(());
-        }
-        self.listening_changed();
-        let obj = js.object()?;
-        js.set(obj, "kind", js.string(name.as_str())?)?;
-        js.set(obj, "key", js.string(&event.key)?)?;
-        if let Some(e) = &event.error {
-            js.set(obj, "error", error::to_js(js, &self.table, e)?)?;
-        }
-        let this = js.undefined()?;
-        for f in fs {
-            if let Err(thrown) = js.call(f, this, &[obj])? {
-                let why = crate::value::describe(js, thrown);
-                let message = format!(
-                    "herdless: a listener of '{}' threw (the error is not rethrown): {why}",
-                    name.as_str()
-                );
-                // A warning that cannot be shown must not stop the other listeners.
-                let _ = crate::tier::warn(js, &message);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The events channel's callback on the JS thread (see [`Wake::send_event`]).
-pub(crate) unsafe extern "C" fn on_js_thread(
-    env: sys::napi_env,
-    _js_callback: sys::napi_value,
-    context: *mut c_void,
-    data: *mut c_void,
-) {
-    if data.is_null() {
-        return;
-    }
-    // SAFETY: `data` is the box queued by `Wake::send_event`, handed to this callback once
-    // (also when the channel is torn down: then `env` is null and it is only freed).
-    let event = unsafe { Box::from_raw(data.cast::<Event>()) };
-    if env.is_null() || context.is_null() {
-        return;
-    }
-    // SAFETY: `context` is the `Weak<Inner>` boxed by the channel, freed only by its
-    // finalizer, which Node-API runs after the last call with an env.
-    let inner = unsafe { &*context.cast::<Weak<Inner>>() };
-    if let Some(inner) = inner.upgrade() {
-        let js = Js(env);
-        if let Err(e) = inner.emit(js, *event) {
-            inner.report(js, e);
-        }
     }
 }

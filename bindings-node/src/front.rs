@@ -22,8 +22,8 @@ use std::ptr;
 
 use napi::{Result, sys};
 
-use crate::driver::Entry;
 use crate::js::{Js, Ref, Value};
+use crate::value::Entry;
 
 /// Folds at least this often (front hits), bounding the work of one fold and keeping the
 /// per-slot counts far from overflow.

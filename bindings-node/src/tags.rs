@@ -3,7 +3,7 @@
 
 use napi::Result;
 
-use crate::error::type_error;
+use crate::errors::type_error;
 use crate::js::{Js, Type, Value};
 
 /// The tags in `v`, an array of strings (`what` names it in errors). Anything else throws
@@ -30,7 +30,7 @@ pub(crate) fn tag_list(js: Js, v: Value, what: &str) -> Result<Vec<String>> {
         }
         let tag = js.get_string(t)?;
         if tag.contains('\u{FFFD}') {
-            crate::cache::well_formed(js, t, "tag")?;
+            crate::keys::well_formed(js, t, "tag")?;
         }
         tags.push(tag);
     }
@@ -48,7 +48,7 @@ pub(crate) fn tag_arg(js: Js, v: Value) -> Result<String> {
     }
     let tag = js.get_string(v)?;
     if tag.contains('\u{FFFD}') {
-        crate::cache::well_formed(js, v, "tag")?;
+        crate::keys::well_formed(js, v, "tag")?;
     }
     Ok(tag)
 }

@@ -8,7 +8,7 @@ use napi::Result;
 use napi::bindgen_prelude::Env;
 use napi_derive::napi;
 
-use crate::error::{code, throw_new};
+use crate::errors::{code, throw_new};
 use crate::js::{ErrorKind, Js};
 
 /// A shared tier in memory, standing for one Redis: every `new Cache({ redis:

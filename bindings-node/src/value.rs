@@ -303,33 +303,9 @@ impl JsFailure {
     pub(crate) fn caught(js: Js, table: &Table, e: Value) -> Result<Self> {
         Ok(Self {
             value: table.store_shared(js, e)?,
-            message: describe(js, e),
+            message: js::describe(js, e),
         })
     }
-}
-
-/// The message of a thrown value, for Rust-side display only.
-pub(crate) fn describe(js: Js, e: Value) -> String {
-    let text = || -> Result<String> {
-        // An `Error`, or an error-like object (a `DOMException` such as `DataCloneError`).
-        if js.is_error(e)? || js.type_of(e)? == Type::Object {
-            let m = js.get(e, "message")?;
-            if js.type_of(m)? == Type::String {
-                return js.get_string(m);
-            }
-        }
-        Ok(match js.type_of(e)? {
-            Type::String => js.get_string(e)?,
-            t => format!("a rejection with {}", t.name()),
-        })
-    };
-    text().unwrap_or_else(|e| {
-        // A `message` getter that threw: its exception is not this error's.
-        if e.status == napi::Status::PendingException {
-            let _ = js.take_exception();
-        }
-        "a rejection".into()
-    })
 }
 
 impl fmt::Debug for JsFailure {
@@ -347,3 +323,6 @@ impl fmt::Display for JsFailure {
 }
 
 impl std::error::Error for JsFailure {}
+
+/// What the L1 holds: a value with its version (`herdless_redis::Versioned`).
+pub(crate) type Entry = herdless_redis::Versioned<Val>;

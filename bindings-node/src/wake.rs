@@ -24,8 +24,21 @@ use std::task::{Wake as WakeTrait, Waker};
 
 use napi::{Result, sys};
 
-use crate::driver::Inner;
+use herdless::Event;
+
 use crate::js::Js;
+
+/// What the channels call on the JS thread: the driver's state of one cache (kept weakly,
+/// so that a dropped cache is not kept alive by its channels).
+pub(crate) trait OnJsThread {
+    /// Some wakers fired: poll their calls ([`Wake::take_ready`]).
+    fn woken(self: std::rc::Rc<Self>, js: Js);
+    /// An engine event reached the JS thread.
+    fn event(self: std::rc::Rc<Self>, js: Js, event: Event);
+}
+
+/// The context of a channel: the state it calls.
+type Context = Weak<dyn OnJsThread>;
 
 /// The raw thread-safe function. Node-API documents `napi_call_threadsafe_function` as
 /// callable from any thread; it is only released under the [`Wake::tsfn`] lock.
@@ -74,7 +87,7 @@ impl Wake {
     }
 
     /// Connects the channels to `inner`, on the JS thread of `js`. They start unref'd.
-    pub(crate) fn connect(self: &Arc<Self>, js: Js, inner: Weak<Inner>) -> Result<()> {
+    pub(crate) fn connect(self: &Arc<Self>, js: Js, inner: Context) -> Result<()> {
         let tsfn = channel(js, "herdless.wake", 0, inner.clone(), drain_on_js_thread)?;
         *self.tsfn.lock().unwrap_or_else(|e| e.into_inner()) = Some(tsfn);
         let events = channel(
@@ -82,7 +95,7 @@ impl Wake {
             "herdless.events",
             EVENT_QUEUE,
             inner,
-            crate::events::on_js_thread,
+            event_on_js_thread,
         )?;
         *self.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(events);
         // Registered after the thread-safe function's own hook, so it runs before it.
@@ -226,7 +239,7 @@ type CallJs = unsafe extern "C" fn(sys::napi_env, sys::napi_value, *mut c_void, 
 
 /// A thread-safe function of `inner` (its context, freed by `finalize`), unref'd, whose
 /// queue holds at most `queue` calls (0: unbounded).
-fn channel(js: Js, name: &str, queue: usize, inner: Weak<Inner>, call_js: CallJs) -> Result<Tsfn> {
+fn channel(js: Js, name: &str, queue: usize, inner: Context, call_js: CallJs) -> Result<Tsfn> {
     let name = js.string(name)?;
     let context = Box::into_raw(Box::new(inner)).cast::<c_void>();
     let mut tsfn = ptr::null_mut();
@@ -248,7 +261,7 @@ fn channel(js: Js, name: &str, queue: usize, inner: Weak<Inner>, call_js: CallJs
     };
     if status != sys::Status::napi_ok {
         // SAFETY: not handed to Node-API, so still ours.
-        drop(unsafe { Box::from_raw(context.cast::<Weak<Inner>>()) });
+        drop(unsafe { Box::from_raw(context.cast::<Context>()) });
         return Err(napi::Error::from_reason(
             "cannot create a channel to the JS thread",
         ));
@@ -283,14 +296,35 @@ unsafe extern "C" fn drain_on_js_thread(
     if env.is_null() || context.is_null() {
         return;
     }
-    // SAFETY: `context` is the `Weak<Inner>` boxed in `channel`, freed only by `finalize`,
+    // SAFETY: `context` is the `Context` boxed in `channel`, freed only by `finalize`,
     // which Node-API runs after the last call of this callback.
-    let inner = unsafe { &*context.cast::<Weak<Inner>>() };
+    let inner = unsafe { &*context.cast::<Context>() };
     if let Some(inner) = inner.upgrade() {
-        let js = Js(env);
-        if let Err(e) = inner.run_woken(js) {
-            inner.report(js, e);
-        }
+        inner.woken(Js(env));
+    }
+}
+
+/// The events channel's callback on the JS thread (see [`Wake::send_event`]).
+unsafe extern "C" fn event_on_js_thread(
+    env: sys::napi_env,
+    _js_callback: sys::napi_value,
+    context: *mut c_void,
+    data: *mut c_void,
+) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: `data` is the box queued by `Wake::send_event`, handed to this callback once
+    // (also when the channel is torn down: then `env` is null and it is only freed).
+    let event = unsafe { Box::from_raw(data.cast::<Event>()) };
+    if env.is_null() || context.is_null() {
+        return;
+    }
+    // SAFETY: `context` is the `Context` boxed in `channel`, freed only by `finalize`,
+    // which Node-API runs after the last call with an env.
+    let inner = unsafe { &*context.cast::<Context>() };
+    if let Some(inner) = inner.upgrade() {
+        inner.event(Js(env), *event);
     }
 }
 
@@ -307,5 +341,5 @@ unsafe extern "C" fn on_env_exit(arg: *mut c_void) {
 
 unsafe extern "C" fn finalize(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the box made in `channel`; Node-API finalizes once.
-    drop(unsafe { Box::from_raw(data.cast::<Weak<Inner>>()) });
+    drop(unsafe { Box::from_raw(data.cast::<Context>()) });
 }

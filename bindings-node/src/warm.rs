@@ -4,19 +4,21 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
+use herdless_redis::call::warm_workers;
 use napi::Result;
 use napi_derive::napi;
 
 use crate::call::{Answer, CallOptions, Loader};
 use crate::driver::Inner;
-use crate::error::{self, code, type_error};
+use crate::errors::{self, code, type_error};
 use crate::js::{Deferred, ErrorKind, Js, Ref, Type, Value};
 use crate::options;
 
 /// Options of `cache.warm(keys, loader, options)`.
 #[napi(object, object_from_js = false, object_to_js = false)]
 pub struct WarmOptions {
-    /// Most loads at once (default 8).
+    /// Most loads at once (default 4, never more than `originBudget`): the engine decides,
+    /// as for every language.
     pub concurrency: Option<f64>,
     /// TTL in milliseconds of the warmed values (default: the cache's).
     pub ttl: Option<f64>,
@@ -30,16 +32,17 @@ pub struct WarmOptions {
 pub struct WarmReport {
     /// Keys asked for.
     pub total: u32,
-    /// Keys that ended through a load (this warm-up's, or one it waited for), with a value
-    /// or an absence.
+    /// Keys that ended through a load (this warm-up's, or one it waited for) with a value.
     pub loaded: u32,
+    /// Keys that ended through a load whose loader answered `ABSENT`: cached as an absence.
+    pub absent: u32,
     /// Keys already fresh, or loaded by another caller meanwhile.
     pub skipped: u32,
-    /// Keys that ended with a value (`loaded + skipped`).
+    /// Keys that did not fail (`loaded + absent + skipped`).
     pub ok: u32,
-    /// Keys whose load failed.
+    /// How many keys failed (a count; the failures themselves are in `errors`).
     pub failed: u32,
-    /// The failures, in completion order.
+    /// The failures as `{ key, error }`, in completion order (`errors.length === failed`).
     #[napi(ts_type = "Array<{ key: string; error: unknown }>")]
     pub errors: Vec<()>,
 }
@@ -56,6 +59,7 @@ struct Warm {
     /// Set while `pump` runs, so completions met inside it do not recurse into it.
     pumping: Cell<bool>,
     loaded: Cell<u32>,
+    absent: Cell<u32>,
     skipped: Cell<u32>,
     failed: Cell<u32>,
     on_progress: Option<Ref>,
@@ -97,7 +101,9 @@ impl Warm {
             let loader = Loader::bound(js, self.loader.get(js)?, undefined, &[js.string(&key)?])?;
             let me = Rc::clone(self);
             let k = key.clone();
-            let answer = Answer::Callback(Box::new(move |js, outcome| me.finished(js, k, outcome)));
+            let answer = Answer::Callback(Box::new(move |js, outcome, absent| {
+                me.finished(js, k, outcome, absent)
+            }));
             let options = CallOptions {
                 ttl: self.ttl,
                 tags: None,
@@ -113,9 +119,11 @@ impl Warm {
         js: Js,
         key: String,
         outcome: std::result::Result<Value, Value>,
+        absent: bool,
     ) -> Result<()> {
         self.running.set(self.running.get() - 1);
         match outcome {
+            Ok(_) if absent => self.absent.set(self.absent.get() + 1),
             Ok(_) => self.loaded.set(self.loaded.get() + 1),
             Err(e) => {
                 let item = js.object()?;
@@ -147,8 +155,9 @@ impl Warm {
         let n = |v: u32| js.number(f64::from(v));
         js.set(report, "total", n(self.keys.len() as u32)?)?;
         js.set(report, "loaded", n(self.loaded.get())?)?;
+        js.set(report, "absent", n(self.absent.get())?)?;
         js.set(report, "skipped", n(self.skipped.get())?)?;
-        let ok = self.loaded.get() + self.skipped.get();
+        let ok = self.loaded.get() + self.absent.get() + self.skipped.get();
         js.set(report, "ok", n(ok)?)?;
         js.set(report, "failed", js.number(f64::from(self.failed.get()))?)?;
         js.set(report, "errors", self.errors.get(js)?)?;
@@ -174,7 +183,7 @@ pub(crate) fn warm(
     let n = js.array_len(keys)?;
     // A sparse array's length is not memory: bounded before anything is sized by it.
     if n > MAX_WARM_KEYS {
-        return Err(error::throw_new(
+        return Err(errors::throw_new(
             js,
             ErrorKind::Range,
             code::INVALID_ARGUMENT,
@@ -194,7 +203,7 @@ pub(crate) fn warm(
     if js.type_of(loader)? != Type::Function {
         return Err(type_error(js, "the loader must be a function"));
     }
-    let (mut concurrency, mut ttl, mut on_progress) = (8, None, None);
+    let (mut concurrency, mut ttl, mut on_progress) = (None, None, None);
     if let Some(o) = opts {
         ttl = options::ttl(js, o)?;
         let p = js.get(o, "onProgress")?;
@@ -202,7 +211,7 @@ pub(crate) fn warm(
             Type::Undefined => {}
             Type::Function => on_progress = Some(js.reference(p)?),
             t => {
-                return Err(error::throw_new(
+                return Err(errors::throw_new(
                     js,
                     ErrorKind::Type,
                     code::INVALID_OPTION,
@@ -216,17 +225,17 @@ pub(crate) fn warm(
             Type::Number => {
                 let c = js.get_number(c)?;
                 if !(c >= 1.0 && c.fract() == 0.0 && c <= 1e9) {
-                    return Err(error::throw_new(
+                    return Err(errors::throw_new(
                         js,
                         ErrorKind::Range,
                         code::INVALID_OPTION,
                         &format!("option `concurrency` must be an integer >= 1, got {c}"),
                     ));
                 }
-                concurrency = c as usize;
+                concurrency = Some(c as usize);
             }
             t => {
-                return Err(error::throw_new(
+                return Err(errors::throw_new(
                     js,
                     ErrorKind::Type,
                     code::INVALID_OPTION,
@@ -235,11 +244,8 @@ pub(crate) fn warm(
             }
         }
     }
-    // Never more loads at once than the origin budget: the rest would only queue on it (and
-    // time out at `waitTimeout` behind slow loads).
-    if let Some(budget) = inner.l1.options().origin_budget {
-        concurrency = concurrency.min(budget);
-    }
+    // The engine decides how many at once (its default, within the origin budget).
+    let concurrency = warm_workers(concurrency, inner.l1.options().origin_budget, list.len());
     let (deferred, promise) = js.promise()?;
     let run = Rc::new(Warm {
         inner: Rc::clone(inner),
@@ -251,6 +257,7 @@ pub(crate) fn warm(
         running: Cell::new(0),
         pumping: Cell::new(false),
         loaded: Cell::new(0),
+        absent: Cell::new(0),
         skipped: Cell::new(0),
         failed: Cell::new(0),
         on_progress,

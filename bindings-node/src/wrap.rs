@@ -8,12 +8,12 @@ use napi::bindgen_prelude::{FunctionCallContext, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::cache::rejecting;
+use crate::call::rejecting;
 use crate::call::{Answer, CallOptions, Loader};
 use crate::driver::Inner;
-use crate::error::type_error;
+use crate::errors::type_error;
 use crate::js::{Js, RawValue, Ref, Type, Value};
-use crate::key::{build, is_plain_object, param, params, version};
+use crate::keys::{build, is_plain_object, param, params, version};
 use crate::options;
 
 /// Options of `cache.wrap(fn, options)`.

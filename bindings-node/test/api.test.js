@@ -213,6 +213,37 @@ test('warm loads keys with bounded concurrency and reports failures', { timeout:
   await assert.rejects(cache.warm(['a:1'], async () => 1, { concurrency: 0 }), { name: 'RangeError' })
 })
 
+test('warm: the engine decides how many load at once (4 by default, within originBudget); the report counts absences', { timeout: 10_000 }, async () => {
+  const probe = (cache, keys, options) => {
+    const seen = { running: 0, peak: 0 }
+    const done = cache.warm(
+      keys,
+      async (key) => {
+        seen.running++
+        seen.peak = Math.max(seen.peak, seen.running)
+        await sleep(10)
+        seen.running--
+        if (key.endsWith(':1')) return ABSENT
+        if (key.endsWith(':2')) throw new Error('no 2')
+        return key
+      },
+      options
+    )
+    return within(5_000, done).then((report) => ({ report, peak: seen.peak }))
+  }
+  const keys = Array.from({ length: 12 }, (_, i) => `w:${i}`)
+  const { report, peak } = await probe(new Cache(), keys)
+  assert.equal(peak, 4, 'the engine\'s default (DEFAULT_WARM_CONCURRENCY)')
+  const { total, loaded, absent, skipped, ok, failed } = report
+  assert.deepEqual({ total, loaded, absent, skipped, ok, failed }, { total: 12, loaded: 10, absent: 1, skipped: 0, ok: 11, failed: 1 })
+  assert.deepEqual(report.errors.map((e) => [e.key, e.error.message]), [['w:2', 'no 2']])
+  // Never more than the origin budget, whatever is asked; never more than the keys.
+  assert.equal((await probe(new Cache({ originBudget: 2 }), keys, { concurrency: 8 })).peak, 2)
+  assert.equal((await probe(new Cache({ originBudget: 2 }), keys)).peak, 2)
+  assert.equal((await probe(new Cache(), keys, { concurrency: 6 })).peak, 6)
+  assert.equal((await probe(new Cache(), ['x:0', 'x:3'])).peak, 2)
+})
+
 test('metrics mirror the engine snapshot; prometheus exposes them', { timeout: 10_000 }, async () => {
   const cache = new Cache()
   await cache.getOrLoad('m:1', async () => 1)

@@ -107,10 +107,11 @@ test('hot keys survive export, restart and import; warm stays within the budget'
       running--
       return key === 'p:9' ? ABSENT : key.toUpperCase()
     },
-    { concurrency: 8, onProgress: (r) => seen.push(r.loaded + r.skipped + r.failed) },
+    { concurrency: 8, onProgress: (r) => seen.push(r.loaded + r.absent + r.skipped + r.failed) },
   )
   assert.equal(report.total, 10)
-  assert.equal(report.loaded, 10)
+  assert.equal(report.loaded, 9)
+  assert.equal(report.absent, 1, 'p:9 answered ABSENT')
   assert.equal(report.skipped, 0)
   assert.ok(peak <= 2, `peak ${peak}`)
   assert.deepEqual(seen, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])

@@ -13,7 +13,7 @@ use herdless_redis::two_tier::{Many, ManyAnswer, ManyStep, Pending, Resume};
 
 use super::{Call, CallOptions, Entry, Inner, State};
 use crate::call::{AbortWatch, Answer, Outcome, on_settled, thenable};
-use crate::error;
+use crate::errors;
 use crate::js::{ErrorKind, Js, Ref, Value};
 use crate::value::{JsFailure, Val};
 use napi::Result;
@@ -301,7 +301,7 @@ impl Inner {
                 Ok(None) => js.undefined()?,
                 Err(e) => {
                     failed += 1;
-                    let err = error::to_js(js, &self.table, e)?;
+                    let err = errors::to_js(js, &self.table, e)?;
                     if let Some(k) = keys.get(i) {
                         js.set(errors, k, err)?;
                     }
@@ -314,7 +314,7 @@ impl Inner {
             return self.reply(js, call, Ok(values));
         }
         let message = format!("{failed} of the {} keys failed", answers.len());
-        let err = js.error(ErrorKind::Error, error::code::BATCH, &message)?;
+        let err = js.error(ErrorKind::Error, errors::code::BATCH, &message)?;
         js.set(err, "name", js.string("BatchError")?)?;
         js.set(err, "errors", errors)?;
         js.set(err, "values", values)?;

@@ -1,7 +1,7 @@
 // Type checks of the generated index.d.ts (run by `tsc --noEmit -p test/types`; never run).
 // Lines marked @ts-expect-error must fail to type-check, so the types are not just `any`.
-import { ABSENT, Cache, buildKey, testing } from 'herdless'
-import type { CacheEvent, CacheEventName, CacheOptions, CodecObject, DetectorOptions, Metrics, Peek, WarmReport } from 'herdless'
+import { ABSENT, Cache, buildKey, defaults, testing } from 'herdless'
+import type { CacheEvent, CacheEventName, CacheOptions, CodecObject, Defaults, DetectorOptions, Metrics, Peek, WarmReport } from 'herdless'
 
 interface User {
   id: number
@@ -69,6 +69,11 @@ async function usage(signal: AbortSignal): Promise<void> {
 
   const report: WarmReport = await cache.warm(['a:1'], async (k: string) => k, { concurrency: 4 })
   const failedKeys: string[] = report.errors.map((e) => e.key)
+  const counts: number = report.loaded + report.absent + report.skipped + report.failed
+  void counts
+  const engine: Defaults = defaults()
+  const tick: number = engine.detector.tick + engine.maxNamespaces + engine.warmConcurrency
+  void tick
   const metrics: Metrics = cache.metrics()
   const hits: number = metrics.total.hits + metrics.namespaces[0].counters.coalescedWaiters
   const p99: number | null = metrics.namespaces[0].loadDuration.p99Ms

@@ -50,7 +50,7 @@ use herdless::{Error, LoadError, Loaded};
 
 pub use many::CallMany;
 pub use one::Call;
-pub use warm::{DEFAULT_WARM_CONCURRENCY, Warm, WarmPlan, Warmed};
+pub use warm::{DEFAULT_WARM_CONCURRENCY, Warm, WarmPlan, Warmed, warm_workers};
 
 use crate::codec::CodecError;
 use crate::two_tier::{Host, Load};

@@ -21,6 +21,22 @@ use crate::two_tier::TwoTier;
 /// How many keys a warm-up loads at once when its caller does not say.
 pub const DEFAULT_WARM_CONCURRENCY: usize = 4;
 
+/// How many keys a warm-up of `keys` keys loads at once: `concurrency` (default
+/// [`DEFAULT_WARM_CONCURRENCY`]), at least 1, never more than `origin_budget` (the rest would
+/// only queue on it, and time out behind slow loads) nor than the keys. [`WarmPlan::new`]'s
+/// rule, for the languages that drive their warm-ups themselves.
+pub fn warm_workers(
+    concurrency: Option<usize>,
+    origin_budget: Option<usize>,
+    keys: usize,
+) -> usize {
+    let budget = origin_budget.unwrap_or(usize::MAX);
+    concurrency
+        .unwrap_or(DEFAULT_WARM_CONCURRENCY)
+        .clamp(1, budget.max(1))
+        .min(keys.max(1))
+}
+
 /// What became of one key of a warm-up.
 #[derive(Debug)]
 pub enum Warmed {
@@ -63,11 +79,7 @@ impl WarmPlan {
         concurrency: Option<usize>,
         mut options: CallOptions,
     ) -> Self {
-        let budget = tt.l1().options().origin_budget.unwrap_or(usize::MAX);
-        let workers = concurrency
-            .unwrap_or(DEFAULT_WARM_CONCURRENCY)
-            .clamp(1, budget.max(1))
-            .min(keys.len().max(1));
+        let workers = warm_workers(concurrency, tt.l1().options().origin_budget, keys.len());
         options.warm = true;
         let mut report = WarmReport::default();
         report.total = keys.len();
@@ -204,5 +216,23 @@ impl<V: Clone + Send + Sync + 'static, L: Lang<V>, M> std::fmt::Debug for Warm<V
         f.debug_struct("Warm")
             .field("plan", &self.plan)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DEFAULT_WARM_CONCURRENCY, warm_workers};
+
+    #[test]
+    fn warm_workers_default_budget_and_keys() {
+        assert_eq!(warm_workers(None, None, 100), DEFAULT_WARM_CONCURRENCY);
+        assert_eq!(warm_workers(Some(16), None, 100), 16);
+        // Never more than the origin budget, nor than the keys; never 0.
+        assert_eq!(warm_workers(Some(16), Some(3), 100), 3);
+        assert_eq!(warm_workers(None, Some(2), 100), 2);
+        assert_eq!(warm_workers(None, None, 2), 2);
+        assert_eq!(warm_workers(Some(0), None, 100), 1);
+        assert_eq!(warm_workers(None, Some(0), 100), 1);
+        assert_eq!(warm_workers(None, None, 0), 1);
     }
 }

@@ -5,33 +5,11 @@
 
 use napi::Result;
 
+// The binding's own errors (codes, `TypeError`s) are made by `js::errors`, below the values
+// these map engine errors with.
 use crate::js::{ErrorKind, Js, Value};
+pub(crate) use crate::js::{code, throw_new, type_error};
 use crate::value::{JsFailure, Table};
-
-/// Error codes, part of the public API (documented in the README).
-pub(crate) mod code {
-    pub(crate) const INVALID_OPTION: &str = "HERDLESS_INVALID_OPTION";
-    pub(crate) const INVALID_ARGUMENT: &str = "HERDLESS_INVALID_ARGUMENT";
-    pub(crate) const INVALID_KEY: &str = "HERDLESS_INVALID_KEY";
-    pub(crate) const EMPTY_KEY: &str = "HERDLESS_EMPTY_KEY";
-    pub(crate) const KEY_TOO_LONG: &str = "HERDLESS_KEY_TOO_LONG";
-    pub(crate) const ZERO_TTL: &str = "HERDLESS_ZERO_TTL";
-    pub(crate) const VALUE_TOO_LARGE: &str = "HERDLESS_VALUE_TOO_LARGE";
-    pub(crate) const WAIT_TIMEOUT: &str = "HERDLESS_WAIT_TIMEOUT";
-    pub(crate) const LOAD_TIMEOUT: &str = "HERDLESS_LOAD_TIMEOUT";
-    pub(crate) const LOAD_FAILED: &str = "HERDLESS_LOAD_FAILED";
-    pub(crate) const LOADER_PANICKED: &str = "HERDLESS_LOADER_PANICKED";
-    pub(crate) const TOO_MANY_FLIGHTS: &str = "HERDLESS_TOO_MANY_FLIGHTS";
-    pub(crate) const BACKEND: &str = "HERDLESS_BACKEND";
-    pub(crate) const BATCH: &str = "HERDLESS_BATCH";
-    pub(crate) const META_TOO_LONG: &str = "HERDLESS_META_TOO_LONG";
-    pub(crate) const NO_PREVIOUS: &str = "HERDLESS_NO_PREVIOUS";
-    pub(crate) const INVALID_TAG: &str = "HERDLESS_INVALID_TAG";
-    pub(crate) const TOO_MANY_TAGS: &str = "HERDLESS_TOO_MANY_TAGS";
-    pub(crate) const UNCOPYABLE_VALUE: &str = "HERDLESS_UNCOPYABLE_VALUE";
-    pub(crate) const CLOSED: &str = "HERDLESS_CLOSED";
-    pub(crate) const ERROR: &str = "HERDLESS_ERROR";
-}
 
 fn millis(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1000.0
@@ -115,19 +93,6 @@ pub(crate) fn throw(js: Js, table: &Table, e: &herdless::Error) -> napi::Error {
         Ok(v) => js.throw(v),
         Err(e) => e,
     }
-}
-
-/// Throws a new `TypeError`/`RangeError`/`Error` with `code`.
-pub(crate) fn throw_new(js: Js, kind: ErrorKind, code: &str, message: &str) -> napi::Error {
-    match js.error(kind, code, message) {
-        Ok(v) => js.throw(v),
-        Err(e) => e,
-    }
-}
-
-/// A bad argument: `TypeError` with [`code::INVALID_ARGUMENT`].
-pub(crate) fn type_error(js: Js, message: &str) -> napi::Error {
-    throw_new(js, ErrorKind::Type, code::INVALID_ARGUMENT, message)
 }
 
 /// Throws a key builder error: `TypeError` with [`code::INVALID_KEY`].

@@ -8,8 +8,6 @@
 //! which the native memory it reports (napi external memory) makes V8 do under pressure
 //! instead of waiting on a small-looking object.
 
-use std::cell::Cell;
-
 use napi::bindgen_prelude::{Env, This, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
@@ -18,62 +16,19 @@ use herdless_redis::{BuildError, TierOptions, TwoTier};
 
 use crate::cache::Cache;
 use crate::driver::Inner;
-use crate::error::{self, code};
+use crate::errors::{self, code};
 use crate::js::{ErrorKind, Js};
 use crate::options;
 use crate::tier::Codec;
 use crate::value::Val;
 use crate::wake::Wake;
 
-/// What one cache is reported to hold outside V8's heap, so that V8 collects dropped caches
-/// under memory pressure: V8 sees only a small JS object, and without this a program
-/// creating caches grew by ~46 KB each (4,000 caches: 43 -> 228 MB) until a GC happened to
-/// run. An estimate of the engine's tables, not a measurement of each cache.
-const EXTERNAL_BYTES: i64 = 64 * 1024;
-/// What a cache with a shared tier adds (its connections, their buffers, a subscription):
-/// given back to V8's accounting by `close()`, which releases them.
-const EXTERNAL_TIER_BYTES: i64 = 1024 * 1024;
-
-/// The native memory reported to V8 for one cache, given back as it is released.
-#[derive(Default)]
-pub(crate) struct External(Cell<i64>);
-
-impl External {
-    fn report(env: &Env, bytes: i64) -> Result<Self> {
-        env.adjust_external_memory(bytes)?;
-        Ok(Self(Cell::new(bytes)))
-    }
-
-    /// Lowers the report to `bytes` (never raises it).
-    fn lower_to(&self, env: &Env, bytes: i64) -> Result<()> {
-        let given_back = self.0.get() - bytes;
-        if given_back > 0 {
-            env.adjust_external_memory(-given_back)?;
-            self.0.set(bytes);
-        }
-        Ok(())
-    }
-}
+use super::memory::{EXTERNAL_BYTES, EXTERNAL_TIER_BYTES, External};
 
 impl napi::bindgen_prelude::ObjectFinalize for Cache {
     fn finalize(self, env: Env) -> Result<()> {
         self.external.lower_to(&env, 0)
     }
-}
-
-/// Refuses a call on a closed cache: throws the engine's `Closed` error (code
-/// `HERDLESS_CLOSED`). Every method that reads or writes entries calls it first.
-#[inline]
-pub(crate) fn check_open(js: Js, inner: &Inner) -> Result<()> {
-    match inner.tt.check_open() {
-        Ok(()) => Ok(()),
-        Err(e) => Err(closed(js, inner, &e)),
-    }
-}
-
-#[cold]
-fn closed(js: Js, inner: &Inner, e: &herdless::Error) -> napi::Error {
-    error::throw(js, &inner.table, e)
 }
 
 /// The engine of a new cache: its L1 alone, or in front of the shared tier at `redis`
@@ -92,13 +47,13 @@ fn engine(js: Js, parsed: options::Parsed) -> Result<(TwoTier<Val>, Codec)> {
         }
     };
     let tt = TwoTier::build(parsed.builder, tier).map_err(|e| match e {
-        BuildError::Tier(e) => error::throw_new(
+        BuildError::Tier(e) => errors::throw_new(
             js,
             ErrorKind::Type,
             code::INVALID_OPTION,
             &format!("option `redis`: {e}"),
         ),
-        e => error::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string()),
+        e => errors::throw_new(js, ErrorKind::Range, code::INVALID_OPTION, &e.to_string()),
     })?;
     Ok((tt, codec))
 }
@@ -131,7 +86,7 @@ impl Cache {
         let inner = Inner::new(
             js, this_obj, tt, codec, namespace, wake, on_event, front, copy,
         )?;
-        crate::fast::install(js, this.object.raw(), &inner)?;
+        crate::cache::fast::install(js, this.object.raw(), &inner)?;
         let external = External::report(env, bytes)?;
         Ok(Self { inner, external })
     }

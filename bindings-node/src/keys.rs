@@ -10,10 +10,11 @@ use std::borrow::Cow;
 
 use herdless::key::{MAX_DEPTH, MAX_VALUES};
 use herdless::{KeyBuilder, KeyError, Param};
-use napi::Result;
+use napi::bindgen_prelude::{Env, Unknown};
+use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::error::{code, key_error, throw_new, type_error};
+use crate::errors::{code, key_error, throw_new, type_error};
 use crate::js::{ErrorKind, Js, Type, Value};
 
 /// The parts of a canonical key, for `buildKey`.
@@ -188,4 +189,28 @@ pub(crate) fn build_from_parts(js: Js, parts: Value) -> Result<String> {
         }
     }
     build(js, &b)
+}
+
+/// `buildKey({ namespace, entity, version?, id?, params? })`: the canonical key (the
+/// format shared with Rust and Python). Throws a `TypeError` with code
+/// `HERDLESS_INVALID_KEY` for an invalid part.
+#[napi(ts_args_type = "parts: KeyParts")]
+pub fn build_key(env: &Env, parts: Unknown) -> Result<String> {
+    build_from_parts(Js(env.raw()), parts.raw())
+}
+
+/// Refuses a key, namespace or tag that is not valid Unicode (a lone surrogate).
+#[cold]
+pub(crate) fn well_formed(js: Js, s: Value, what: &str) -> Result<()> {
+    let ok = js.call_method(s, "isWellFormed", &[])?;
+    if js.get_bool(ok)? {
+        Ok(())
+    } else {
+        Err(type_error(
+            js,
+            &format!(
+                "the {what} has a lone surrogate (it is not valid Unicode, so it cannot be a {what})"
+            ),
+        ))
+    }
 }

@@ -16,7 +16,7 @@ use napi::{Result, Status, sys};
 
 use crate::cache::{get_or_load_value, get_value};
 use crate::driver::Inner;
-use crate::error::code;
+use crate::errors::code;
 use crate::js::{ErrorKind, Js, Value};
 
 type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
