@@ -1,6 +1,7 @@
 //! HTTP: the cache key of a request ([`request_key`]) and which responses may answer
-//! other callers ([`keeps`]), decided once for every language's web integrations, and (feature `tower`) a [`tower`](https://docs.rs/tower) layer that
-//! caches responses of axum / hyper services through herdless ([`CacheLayer`]).
+//! other callers ([`keeps`]), decided once for every language's web integrations, and
+//! (feature `tower`) a [`tower`](https://docs.rs/tower) layer that caches responses of axum /
+//! hyper services through herdless (`CacheLayer`).
 
 #[cfg(feature = "tower")]
 mod body;
