@@ -1,6 +1,6 @@
 """``herdless.contrib.flask_caching``: the backend from Flask-Caching's config, and what the
 single-flight ``cached`` view decorator keeps for other requests (Flask's test client, in
-memory). Two real worker processes over Redis: ``examples/flask/test_catalog.py``."""
+memory). Two real worker processes over Redis: ``examples/flask/test_flask_catalog.py``."""
 
 from __future__ import annotations
 
