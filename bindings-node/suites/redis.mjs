@@ -1,23 +1,14 @@
 // A private redis-server on a free port for the suites (as test/lifecycle.test.js does): none
 // on PATH skips the Redis tier with the reason, except under CI=true, where it fails.
 import { spawn, spawnSync } from 'node:child_process'
-import net from 'node:net'
+import helpers from '../test/helpers.js'
+
+const { freePort } = helpers
 
 export const haveRedis = spawnSync('redis-server', ['--version']).status === 0
 export const ci = process.env.CI === 'true'
 /** Why the Redis tier is skipped, or false when it runs. */
 export const redisSkip = !haveRedis && !ci && 'redis-server is not on PATH'
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 /** Starts redis-server: `{ url, stop() }`. */
 export async function startRedis() {

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -45,29 +44,16 @@ from cachelib.serializers import BaseSerializer
 
 from .._cache import Cache
 from .._native import FleetLock
+from ._engines import shared_engine
 
 __all__ = ["FOREVER", "HerdlessCache"]
 
 FOREVER = 50 * 365 * 86_400
 """The ttl of ``timeout=0`` ("never expires"), in seconds."""
 
-_engines: dict[tuple[Any, ...], Cache] = {}
-_engines_lock = threading.Lock()
-
-
 def _engine(url: str | None, options: Mapping[str, Any]) -> Cache:
     """One cache per configuration, shared by every ``HerdlessCache`` of it in this process."""
-    key = (url, tuple(sorted((k, repr(v)) for k, v in options.items())))
-    with _engines_lock:
-        cache = _engines.get(key)
-        if cache is None or cache.closed:
-            kwargs: dict[str, Any] = {"jitter": 0, "copy_values": False}
-            kwargs.update(options)
-            if url is not None:
-                kwargs.setdefault("codec", "bytes")
-                kwargs["redis"] = url
-            cache = _engines[key] = Cache(**kwargs)
-        return cache
+    return shared_engine(url, {"jitter": 0, "copy_values": False}, options)
 
 
 class HerdlessCache(BaseCache):

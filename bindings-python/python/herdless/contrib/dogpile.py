@@ -54,7 +54,6 @@ memory and over Redis (``tests/test_dogpile.py``).
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
@@ -63,29 +62,16 @@ from dogpile.cache.api import NO_VALUE, BytesBackend, CacheMutex, SerializedRetu
 
 from .._cache import Cache
 from .._native import FleetLock
+from ._engines import shared_engine
 
 __all__ = ["FOREVER", "HerdlessBackend"]
 
 FOREVER = 50 * 365 * 86_400.0
 """How long an entry is kept unless ``expiration_time`` says otherwise, in seconds."""
 
-_engines: dict[tuple[Any, ...], Cache] = {}
-_engines_lock = threading.Lock()
-
-
 def _engine(url: str | None, ttl: float, options: Mapping[str, Any]) -> Cache:
     """One cache per configuration, shared by every backend of it in this process."""
-    key = (url, ttl, tuple(sorted((k, repr(v)) for k, v in options.items())))
-    with _engines_lock:
-        cache = _engines.get(key)
-        if cache is None or cache.closed:
-            kwargs: dict[str, Any] = {"ttl": ttl, "jitter": 0, "beta": 0, "copy_values": False}
-            kwargs.update(options)
-            if url is not None:
-                kwargs.setdefault("codec", "bytes")
-                kwargs["redis"] = url
-            cache = _engines[key] = Cache(**kwargs)
-        return cache
+    return shared_engine(url, {"ttl": ttl, "jitter": 0, "beta": 0, "copy_values": False}, options)
 
 
 class HerdlessBackend(BytesBackend):
