@@ -36,6 +36,7 @@ mod testing;
 mod value;
 mod vectorcall;
 mod wake;
+mod warm;
 
 use pyo3::prelude::*;
 
@@ -74,6 +75,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http::http_request_key, m)?)?;
     m.add_function(wrap_pyfunction!(http::http_canonical_query, m)?)?;
     m.add_function(wrap_pyfunction!(http::http_keeps, m)?)?;
+    m.add_function(wrap_pyfunction!(warm::warm_workers, m)?)?;
     m.add("ABSENT", cache::absent_object(m.py())?)?;
     m.add("BUCKETS", metrics::buckets().to_vec())?;
     m.add("COUNTERS", metrics::counter_fields())?;

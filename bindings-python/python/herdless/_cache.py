@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
 from . import _aio, _decorator, _native
-from ._native import LoadContext
+from ._native import LoadContext, warm_workers
 from ._detector import Alert, HotKey, alert_from_native, hot_key_from_native
 from ._metrics import Metrics, from_native
 from .errors import ConfigError, ConfigTypeError
@@ -375,12 +375,12 @@ class Cache(_native.Cache):
         keys: Iterable[str],
         loader: Callable[[str], Any],
         *,
-        concurrency: int = 4,
+        concurrency: int | None = None,
         ttl: float | None = None,
         progress: Callable[[WarmReport], object] | None = None,
     ) -> WarmReport:
         """Loads ``keys`` that are not fresh yet with ``loader(key)``, at most ``concurrency``
-        at once (and never more than the origin budget), e.g. before traffic arrives after a
+        at once (default: the engine's, 4; never more than the origin budget), e.g. before traffic arrives after a
         restart (``cache.warm(cache.import_hot_keys(saved), load)``). Failures are reported,
         not raised; ``progress(report_so_far)`` is called after each key."""
         self._check_open()
@@ -414,7 +414,7 @@ class Cache(_native.Cache):
         keys: Iterable[str],
         loader: Callable[[str], Awaitable[Any]],
         *,
-        concurrency: int = 4,
+        concurrency: int | None = None,
         ttl: float | None = None,
         progress: Callable[[WarmReport], object] | None = None,
     ) -> WarmReport:
@@ -444,17 +444,15 @@ class Cache(_native.Cache):
         await asyncio.gather(*(one(k) for k in keys))
         return tally.report()
 
-    def _warm_concurrency(self, concurrency: int, n: int) -> int:
-        if isinstance(concurrency, bool) or not isinstance(concurrency, int):
-            raise ConfigTypeError(
-                f"`concurrency` must be an int, got {type(concurrency).__qualname__}"
-            )
-        if concurrency < 1:
-            raise ConfigError(f"`concurrency` must be at least 1, got {concurrency}")
-        budget = self.origin_budget
-        if budget is not None:
-            concurrency = min(concurrency, budget)
-        return max(1, min(concurrency, n))
+    def _warm_concurrency(self, concurrency: int | None, n: int) -> int:
+        if concurrency is not None:
+            if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+                raise ConfigTypeError(
+                    f"`concurrency` must be an int, got {type(concurrency).__qualname__}"
+                )
+            if concurrency < 1:
+                raise ConfigError(f"`concurrency` must be at least 1, got {concurrency}")
+        return warm_workers(concurrency, self.origin_budget, n)
 
     def peek(self, key: str) -> Peek | None:
         """``key``'s entry in this process's memory as it is, without side effects: nothing

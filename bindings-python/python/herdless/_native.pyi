@@ -50,6 +50,7 @@ __all__ = [
     "http_canonical_query",
     "http_keeps",
     "http_request_key",
+    "warm_workers",
 ]
 
 def _takes_context(loader: object) -> bool:
@@ -140,6 +141,10 @@ def http_request_key(
     """The cache key of a request (``herdless_redis::http::request_key``): HEAD shares GET's
     entry, the query in canonical order (hashed past 256 bytes), ``vary`` as named parts.
     Raises ``InvalidKey`` for a key the engine refuses."""
+
+def warm_workers(concurrency: int | None, origin_budget: int | None, keys: int) -> int:
+    """How many keys a warm-up loads at once (the engine's rule): ``concurrency`` (None: the
+    engine's default, 4), at least 1, never more than ``origin_budget`` nor than ``keys``."""
 
 def http_canonical_query(query: str) -> str:
     """A query's pairs in canonical order (``herdless_redis::http::canonical_query``)."""
