@@ -338,6 +338,11 @@ async function waitUntilReachable(procs) {
 async function play(name, scenario, tier) {
   const procs = Array.from({ length: scenario.processes ?? 1 }, () => tier.process(scenario.cache))
   let loads = 0
+  // How far a process has got: loads run, fleet locks asked for, tier errors.
+  const progress = (p) => {
+    const t = p.metrics().redis
+    return `${loads}/${t ? t.fleetLocksAcquired + t.fleetLocksContended + t.backendErrors : 0}`
+  }
   const call = (p, step) =>
     step.keys === undefined
       ? outcome(
@@ -388,10 +393,17 @@ async function play(name, scenario, tier) {
           break
         case 'load':
         case 'load_many':
+        {
+          const before = progress(p)
           running.set(step.id, { started, calls: Array.from({ length: step.callers ?? 1 }, () => call(p, step)) })
-          // Let the calls reach the cache before the next step.
+          // Let the calls reach the fleet before the next step: one of them loads, or asked the
+          // fleet for a lock (a loaded machine can take longer than any fixed pause); then a
+          // moment for the step's other callers.
+          const until = Date.now() + 2000
+          while (progress(p) === before && Date.now() < until) await sleep(2)
           await sleep(20)
           break
+        }
         case 'await': {
           const load = running.get(step.id)
           assert.ok(load, `${at}: no load ${step.id}`)

@@ -207,6 +207,12 @@ def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads")
     lock = threading.Lock()
     running: dict[str, tuple[float, list[Future[tuple[Any, BaseException | None, float]]]]] = {}
 
+    def progress(cache: Cache) -> tuple[int, int]:
+        """How far a process has got: loads run, fleet locks asked for, tier errors."""
+        t = cache.metrics().redis
+        asked = 0 if t is None else t["fleet_locks_acquired"] + t["fleet_locks_contended"] + t["backend_errors"]
+        return loads, asked
+
     def call(cache: Cache, step: dict[str, Any], seen: list[dict[str, Any]] | None = None) -> Any:
         def begin(ctx: LoadContext) -> None:
             nonlocal loads
@@ -306,9 +312,16 @@ def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads")
                     assert seen[0][field] == want, f"{name}: {step}: context {field}: {seen[0]}"
             elif op in ("load", "load_many"):
                 since = time.monotonic()
+                before = progress(p)
                 futures = [pool.submit(answered, p, step) for _ in range(step.get("callers", 1))]
                 running[step["id"]] = (since, futures)
-                time.sleep(0.02)  # let the calls reach the cache before the next step
+                # Let the calls reach the fleet before the next step: one of them loads, or asked
+                # the fleet for a lock (a loaded machine can take longer than any fixed pause);
+                # then a moment for the step's other callers.
+                until = time.monotonic() + 2
+                while progress(p) == before and time.monotonic() < until:
+                    time.sleep(0.002)
+                time.sleep(0.02)
             elif op == "await":
                 since, futures = running.pop(step["id"])
                 for f in futures:
