@@ -81,7 +81,10 @@ pub(crate) use self::park::block_on;
 pub(crate) mod unchecked {
     pub(crate) use alloc::sync::Arc;
     #[cfg(feature = "std")]
-    pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64};
+    pub(crate) use core::sync::atomic::AtomicBool;
+    // Only Linux's clock caches its resolution.
+    #[cfg(all(feature = "std", target_os = "linux"))]
+    pub(crate) use core::sync::atomic::AtomicU64;
     #[cfg(feature = "std")]
     pub(crate) use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 }
