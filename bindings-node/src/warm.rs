@@ -1,18 +1,20 @@
-//! `cache.warm(keys, loader, { concurrency })`: pre-warming with bounded concurrency.
+//! `cache.warm(keys, loader, { concurrency })`: pre-warming with bounded concurrency, the
+//! engine's warm-up driven on the JS thread.
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::time::Duration;
+use std::task::{Context, Poll};
 
-use herdless_redis::call::warm_workers;
+use herdless::WarmReport as EngineReport;
+use herdless_redis::call::{CallOptions, Warm, WarmPlan};
 use napi::Result;
 use napi_derive::napi;
 
-use crate::call::{Answer, CallOptions, Loader};
-use crate::driver::Inner;
+use crate::call::{Answer, Loader, Outcome};
+use crate::driver::{Inner, Node, NodeRt};
 use crate::errors::{self, code, type_error};
-use crate::js::{Deferred, ErrorKind, Js, Ref, Type, Value};
+use crate::js::{ErrorKind, Js, Ref, Type, Value};
 use crate::options;
+use crate::value::Val;
 
 /// Options of `cache.warm(keys, loader, options)`.
 #[napi(object, object_from_js = false, object_to_js = false)]
@@ -47,122 +49,90 @@ pub struct WarmReport {
     pub errors: Vec<()>,
 }
 
-/// One run of `warm`.
-struct Warm {
-    inner: Rc<Inner>,
-    keys: Vec<String>,
-    loader: Ref,
-    ttl: Option<Duration>,
-    concurrency: usize,
-    next: Cell<usize>,
-    running: Cell<usize>,
-    /// Set while `pump` runs, so completions met inside it do not recurse into it.
-    pumping: Cell<bool>,
-    loaded: Cell<u32>,
-    absent: Cell<u32>,
-    skipped: Cell<u32>,
-    failed: Cell<u32>,
+/// Makes the loader of one key of a warm-up.
+type MakeLoader = Box<dyn FnMut(&str) -> Loader>;
+
+/// One run of `warm`: the engine's warm-up ([`Warm`]: which keys load, how many at once,
+/// what each counts as), a task of the cache's table, and its report in JS.
+pub(crate) struct Run {
+    warm: Warm<Val, Node, MakeLoader>,
     on_progress: Option<Ref>,
     /// `{ key, error }` objects, in a JS array (errors may be primitives, which Node-API
-    /// cannot reference one by one).
+    /// cannot reference one by one), appended as the engine's report grows.
     errors: Ref,
-    done: RefCell<Option<Deferred>>,
+    /// How many of the report's failures are in `errors`.
+    listed: usize,
 }
 
-impl Warm {
-    /// Starts loads up to the concurrency bound; resolves the report when all ended.
-    fn pump(self: &Rc<Self>, js: Js) -> Result<()> {
-        self.pumping.set(true);
-        let r = self.pump_inner(js);
-        self.pumping.set(false);
-        r?;
-        if self.running.get() == 0 && self.next.get() == self.keys.len() {
-            if let Some(d) = self.done.borrow_mut().take() {
-                d.settle(js, Ok(self.report(js)?))?;
+impl Run {
+    /// Whether one of its calls sleeps until a waker fires.
+    pub(crate) fn is_parked(&self) -> bool {
+        self.warm.is_parked()
+    }
+
+    /// Drives the warm-up on: the report once it ended (or the rejection of what a loader
+    /// raised that was not its answer).
+    pub(crate) fn poll(
+        &mut self,
+        cx: &mut Context<'_>,
+        rt: &NodeRt<'_>,
+    ) -> Result<Option<Outcome>> {
+        let (js, inner) = (rt.js, rt.inner);
+        let Run {
+            warm,
+            on_progress,
+            errors,
+            listed,
+        } = self;
+        let mut failed = Ok(());
+        let mut progress = |r: &EngineReport| {
+            if failed.is_ok() {
+                failed = report(js, inner, r, errors, listed).and_then(|report| {
+                    // A throwing callback must not stop the warm-up: its exception is
+                    // dropped.
+                    match on_progress {
+                        Some(f) => js.call(f.get(js)?, js.undefined()?, &[report]).map(drop),
+                        None => Ok(()),
+                    }
+                });
             }
+        };
+        let polled = warm.poll_warm(cx, rt, &mut progress);
+        failed?;
+        match polled {
+            Poll::Pending => Ok(None),
+            Poll::Ready(Ok(r)) => Ok(Some(Ok(report(js, inner, &r, errors, listed)?))),
+            Poll::Ready(Err(x)) => Ok(Some(Err(inner.raised(js, x)?))),
         }
-        Ok(())
     }
+}
 
-    fn pump_inner(self: &Rc<Self>, js: Js) -> Result<()> {
-        while self.running.get() < self.concurrency && self.next.get() < self.keys.len() {
-            let key = self.keys[self.next.get()].clone();
-            self.next.set(self.next.get() + 1);
-            let inner = &self.inner;
-            inner.fold_front();
-            let first = inner.l1.lookup(&key);
-            if inner.hit_now(js, &first)?.is_some() {
-                self.skipped.set(self.skipped.get() + 1);
-                self.progress(js)?;
-                continue;
-            }
-            self.running.set(self.running.get() + 1);
-            let undefined = js.undefined()?;
-            let loader = Loader::bound(js, self.loader.get(js)?, undefined, &[js.string(&key)?])?;
-            let me = Rc::clone(self);
-            let k = key.clone();
-            let answer = Answer::Callback(Box::new(move |js, outcome, absent| {
-                me.finished(js, k, outcome, absent)
-            }));
-            let options = CallOptions {
-                ttl: self.ttl,
-                tags: None,
-                signal: None,
-            };
-            inner.start(js, key, loader, options, answer, first)?;
-        }
-        Ok(())
+/// The JS report of `r`, its new failures appended to `errors`.
+fn report(
+    js: Js,
+    inner: &Inner,
+    r: &EngineReport,
+    errors: &Ref,
+    listed: &mut usize,
+) -> Result<Value> {
+    let list = errors.get(js)?;
+    for (key, e) in r.failed.iter().skip(*listed) {
+        let item = js.object()?;
+        js.set(item, "key", js.string(key)?)?;
+        js.set(item, "error", crate::errors::to_js(js, &inner.table, e)?)?;
+        js.set_element(list, *listed as u32, item)?;
+        *listed += 1;
     }
-
-    fn finished(
-        self: Rc<Self>,
-        js: Js,
-        key: String,
-        outcome: std::result::Result<Value, Value>,
-        absent: bool,
-    ) -> Result<()> {
-        self.running.set(self.running.get() - 1);
-        match outcome {
-            Ok(_) if absent => self.absent.set(self.absent.get() + 1),
-            Ok(_) => self.loaded.set(self.loaded.get() + 1),
-            Err(e) => {
-                let item = js.object()?;
-                js.set(item, "key", js.string(&key)?)?;
-                js.set(item, "error", e)?;
-                js.set_element(self.errors.get(js)?, self.failed.get(), item)?;
-                self.failed.set(self.failed.get() + 1);
-            }
-        }
-        self.progress(js)?;
-        if self.pumping.get() {
-            return Ok(());
-        }
-        self.pump(js)
-    }
-
-    /// Hands the report so far to `onProgress`, if given.
-    fn progress(&self, js: Js) -> Result<()> {
-        if let Some(f) = &self.on_progress {
-            let report = self.report(js)?;
-            // A throwing callback must not stop the warm-up: its exception is dropped.
-            let _ = js.call(f.get(js)?, js.undefined()?, &[report])?;
-        }
-        Ok(())
-    }
-
-    fn report(&self, js: Js) -> Result<Value> {
-        let report = js.object()?;
-        let n = |v: u32| js.number(f64::from(v));
-        js.set(report, "total", n(self.keys.len() as u32)?)?;
-        js.set(report, "loaded", n(self.loaded.get())?)?;
-        js.set(report, "absent", n(self.absent.get())?)?;
-        js.set(report, "skipped", n(self.skipped.get())?)?;
-        let ok = self.loaded.get() + self.absent.get() + self.skipped.get();
-        js.set(report, "ok", n(ok)?)?;
-        js.set(report, "failed", js.number(f64::from(self.failed.get()))?)?;
-        js.set(report, "errors", self.errors.get(js)?)?;
-        Ok(report)
-    }
+    let report = js.object()?;
+    let n = |v: usize| js.number(v as f64);
+    js.set(report, "total", n(r.total)?)?;
+    js.set(report, "loaded", n(r.loaded)?)?;
+    js.set(report, "absent", n(r.absent)?)?;
+    js.set(report, "skipped", n(r.skipped)?)?;
+    js.set(report, "ok", n(r.loaded + r.absent + r.skipped)?)?;
+    js.set(report, "failed", n(r.failed.len())?)?;
+    js.set(report, "errors", list)?;
+    Ok(report)
 }
 
 /// The most keys one `warm` call takes (2^24): far more than a warm-up list, far less than
@@ -245,25 +215,17 @@ pub(crate) fn warm(
         }
     }
     // The engine decides how many at once (its default, within the origin budget).
-    let concurrency = warm_workers(concurrency, inner.l1.options().origin_budget, list.len());
-    let (deferred, promise) = js.promise()?;
-    let run = Rc::new(Warm {
-        inner: Rc::clone(inner),
-        keys: list,
-        loader: js.reference(loader)?,
-        ttl,
-        concurrency,
-        next: Cell::new(0),
-        running: Cell::new(0),
-        pumping: Cell::new(false),
-        loaded: Cell::new(0),
-        absent: Cell::new(0),
-        skipped: Cell::new(0),
-        failed: Cell::new(0),
+    let options = CallOptions::default().ttl(ttl);
+    let plan = WarmPlan::new(&inner.tt, list, concurrency, options);
+    let func = Rc::new(js.reference(loader)?);
+    let make: MakeLoader = Box::new(move |key: &str| Loader::keyed(&func, key));
+    let run = Run {
+        warm: Warm::new(&inner.tt, plan, make),
         on_progress,
         errors: js.reference(js.array(0)?)?,
-        done: RefCell::new(Some(deferred)),
-    });
-    run.pump(js)?;
+        listed: 0,
+    };
+    let (deferred, promise) = js.promise()?;
+    inner.start_warm(js, run, Answer::Promise(deferred))?;
     Ok(promise)
 }
