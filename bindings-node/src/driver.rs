@@ -7,7 +7,7 @@
 //!
 //! - **one** ([`State::One`]): a `getOrLoad` call (or a wrapped function's), a [`Call`];
 //! - **many** ([`State::Many`]): a `getOrLoadMany` call, a [`CallMany`] (see `batch`);
-//! - **warm** ([`State::Warm`]): a `warm` call (see [`crate::warm`]);
+//! - **warm** ([`State::Warm`]): a `warm` call (see `warm`);
 //! - **job** ([`State::Job`]): background work a call left (a refresh, a load past its soft
 //!   timeout, a batch's refreshes), answered to nobody;
 //! - **op** ([`State::Op`]): a `set`, `invalidate`, `bump` or `read` waiting for the tier.
@@ -21,6 +21,7 @@
 mod batch;
 mod emit;
 mod lang;
+mod warm;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -55,7 +56,7 @@ enum State {
     One(Box<Call<Val, Node>>),
     /// The batch, and its keys (to name the failed ones).
     Many(Box<CallMany<Val, Node>>, Vec<String>),
-    Warm(Box<crate::warm::Run>),
+    Warm(Box<warm::Run>),
     Job(Job<Val, Node>),
     Op(OpPoll),
 }
@@ -297,16 +298,6 @@ impl Inner {
         let r = self.poll(js, id);
         self.run_woken(js)?;
         r
-    }
-
-    /// Starts a warm-up (see [`crate::warm`]), answered through `answer` with its report.
-    pub(crate) fn start_warm(
-        self: &Rc<Self>,
-        js: Js,
-        run: crate::warm::Run,
-        answer: Answer,
-    ) -> Result<()> {
-        self.begin(js, answer, None, || Ok(State::Warm(Box::new(run))))
     }
 
     /// Runs background work of a call: a task of its own, answered to nobody, polled at once.
