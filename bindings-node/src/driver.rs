@@ -349,11 +349,7 @@ impl Inner {
     }
 
     fn abort_task(self: &Rc<Self>, js: Js, id: u64, mut task: Task) -> Result<()> {
-        let reason = match &task.abort {
-            Some(w) => w.reason(js)?,
-            None => js.undefined()?,
-        };
-        self.settle(js, &mut task, Err(reason))?;
+        self.reject_aborted(js, &mut task)?;
         match task.state {
             // A wait is dropped; a load (or an engine step of one) goes on for the other
             // callers, its result stored unless nobody wants it any more.
@@ -363,6 +359,25 @@ impl Inner {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Rejects the caller of `task` with its signal's reason.
+    fn reject_aborted(&self, js: Js, task: &mut Task) -> Result<()> {
+        let reason = match &task.abort {
+            Some(w) => w.reason(js)?,
+            None => js.undefined()?,
+        };
+        self.settle(js, task, Err(reason))
+    }
+
+    /// Answers the caller of a task that ended.
+    fn ended(&self, js: Js, task: &mut Task, end: Ended) -> Result<()> {
+        match end {
+            Ended::One(a) => self.reply_one(js, task, a),
+            Ended::Many(r) => self.reply_many(js, task, r),
+            Ended::Warm(outcome) => self.settle(js, task, outcome),
+            Ended::Quiet => Ok(()),
+        }
     }
 
     /// Answers the caller (once): the value, or the rejection.
@@ -422,22 +437,28 @@ impl Inner {
             aborted: false,
         });
         let ended = self.poll_task(js, &mut task);
-        let polling = self.polling.borrow_mut().pop();
+        let p = self.polling.borrow_mut().pop();
+        let (woken, aborted) = p.map_or((false, false), |p| (p.woken, p.aborted));
         let r = match ended {
-            Ok(None) => match polling {
-                Some(p) if p.aborted => self.abort_task(js, id, task),
-                p => {
-                    if p.is_some_and(|p| p.woken) {
-                        task.waker.wake_by_ref();
-                    }
-                    self.put(id, task);
-                    Ok(())
+            Ok(None) if aborted => self.abort_task(js, id, task),
+            Ok(None) => {
+                if woken {
+                    task.waker.wake_by_ref();
                 }
-            },
-            Ok(Some(Ended::One(a))) => self.reply_one(js, &mut task, a),
-            Ok(Some(Ended::Many(r))) => self.reply_many(js, &mut task, r),
-            Ok(Some(Ended::Warm(outcome))) => self.settle(js, &mut task, outcome),
-            Ok(Some(Ended::Quiet)) => Ok(()),
+                self.put(id, task);
+                Ok(())
+            }
+            // Aborted during the poll that answered: the caller still gets the reason.
+            Ok(Some(end)) => match aborted {
+                true => self.reject_aborted(js, &mut task),
+                false => Ok(()),
+            }
+            .and_then(|()| self.ended(js, &mut task, end)),
+            // Not left unanswered: rejected with what failed.
+            Err(e) if task.answer.waiting() => {
+                let err = self.raised(js, Raise::Js(e))?;
+                self.settle(js, &mut task, Err(err))
+            }
             Err(e) => Err(e),
         };
         let aborted = self.abort_cancelled(js);

@@ -31,9 +31,9 @@ pub struct WarmOptions {
 pub struct WarmReport {
     /// Keys asked for.
     pub total: u32,
-    /// Keys that ended through a load (this warm-up's, or one it waited for) with a value.
+    /// Keys this warm-up loaded with a value (a stale key is refreshed, not skipped).
     pub loaded: u32,
-    /// Keys that ended through a load whose loader answered `ABSENT`: cached as an absence.
+    /// Keys this warm-up loaded whose loader answered `ABSENT`: cached as an absence.
     pub absent: u32,
     /// Keys already fresh, or loaded by another caller meanwhile.
     pub skipped: u32,
