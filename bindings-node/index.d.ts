@@ -220,8 +220,10 @@ export declare class Cache {
   wrap<A extends unknown[], R>(fn: (...args: A) => R | PromiseLike<R>, options?: WrapOptions): (...args: A) => Promise<typeof ABSENT extends Awaited<R> ? Exclude<Awaited<R>, typeof ABSENT> | undefined : Awaited<R>>
   /**
    * Pre-warms `keys` (e.g. a hot-key list saved before a restart) with `loader(key)`, at
-   * most `options.concurrency` (default 8) loads at once. Resolves with how many keys
-   * ended with a value and which failed; never rejects for a loader's error.
+   * most `options.concurrency` (default 4, never more than `originBudget`) loads at once:
+   * a fresh key, or one another caller loads meanwhile, is skipped; a stale one is
+   * refreshed. Resolves with how many keys loaded a value and which failed; never rejects
+   * for a loader's error.
    */
   warm(keys: readonly string[], loader: (key: string) => unknown, options?: WarmOptions): Promise<WarmReport>
   /** Counters, histograms and sizes at this moment, per namespace and in total. */
@@ -900,9 +902,9 @@ export interface WarmOptions {
 export interface WarmReport {
   /** Keys asked for. */
   total: number
-  /** Keys that ended through a load (this warm-up's, or one it waited for) with a value. */
+  /** Keys this warm-up loaded with a value (a stale key is refreshed, not skipped). */
   loaded: number
-  /** Keys that ended through a load whose loader answered `ABSENT`: cached as an absence. */
+  /** Keys this warm-up loaded whose loader answered `ABSENT`: cached as an absence. */
   absent: number
   /** Keys already fresh, or loaded by another caller meanwhile. */
   skipped: number

@@ -2,6 +2,7 @@
 //! arguments), how it is answered (a promise, or an internal continuation), and the
 //! AbortSignal it may be given.
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use napi::{JsValue, Result};
@@ -20,18 +21,27 @@ pub(crate) fn absent_symbol(js: Js) -> Result<Value> {
 
 /// A JS function to call with fixed `this` and arguments.
 pub(crate) struct Loader {
-    func: Ref,
+    func: Rc<Ref>,
+    args: Args,
+}
+
+/// What a loader is called with besides its load context.
+enum Args {
+    /// Nothing: an unbound loader, handed the load context if it declares a parameter.
+    None,
     /// `[this, ...args]` in a JS array: Node-API (before version 10) can only reference
     /// objects, and `this` and the arguments may be primitives.
-    bound: Option<Ref>,
+    Bound(Ref),
+    /// The key alone (`warm`'s loader), made into a JS string only when it is called.
+    Key(String),
 }
 
 impl Loader {
     /// A loader called with no arguments.
     pub(crate) fn new(js: Js, func: Value) -> Result<Self> {
         Ok(Self {
-            func: js.reference(func)?,
-            bound: None,
+            func: Rc::new(js.reference(func)?),
+            args: Args::None,
         })
     }
 
@@ -43,27 +53,36 @@ impl Loader {
             js.set_element(array, i as u32 + 1, *a)?;
         }
         Ok(Self {
-            func: js.reference(func)?,
-            bound: Some(js.reference(array)?),
+            func: Rc::new(js.reference(func)?),
+            args: Args::Bound(js.reference(array)?),
         })
+    }
+
+    /// `func(key)`: one key's loader of a warm-up (made without a JS call: the engine
+    /// makes one per key as it goes).
+    pub(crate) fn keyed(func: &Rc<Ref>, key: &str) -> Self {
+        Self {
+            func: Rc::clone(func),
+            args: Args::Key(key.to_owned()),
+        }
     }
 
     /// Whether it is handed a load context: an unbound loader that declares a parameter.
     pub(crate) fn wants_context(&self, js: Js) -> Result<bool> {
-        if self.bound.is_some() {
+        if !matches!(self.args, Args::None) {
             return Ok(false);
         }
         let length = js.get(self.func.get(js)?, "length")?;
         Ok(js.type_of(length)? == Type::Number && js.get_number(length)? >= 1.0)
     }
 
-    /// Calls it (with the load context `ctx`, if any): `Err(exception)` when it threw
-    /// synchronously.
-    pub(crate) fn call(&self, js: Js, ctx: Option<Value>) -> Result<Outcome> {
-        let (this, args) = match (&self.bound, ctx) {
-            (None, Some(ctx)) => (js.undefined()?, vec![ctx]),
-            (None, None) => (js.undefined()?, Vec::new()),
-            (Some(b), _) => {
+    /// `this` and the arguments it is called with (the load context `ctx`, if any).
+    fn this_args(&self, js: Js, ctx: Option<Value>) -> Result<(Value, Vec<Value>)> {
+        Ok(match (&self.args, ctx) {
+            (Args::None, Some(ctx)) => (js.undefined()?, vec![ctx]),
+            (Args::None, None) => (js.undefined()?, Vec::new()),
+            (Args::Key(k), _) => (js.undefined()?, vec![js.string(k)?]),
+            (Args::Bound(b), _) => {
                 let array = b.get(js)?;
                 let n = js.array_len(array)?;
                 let this = js.get_element(array, 0)?;
@@ -72,12 +91,19 @@ impl Loader {
                     .collect::<Result<Vec<_>>>()?;
                 (this, args)
             }
-        };
+        })
+    }
+
+    /// Calls it (with the load context `ctx`, if any): `Err(exception)` when it threw
+    /// synchronously.
+    pub(crate) fn call(&self, js: Js, ctx: Option<Value>) -> Result<Outcome> {
+        let (this, args) = self.this_args(js, ctx)?;
         js.call(self.func.get(js)?, this, &args)
     }
 
     /// Calls `observer(key, background, fn, bound)`, which calls the loader (see
-    /// `Inner::set_observer`); a load context goes in `bound` as `[undefined, ctx]`.
+    /// `Inner::set_observer`); `bound` is `[this, ...args]`, or undefined for a loader
+    /// called with nothing.
     pub(crate) fn call_observed(
         &self,
         js: Js,
@@ -86,15 +112,18 @@ impl Loader {
         background: bool,
         ctx: Option<Value>,
     ) -> Result<Outcome> {
-        let bound = match (&self.bound, ctx) {
-            (Some(b), _) => b.get(js)?,
-            (None, Some(ctx)) => {
-                let array = js.array(2)?;
-                js.set_element(array, 0, js.undefined()?)?;
-                js.set_element(array, 1, ctx)?;
+        let bound = match (&self.args, ctx) {
+            (Args::Bound(b), _) => b.get(js)?,
+            (Args::None, None) => js.undefined()?,
+            (_, ctx) => {
+                let (this, args) = self.this_args(js, ctx)?;
+                let array = js.array(args.len() + 1)?;
+                js.set_element(array, 0, this)?;
+                for (i, a) in args.iter().enumerate() {
+                    js.set_element(array, i as u32 + 1, *a)?;
+                }
                 array
             }
-            (None, None) => js.undefined()?,
         };
         let args = [
             js.string(key)?,
@@ -109,17 +138,11 @@ impl Loader {
 /// What a call answers: its value, or the value it rejects with.
 pub(crate) type Outcome = std::result::Result<Value, Value>;
 
-/// An internal caller's continuation: the outcome, and whether the value is the engine's
-/// absence (an `ABSENT` answer, read back as `undefined`).
-pub(crate) type Callback = Box<dyn FnOnce(Js, Outcome, bool) -> Result<()>>;
-
 /// What settles when a call is answered.
 pub(crate) enum Answer {
     /// The caller's promise.
     Promise(Deferred),
-    /// Internal callers (`warm`).
-    Callback(Callback),
-    /// Nobody (a background refresh, or a caller that already had its answer).
+    /// Nobody (a caller that already had its answer, an engine operation).
     Nobody,
 }
 
@@ -129,12 +152,10 @@ impl Answer {
         !matches!(self, Answer::Nobody)
     }
 
-    /// Answers (once: the answer is `Nobody` afterwards), telling an internal caller whether
-    /// the value answered is an absence.
-    pub(crate) fn settle_as(&mut self, js: Js, outcome: Outcome, absent: bool) -> Result<()> {
+    /// Answers (once: the answer is `Nobody` afterwards).
+    pub(crate) fn settle(&mut self, js: Js, outcome: Outcome) -> Result<()> {
         match std::mem::replace(self, Answer::Nobody) {
             Answer::Promise(d) => d.settle(js, outcome),
-            Answer::Callback(f) => f(js, outcome, absent),
             Answer::Nobody => Ok(()),
         }
     }

@@ -52,7 +52,8 @@ struct Choices {
 /// `AbortController`, and the engine's cancellation signal it follows.
 pub(crate) struct Ctx {
     object: Ref,
-    controller: Ref,
+    /// Shared with the queue of signals to abort once no borrow is held (listeners run JS).
+    controller: Rc<Ref>,
     choices: Rc<RefCell<Choices>>,
     /// `None` once the signal was aborted.
     cancelled: Option<Cancelled<Val>>,
@@ -130,7 +131,7 @@ impl Ctx {
         js.set(object, "notModified", not_modified.raw())?;
         Ok(Self {
             object: js.reference(object)?,
-            controller: js.reference(controller)?,
+            controller: Rc::new(js.reference(controller)?),
             choices,
             cancelled: Some(core.cancelled()),
         })
@@ -141,24 +142,19 @@ impl Ctx {
         self.object.get(js)
     }
 
-    /// Polls the engine's cancellation signal: the `AbortController` to abort now (once)
-    /// when it fired. The caller aborts it with no borrow held (listeners run JS).
-    pub(crate) fn poll_cancelled(&mut self, js: Js, cx: &mut Context<'_>) -> Result<Option<Value>> {
-        let Some(c) = &mut self.cancelled else {
-            return Ok(None);
-        };
+    /// Polls the engine's cancellation signal: the `AbortController` to abort (once) when it
+    /// fired. The caller aborts it with no borrow held (listeners run JS).
+    pub(crate) fn poll_cancelled(&mut self, cx: &mut Context<'_>) -> Option<Rc<Ref>> {
+        let c = self.cancelled.as_mut()?;
         match Pin::new(c).poll(cx) {
-            Poll::Pending => Ok(None),
-            Poll::Ready(()) => self.fire(js),
+            Poll::Pending => None,
+            Poll::Ready(()) => self.cancel(),
         }
     }
 
     /// The `AbortController` to abort now (the load is no longer wanted), unless it was.
-    pub(crate) fn fire(&mut self, js: Js) -> Result<Option<Value>> {
-        match self.cancelled.take() {
-            Some(_) => Ok(Some(self.controller.get(js)?)),
-            None => Ok(None),
-        }
+    pub(crate) fn cancel(&mut self) -> Option<Rc<Ref>> {
+        self.cancelled.take().map(|_| Rc::clone(&self.controller))
     }
 
     /// The loader settled with `v`: the engine's answer, with what the loader set on the

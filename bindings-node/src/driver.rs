@@ -1,30 +1,27 @@
-//! The Node driver of the fleet engine ([`TwoTier`], `herdless_redis::two_tier`): it calls
-//! JS loaders and polls the engine's futures on the JS thread; every decision about loads,
-//! the shared tier and its failures is the engine's.
+//! The Node host of the fleet engine ([`TwoTier`], `herdless_redis::two_tier`) and of its
+//! call machine (`herdless_redis::call`): every decision about a call (hit, refresh, wait,
+//! lead, the deadlines of a running loader, batches, warm-ups, background work) is the
+//! machine's; this drives it on the JS thread.
 //!
-//! A call of `getOrLoad` (or of a wrapped function, or one key of `warm`) that is not
-//! answered at once by a hit becomes a [`Call`] in the cache's table of calls:
+//! Each call not answered at once by a hit is a [`Task`] of the cache's table of calls:
 //!
-//! - **start** ([`State::Start`]): `lookup` answers Hit (reply now; a refresh guard starts a
-//!   background call of its own with nobody to answer), Wait, or Lead, whose first
-//!   [`Step`] (`TwoTier::lead`) the call then follows;
-//! - **waiting** ([`State::Waiting`]): a [`herdless::Waiter`] future; "retry" goes back to
-//!   start, keeping the caller's first arrival;
-//! - **tier** ([`State::Tier`]): an engine step in progress (asking the fleet who loads,
-//!   waiting for the origin budget, publishing), woken by the backend's runtime;
-//! - **loading** ([`State::Loading`]): the JS loader runs; its promise settling hands the
-//!   result to [`Load::loaded`]; meanwhile [`Load::poll_deadline`] wakes the call at the
-//!   soft and hard timeouts;
+//! - **one** ([`State::One`]): a `getOrLoad` call (or a wrapped function's), a [`Call`];
+//! - **many** ([`State::Many`]): a `getOrLoadMany` call, a [`CallMany`] (see `batch`);
+//! - **warm** ([`State::Warm`]): a `warm` call (see `warm`);
+//! - **job** ([`State::Job`]): background work a call left (a refresh, a load past its soft
+//!   timeout, a batch's refreshes), answered to nobody;
 //! - **op** ([`State::Op`]): a `set`, `invalidate`, `bump` or `read` waiting for the tier.
 //!
-//! Wakers may fire on any thread; [`crate::wake`] brings them to the JS thread. An aborted
-//! call (AbortSignal) is answered with the signal's reason at once; a waiter is dropped (the
-//! engine forgets it), while a load or an engine step goes on for the other callers, its
-//! result stored as usual.
+//! A task is polled with a [`NodeRt`] (Node as a language of the machine, see `lang`) when
+//! its waker fires; wakers may fire on any thread, and [`crate::wake`] brings them to the
+//! JS thread. An aborted call (AbortSignal) is answered with the signal's reason at once,
+//! then leaves the machine's way ([`Call::leave`]: a waiter is dropped, a load goes on for
+//! the other callers); an aborted batch goes on for the other callers of its keys.
 
 mod batch;
 mod emit;
-mod load;
+mod lang;
+mod warm;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -33,21 +30,21 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
-use herdless::{LoadError, Lookup, Retry, Waited, Waiter};
+use herdless::Lookup;
 use herdless_redis::TwoTier;
-use herdless_redis::two_tier::{Load, Pending, Reply, Step};
+use herdless_redis::call::{Answer as Answered, Call, CallMany, Failure, Job};
+use herdless_redis::two_tier::Pending;
 use napi::{Result, Status};
 
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
-use crate::context::Ctx;
 use crate::errors;
 use crate::js::{Js, Ref, Value};
 use crate::tier::{Codec, JsHost};
 pub(crate) use crate::value::Entry;
 use crate::value::{Table, Val};
 use crate::wake::Wake;
+pub(crate) use lang::{Node, NodeRt, Raise};
 
 /// What the engine answers.
 pub(crate) type EResult<T> = std::result::Result<T, herdless::Error>;
@@ -56,41 +53,52 @@ pub(crate) type EResult<T> = std::result::Result<T, herdless::Error>;
 type OpPoll = Box<dyn FnMut(Js, &Inner, &mut Context<'_>) -> Result<bool>>;
 
 enum State {
-    Start,
-    Waiting(Waiter<Entry>),
-    Tier(Pending<Reply<Val>>),
-    /// Boxed: a load is several times the size of the other states.
-    Loading(Box<Load<Val>>),
+    One(Box<Call<Val, Node>>),
+    /// The batch, and its keys (to name the failed ones).
+    Many(Box<CallMany<Val, Node>>, Vec<String>),
+    Warm(Box<warm::Run>),
+    Job(Job<Val, Node>),
     Op(OpPoll),
-    /// A `getOrLoadMany` call (see `batch`).
-    Batch(Box<batch::Batch>),
 }
 
 impl State {
-    /// Whether the call sleeps until a waker fires (then the process must stay alive). A
+    /// Whether the task sleeps until a waker fires (then the process must stay alive). A
     /// running loader keeps the process alive by itself.
     fn parked(&self) -> bool {
         match self {
-            State::Batch(b) => b.parked(),
-            s => matches!(s, State::Waiting(_) | State::Tier(_) | State::Op(_)),
+            State::One(c) => c.is_parked(),
+            State::Many(m, _) => m.is_parked(),
+            State::Warm(w) => w.is_parked(),
+            State::Job(j) => j.is_parked(),
+            State::Op(_) => true,
         }
     }
 }
 
-struct Call {
-    key: String,
-    loader: Option<Loader>,
+/// What a polled task ended with.
+enum Ended {
+    One(Answered<Val, Raise>),
+    Many(std::result::Result<Vec<herdless_redis::two_tier::ManyAnswer<Val>>, Raise>),
+    Warm(Outcome),
+    /// Nobody to answer (a job, an op: settled by its own poll).
+    Quiet,
+}
+
+/// One call of the cache's table.
+struct Task {
     answer: Answer,
     abort: Option<AbortWatch>,
-    ttl: Option<Duration>,
-    /// The tags of the value it loads (see `CallOptions::tags`).
-    tags: Option<Rc<[String]>>,
-    /// The load context handed to the loader, while it runs.
-    ctx: Option<Box<Ctx>>,
     waker: Waker,
     state: State,
-    /// Set after a hand-over: the next lookup keeps the caller's first arrival.
-    retry: Option<Retry>,
+}
+
+/// A task being polled (out of the table): what happened to it meanwhile.
+struct Polling {
+    id: u64,
+    /// Its waker fired and the wake was met while it was out: it is polled again.
+    woken: bool,
+    /// Its caller's signal aborted while it was out.
+    aborted: bool,
 }
 
 /// The JS-thread state of one `Cache` object.
@@ -112,7 +120,11 @@ pub(crate) struct Inner {
     absent: Ref,
     /// Sees each loader call (spans), when set: see [`Inner::set_observer`].
     observer: RefCell<Option<Ref>>,
-    calls: RefCell<HashMap<u64, Call>>,
+    calls: RefCell<HashMap<u64, Task>>,
+    /// The tasks being polled, innermost last (see [`Polling`]).
+    polling: RefCell<Vec<Polling>>,
+    /// The loaders' signals to abort once no borrow is held (their listeners run JS).
+    aborts: Rc<RefCell<Vec<Rc<Ref>>>>,
     next_id: Cell<u64>,
     parked: Cell<usize>,
     alive: Cell<bool>,
@@ -151,6 +163,8 @@ impl Inner {
             absent: js.reference(absent_symbol(js)?)?,
             observer: RefCell::new(None),
             calls: RefCell::new(HashMap::new()),
+            polling: RefCell::new(Vec::new()),
+            aborts: Rc::new(RefCell::new(Vec::new())),
             next_id: Cell::new(1),
             parked: Cell::new(0),
             alive: Cell::new(false),
@@ -204,45 +218,32 @@ impl Inner {
         }
     }
 
-    fn new_call(
-        &self,
-        key: String,
-        loader: Option<Loader>,
-        answer: Answer,
-        ttl: Option<Duration>,
-        tags: Option<Rc<[String]>>,
-    ) -> (u64, Call) {
+    fn new_task(&self, answer: Answer, state: State) -> (u64, Task) {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
         let waker = self.wake.waker(id);
-        let call = Call {
-            key,
-            loader,
+        let task = Task {
             answer,
             abort: None,
-            ttl,
-            tags,
-            ctx: None,
             waker,
-            state: State::Start,
-            retry: None,
+            state,
         };
-        (id, call)
+        (id, task)
     }
 
-    fn put(&self, id: u64, call: Call) {
-        if call.state.parked() {
+    fn put(&self, id: u64, task: Task) {
+        if task.state.parked() {
             self.parked.set(self.parked.get() + 1);
         }
-        self.calls.borrow_mut().insert(id, call);
+        self.calls.borrow_mut().insert(id, task);
     }
 
-    fn take(&self, id: u64) -> Option<Call> {
-        let call = self.calls.borrow_mut().remove(&id)?;
-        if call.state.parked() {
+    fn take(&self, id: u64) -> Option<Task> {
+        let task = self.calls.borrow_mut().remove(&id)?;
+        if task.state.parked() {
             self.parked.set(self.parked.get() - 1);
         }
-        Some(call)
+        Some(task)
     }
 
     /// Calls not answered yet (for leak tests).
@@ -261,23 +262,49 @@ impl Inner {
         answer: Answer,
         first: EResult<Lookup<Entry>>,
     ) -> Result<()> {
-        let (id, mut call) = self.new_call(key, Some(loader), answer, options.ttl, options.tags);
-        if let Some(signal) = options.signal {
+        let engine = herdless_redis::call::CallOptions::default()
+            .ttl(options.ttl)
+            .tags(options.tags.map(|t| Arc::from(t.to_vec())));
+        let call = Call::new(&self.tt, &key, first, loader, engine);
+        self.begin(js, answer, options.signal, || {
+            Ok(State::One(Box::new(call)))
+        })
+    }
+
+    /// Starts a task made by `make`, answered through `answer`, unless `signal` aborted
+    /// already (then it is not made).
+    fn begin(
+        self: &Rc<Self>,
+        js: Js,
+        mut answer: Answer,
+        signal: Option<Value>,
+        make: impl FnOnce() -> Result<State>,
+    ) -> Result<()> {
+        if let Some(signal) = signal {
             if js.get_bool(js.get(signal, "aborted")?)? {
                 let reason = js.get(signal, "reason")?;
-                drop(first);
-                return self.reply(js, &mut call, Err(reason));
+                return answer.settle(js, Err(reason));
             }
+        }
+        let (id, mut task) = self.new_task(answer, make()?);
+        if let Some(signal) = signal {
             let inner = Rc::clone(self);
-            let watch = AbortWatch::new(js, signal, move |js| {
+            task.abort = Some(AbortWatch::new(js, signal, move |js| {
                 inner.abort(js, id)?;
                 inner.run_woken(js)
-            })?;
-            call.abort = Some(watch);
+            })?);
         }
-        let r = self.step(js, id, call, first);
+        self.put(id, task);
+        let r = self.poll(js, id);
         self.run_woken(js)?;
         r
+    }
+
+    /// Runs background work of a call: a task of its own, answered to nobody, polled at once.
+    fn spawn(&self, job: Job<Val, Node>) {
+        let (id, task) = self.new_task(Answer::Nobody, State::Job(job));
+        task.waker.wake_by_ref();
+        self.put(id, task);
     }
 
     /// Runs an operation of the engine on the JS thread: the returned promise settles with
@@ -300,139 +327,88 @@ impl Inner {
                 Ok(true)
             }
         });
-        let (id, mut call) = self.new_call(String::new(), None, Answer::Nobody, None, None);
-        call.state = State::Op(poll);
-        self.put(id, call);
+        let (id, task) = self.new_task(Answer::Nobody, State::Op(poll));
+        self.put(id, task);
         self.poll(js, id)?;
         self.run_woken(js)?;
         Ok(promise)
     }
 
+    /// The caller of task `id` left (its signal aborted).
     fn abort(self: &Rc<Self>, js: Js, id: u64) -> Result<()> {
-        let Some(mut call) = self.take(id) else {
-            return Ok(());
-        };
-        let reason = match &call.abort {
-            Some(w) => w.reason(js)?,
-            None => js.undefined()?,
-        };
-        self.reply(js, &mut call, Err(reason))?;
-        // The engine learns the leader's caller left: with no waiter left either, the load's
-        // context is cancelled (its signal aborts) and its result is not stored.
-        if let State::Loading(load) = &mut call.state {
-            load.release();
+        match self.take(id) {
+            Some(task) => self.abort_task(js, id, task),
+            None => {
+                // Being polled: it leaves once the poll is over.
+                if let Some(p) = self.polling.borrow_mut().iter_mut().find(|p| p.id == id) {
+                    p.aborted = true;
+                }
+                Ok(())
+            }
         }
-        // A load (or an engine step of one) goes on for the other callers; its result is
-        // stored unless the engine says nobody wants it. A waiter is dropped.
-        if matches!(
-            call.state,
-            State::Loading(_) | State::Tier(_) | State::Batch(_)
-        ) {
-            self.put(id, call);
+    }
+
+    fn abort_task(self: &Rc<Self>, js: Js, id: u64, mut task: Task) -> Result<()> {
+        self.reject_aborted(js, &mut task)?;
+        match task.state {
+            // A wait is dropped; a load (or an engine step of one) goes on for the other
+            // callers, its result stored unless nobody wants it any more.
+            State::One(call) => call.leave(&NodeRt { js, inner: self }),
+            // The batch's loads go on for the other callers of its keys.
+            State::Many(..) => self.put(id, task),
+            _ => {}
         }
         Ok(())
     }
 
-    /// Answers the caller (once): the value, or the rejection.
-    fn reply(&self, js: Js, call: &mut Call, outcome: Outcome) -> Result<()> {
-        self.reply_as(js, call, outcome, false)
+    /// Rejects the caller of `task` with its signal's reason.
+    fn reject_aborted(&self, js: Js, task: &mut Task) -> Result<()> {
+        let reason = match &task.abort {
+            Some(w) => w.reason(js)?,
+            None => js.undefined()?,
+        };
+        self.settle(js, task, Err(reason))
     }
 
-    /// [`reply`](Self::reply), saying whether the value is an absence (for `warm`'s count).
-    fn reply_as(&self, js: Js, call: &mut Call, outcome: Outcome, absent: bool) -> Result<()> {
-        if let Some(w) = call.abort.take() {
+    /// Answers the caller of a task that ended.
+    fn ended(&self, js: Js, task: &mut Task, end: Ended) -> Result<()> {
+        match end {
+            Ended::One(a) => self.reply_one(js, task, a),
+            Ended::Many(r) => self.reply_many(js, task, r),
+            Ended::Warm(outcome) => self.settle(js, task, outcome),
+            Ended::Quiet => Ok(()),
+        }
+    }
+
+    /// Answers the caller (once): the value, or the rejection.
+    fn settle(&self, js: Js, task: &mut Task, outcome: Outcome) -> Result<()> {
+        if let Some(w) = task.abort.take() {
             w.remove(js)?;
         }
-        call.answer.settle_as(js, outcome, absent)
+        task.answer.settle(js, outcome)
     }
 
-    /// Answers the caller with what the engine answered.
-    fn reply_with(&self, js: Js, call: &mut Call, r: EResult<Option<Val>>) -> Result<()> {
-        if !call.answer.waiting() {
+    /// What a caller is rejected with for `raise`.
+    pub(crate) fn raised(&self, js: Js, raise: Raise) -> Result<Value> {
+        match raise {
+            Raise::Error(e) => errors::to_js(js, &self.table, &e),
+            Raise::Js(e) if e.status == Status::PendingException => js.take_exception(),
+            Raise::Js(e) => js.error(crate::js::ErrorKind::Error, errors::code::ERROR, &e.reason),
+        }
+    }
+
+    /// Answers the caller of a one-key call with what the machine answered.
+    fn reply_one(&self, js: Js, task: &mut Task, r: Answered<Val, Raise>) -> Result<()> {
+        if !task.answer.waiting() {
             return Ok(());
         }
-        let absent = matches!(r, Ok(None));
         let outcome = match r {
             Ok(Some(v)) => Ok(self.table.load(js, &v)?),
             Ok(None) => Ok(js.undefined()?),
-            Err(e) => Err(errors::to_js(js, &self.table, &e)?),
+            Err(Failure::Error(e)) => Err(errors::to_js(js, &self.table, &e)?),
+            Err(Failure::Raise(x)) => Err(self.raised(js, x)?),
         };
-        self.reply_as(js, call, outcome, absent)
-    }
-
-    /// Looks the call's key up again (after a handed-over load).
-    fn advance(self: &Rc<Self>, js: Js, id: u64, mut call: Call) -> Result<()> {
-        self.fold_front();
-        let r = match call.retry.take() {
-            Some(retry) => self.l1.lookup_again(&call.key, retry),
-            None => self.l1.lookup(&call.key),
-        };
-        self.step(js, id, call, r)
-    }
-
-    /// Acts on one answer of `lookup`.
-    fn step(
-        self: &Rc<Self>,
-        js: Js,
-        id: u64,
-        mut call: Call,
-        r: EResult<Lookup<Entry>>,
-    ) -> Result<()> {
-        match r {
-            Err(e) => self.reply_with(js, &mut call, Err(e)),
-            Ok(Lookup::Hit(hit)) => {
-                let have = hit.value.as_ref().map_or(0, |v| v.version);
-                let answered = self.reply_with(js, &mut call, Ok(hit.value.map(|v| v.value)));
-                if let (Some(guard), Some(loader)) = (hit.refresh, call.loader.take()) {
-                    if let Some(first) = self.tt.refresh(guard, have, call.ttl) {
-                        let (id, refresh) = self.new_call(
-                            call.key,
-                            Some(loader),
-                            Answer::Nobody,
-                            call.ttl,
-                            call.tags.take(),
-                        );
-                        self.drive(js, id, refresh, first)?;
-                    }
-                }
-                answered
-            }
-            Ok(Lookup::Wait(waiter)) => {
-                call.state = State::Waiting(waiter);
-                self.put(id, call);
-                self.poll(js, id)
-            }
-            Ok(Lookup::Lead(guard)) => {
-                let first = self.tt.lead(guard, call.ttl);
-                self.drive(js, id, call, first)
-            }
-        }
-    }
-
-    /// Does what the engine's `step` says, until the call answers or has to wait.
-    fn drive(self: &Rc<Self>, js: Js, id: u64, mut call: Call, mut step: Step<Val>) -> Result<()> {
-        loop {
-            step = match step {
-                Step::Done(r) => return self.reply_with(js, &mut call, r),
-                Step::Stale(value, refresh) => {
-                    // Answered now; the refresh (if any) goes on with nobody to answer.
-                    self.reply_with(js, &mut call, Ok(Some(value)))?;
-                    match refresh {
-                        Some(load) => Step::Load(load),
-                        None => return Ok(()),
-                    }
-                }
-                Step::Tier(pending) => {
-                    call.state = State::Tier(pending);
-                    self.put(id, call);
-                    return self.poll(js, id);
-                }
-                Step::Load(load) => return self.load(js, id, call, load),
-                // Node's codecs are not interrupted by the language; a Node-API call that
-                // could not run JS is: the engine handed the load over, the caller is told.
-                Step::Interrupted(e) => Step::Done(Err(herdless::Error::Load(LoadError::new(e)))),
-            }
-        }
+        self.settle(js, task, outcome)
     }
 
     /// Sets (or removes) the observer of loader calls: each load then calls
@@ -445,54 +421,92 @@ impl Inner {
         Ok(())
     }
 
-    /// Polls call `id` after its waker fired.
+    /// Polls task `id` after its waker fired.
     fn poll(self: &Rc<Self>, js: Js, id: u64) -> Result<()> {
-        let Some(mut call) = self.take(id) else {
+        let Some(mut task) = self.take(id) else {
+            // Being polled (a wake met by a loader calling this cache): polled again once
+            // that poll is over, so the wake is not lost.
+            if let Some(p) = self.polling.borrow_mut().iter_mut().find(|p| p.id == id) {
+                p.woken = true;
+            }
             return Ok(());
         };
-        let waker = call.waker.clone();
-        let mut cx = Context::from_waker(&waker);
-        match std::mem::replace(&mut call.state, State::Start) {
-            State::Waiting(mut w) => match Pin::new(&mut w).poll(&mut cx) {
-                Poll::Pending => {
-                    call.state = State::Waiting(w);
-                    self.put(id, call);
-                    Ok(())
+        self.polling.borrow_mut().push(Polling {
+            id,
+            woken: false,
+            aborted: false,
+        });
+        let ended = self.poll_task(js, &mut task);
+        let p = self.polling.borrow_mut().pop();
+        let (woken, aborted) = p.map_or((false, false), |p| (p.woken, p.aborted));
+        let r = match ended {
+            Ok(None) if aborted => self.abort_task(js, id, task),
+            Ok(None) => {
+                if woken {
+                    task.waker.wake_by_ref();
                 }
-                Poll::Ready(Ok(Waited::Loaded(v))) => {
-                    self.reply_with(js, &mut call, Ok(v.map(|v| v.value)))
-                }
-                Poll::Ready(Ok(Waited::Stale(v))) => {
-                    self.reply_with(js, &mut call, Ok(Some(v.value)))
-                }
-                Poll::Ready(Ok(Waited::Retry(retry))) => {
-                    drop(w);
-                    call.retry = Some(retry);
-                    self.advance(js, id, call)
-                }
-                Poll::Ready(Err(e)) => self.reply_with(js, &mut call, Err(e)),
-            },
-            State::Tier(mut pending) => match Pin::new(&mut pending).poll(&mut cx) {
-                Poll::Pending => {
-                    call.state = State::Tier(pending);
-                    self.put(id, call);
-                    Ok(())
-                }
-                Poll::Ready(reply) => {
-                    let step = reply.next(&self.host(js));
-                    self.drive(js, id, call, step)
-                }
-            },
-            State::Loading(load) => self.deadline(js, id, call, load, &mut cx),
-            State::Op(mut f) => {
-                if !f(js, self, &mut cx)? {
-                    call.state = State::Op(f);
-                    self.put(id, call);
-                }
+                self.put(id, task);
                 Ok(())
             }
-            State::Batch(b) => self.drive_many(js, id, call, b, &mut cx),
-            State::Start => self.advance(js, id, call),
+            // Aborted during the poll that answered: the caller still gets the reason.
+            Ok(Some(end)) => match aborted {
+                true => self.reject_aborted(js, &mut task),
+                false => Ok(()),
+            }
+            .and_then(|()| self.ended(js, &mut task, end)),
+            // Not left unanswered: rejected with what failed.
+            Err(e) if task.answer.waiting() => {
+                let err = self.raised(js, Raise::Js(e))?;
+                self.settle(js, &mut task, Err(err))
+            }
+            Err(e) => Err(e),
+        };
+        let aborted = self.abort_cancelled(js);
+        r.and(aborted)
+    }
+
+    /// Polls `task` once with the JS thread as its runtime: what it ended with, if it did.
+    fn poll_task(self: &Rc<Self>, js: Js, task: &mut Task) -> Result<Option<Ended>> {
+        let mut cx = Context::from_waker(&task.waker);
+        let rt = NodeRt { js, inner: self };
+        Ok(match &mut task.state {
+            State::One(call) => {
+                self.fold_front();
+                match call.poll_call(&mut cx, &rt) {
+                    Poll::Pending => None,
+                    Poll::Ready(a) => Some(Ended::One(a)),
+                }
+            }
+            State::Many(many, _) => {
+                self.fold_front();
+                match many.poll_many(&mut cx, &rt) {
+                    Poll::Pending => None,
+                    Poll::Ready(r) => Some(Ended::Many(r)),
+                }
+            }
+            State::Warm(w) => {
+                self.fold_front();
+                w.poll(&mut cx, &rt)?.map(Ended::Warm)
+            }
+            State::Job(job) => job
+                .poll_job(&mut cx, &rt)
+                .is_ready()
+                .then_some(Ended::Quiet),
+            State::Op(f) => f(js, self, &mut cx)?.then_some(Ended::Quiet),
+        })
+    }
+
+    /// Aborts the signals of the loads cancelled meanwhile (with no borrow held: their
+    /// listeners run JS, which may call this cache).
+    fn abort_cancelled(&self, js: Js) -> Result<()> {
+        loop {
+            let list = std::mem::take(&mut *self.aborts.borrow_mut());
+            if list.is_empty() {
+                return Ok(());
+            }
+            for c in list {
+                crate::context::abort(js, c.get(js)?)?;
+            }
         }
     }
 

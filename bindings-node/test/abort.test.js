@@ -63,3 +63,15 @@ test('signal must be an AbortSignal', async () => {
     code: 'HERDLESS_INVALID_OPTION',
   })
 })
+
+test('a loader that aborts its own caller: the caller gets the reason, the value is stored', async () => {
+  const cache = new Cache()
+  const controller = new AbortController()
+  const p = cache.getOrLoad('ab:self', () => {
+    controller.abort(new Error('left during the load'))
+    return 'kept'
+  }, { signal: controller.signal })
+  await assert.rejects(p, { message: 'left during the load' })
+  assert.equal(cache.get('ab:self'), 'kept')
+  assert.equal(cache._internals().pendingCalls, 0)
+})

@@ -213,6 +213,24 @@ test('warm loads keys with bounded concurrency and reports failures', { timeout:
   await assert.rejects(cache.warm(['a:1'], async () => 1, { concurrency: 0 }), { name: 'RangeError' })
 })
 
+test('warm: a key another caller is loading is waited for, not loaded again, and counted skipped', { timeout: 10_000 }, async () => {
+  const cache = new Cache()
+  const other = cache.getOrLoad('ws:0', async () => {
+    await sleep(50)
+    return 'theirs'
+  })
+  let calls = 0
+  const report = await within(5_000, cache.warm(['ws:0', 'ws:1'], async (key) => {
+    calls++
+    return key
+  }))
+  assert.equal(await other, 'theirs')
+  assert.equal(calls, 1)
+  assert.deepEqual({ loaded: report.loaded, skipped: report.skipped, ok: report.ok }, { loaded: 1, skipped: 1, ok: 2 })
+  assert.equal(cache.get('ws:0'), 'theirs')
+  assert.equal(cache._internals().pendingCalls, 0)
+})
+
 test('warm: the engine decides how many load at once (4 by default, within originBudget); the report counts absences', { timeout: 10_000 }, async () => {
   const probe = (cache, keys, options) => {
     const seen = { running: 0, peak: 0 }

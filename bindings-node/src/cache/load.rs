@@ -143,8 +143,10 @@ impl Cache {
     }
 
     /// Pre-warms `keys` (e.g. a hot-key list saved before a restart) with `loader(key)`, at
-    /// most `options.concurrency` (default 8) loads at once. Resolves with how many keys
-    /// ended with a value and which failed; never rejects for a loader's error.
+    /// most `options.concurrency` (default 4, never more than `originBudget`) loads at once:
+    /// a fresh key, or one another caller loads meanwhile, is skipped; a stale one is
+    /// refreshed. Resolves with how many keys loaded a value and which failed; never rejects
+    /// for a loader's error.
     #[napi(
         ts_args_type = "keys: readonly string[], loader: (key: string) => unknown, options?: WarmOptions",
         ts_return_type = "Promise<WarmReport>"

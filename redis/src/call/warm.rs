@@ -160,6 +160,12 @@ where
         }
     }
 
+    /// Whether one of its calls sleeps until a waker fires (see [`Call::is_parked`]): a
+    /// runtime whose process must stay alive for wakers keeps it alive then.
+    pub fn is_parked(&self) -> bool {
+        self.running.iter().any(Call::is_parked)
+    }
+
     /// Drives the warm-up on; `progress` is told the report after each key. Ready with the
     /// report, or with what a loader raised that was not its answer (the warm-up stops; its
     /// other calls are dropped, handing their loads over).
