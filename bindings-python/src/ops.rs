@@ -77,6 +77,9 @@ pub(crate) fn get<'py>(
         })
     };
     match handle.tt.get(key).map_err(|e| map_error(py, e))? {
+        // Answered from memory: no wait to set up (a blocking wait releases the GIL and asks
+        // `threading` which thread this is, several times the cost of the hit itself).
+        Get::Ready(v) if how == How::Block => Ok(answer(py, v, default)?.into_bound(py)),
         Get::Ready(v) => wait(py, how, std::future::ready(()), move |py, ()| {
             answer(py, v, default)
         }),
