@@ -39,8 +39,16 @@ impl Wake for Unpark {
 
 static MAIN_THREAD: PyOnceLock<u64> = PyOnceLock::new();
 
+thread_local! {
+    /// This thread's answer of [`on_main_thread`], asked of `threading` once per thread.
+    static IS_MAIN: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
 /// Whether this is the interpreter's main thread (the one signal handlers run on).
 fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
+    if let Some(main) = IS_MAIN.with(|m| m.get()) {
+        return Ok(main);
+    }
     let threading = py.import("threading")?;
     let main = *MAIN_THREAD.get_or_try_init(py, || {
         threading
@@ -48,7 +56,9 @@ fn on_main_thread(py: Python<'_>) -> PyResult<bool> {
             .getattr("ident")?
             .extract::<u64>()
     })?;
-    Ok(threading.call_method0("get_ident")?.extract::<u64>()? == main)
+    let is_main = threading.call_method0("get_ident")?.extract::<u64>()? == main;
+    IS_MAIN.with(|m| m.set(Some(is_main)));
+    Ok(is_main)
 }
 
 /// Polls `fut` to completion on this thread with the GIL released. On the main thread, a
