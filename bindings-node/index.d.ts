@@ -276,7 +276,7 @@ export declare class Cache {
   /**
    * Whether another caller holds the lock on `key` (with a shared tier, also a running
    * load of it), asked of the tier without keeping it: a free lock is taken and given
-   * back at once. The answer may be stale by the time it is read.
+   * back at once. The answer may be stale by the time it is read. Fails as `lock` does.
    */
   isLocked(key: string): Promise<boolean>
   /** Counters, histograms and sizes at this moment, per namespace and in total. */
@@ -345,9 +345,10 @@ export declare class Cache {
    * its thread are released at once, and the entries of this process are dropped.
    * Idempotent. Afterwards every call that reads or writes entries (`get`, `peek`,
    * `read`, `getOrLoad`, `getOrLoadMany`, `set`, `invalidate`, `bump`,
-   * `invalidateTag(s)`, `wrap` and the functions it made, `warm`) throws or rejects with
-   * an `Error` of code `HERDLESS_CLOSED`; `metrics()`, `prometheus()`, `alerts()`,
-   * `hotKeys()`, `exportHotKeys()` and the listeners keep working. Calls in flight are
+   * `invalidateTag(s)`, `wrap` and the functions it made, `warm`, `lock`, `tryLock`,
+   * `isLocked`) throws or rejects with an `Error` of code `HERDLESS_CLOSED`;
+   * `metrics()`, `prometheus()`, `alerts()`, `hotKeys()`, `exportHotKeys()` and the
+   * listeners keep working. Calls in flight are
    * not cut: a loader already running finishes and its callers get its value (stored
    * nowhere); a load or a write still waiting for the shared tier (or for
    * `originBudget`) is rejected with `HERDLESS_CLOSED`, and a `read` answers

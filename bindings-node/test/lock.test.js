@@ -140,9 +140,16 @@ test('bad arguments and a closed cache reject', async () => {
   await assert.rejects(cache.lock('k', { signal: 'no' }), { code: 'HERDLESS_INVALID_OPTION' })
   await assert.rejects(cache.tryLock(null), { code: 'HERDLESS_INVALID_ARGUMENT' })
   await assert.rejects(cache.isLocked(''), { code: 'HERDLESS_EMPTY_KEY' })
+  const held = await cache.lock('k')
+  const waiting = cache.lock('k')
+  await sleep(20)
   cache.close()
+  await assert.rejects(within(5_000, waiting), { code: 'HERDLESS_CLOSED' }, 'a wait in flight is answered')
+  // The engine's tier is gone: the release fails (the lock ran out with the cache).
+  await assert.rejects(held.release(), { name: 'Error' })
   await assert.rejects(cache.lock('k'), { code: 'HERDLESS_CLOSED' })
   await assert.rejects(cache.tryLock('k'), { code: 'HERDLESS_CLOSED' })
+  await assert.rejects(cache.isLocked('k'), { code: 'HERDLESS_CLOSED' })
 })
 
 test('a pending lock wait keeps the process alive; a held lock alone does not', { timeout: 20_000 }, () => {

@@ -39,17 +39,20 @@ impl Cache {
         js: Js,
         key: Value,
         options: Option<Value>,
-        wait: Option<Wait>,
+        try_only: bool,
     ) -> Result<Value> {
         self.inner.fold_front();
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
-        let (mut wait, mut signal) = (wait, None);
+        let (mut timeout, mut signal) = (None, None);
         if let Some(o) = options_arg(js, options, "lock", &["timeout", "signal"])? {
-            wait = Some(Wait::For(options::timeout(js, o)?));
+            timeout = options::timeout(js, o)?;
             signal = call_options(js, Some(o))?.signal;
         }
-        let wait = wait.unwrap_or(Wait::For(None));
+        let wait = match try_only {
+            true => Wait::Try,
+            false => Wait::For(timeout),
+        };
         let now = Instant::now();
         let until = match wait {
             Wait::Try => Some(now),
@@ -113,7 +116,7 @@ impl Cache {
         options: Option<Unknown<'env>>,
     ) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let r = self.lock_impl(js, key.raw(), options.map(|o| o.raw()), None);
+        let r = self.lock_impl(js, key.raw(), options.map(|o| o.raw()), false);
         let p = rejecting(js, r)?;
         // SAFETY: a value of this env, returned to it at once.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
@@ -128,7 +131,7 @@ impl Cache {
     )]
     pub fn try_lock<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
-        let r = self.lock_impl(js, key.raw(), None, Some(Wait::Try));
+        let r = self.lock_impl(js, key.raw(), None, true);
         let p = rejecting(js, r)?;
         // SAFETY: a value of this env, returned to it at once.
         Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), p) })
@@ -136,7 +139,7 @@ impl Cache {
 
     /// Whether another caller holds the lock on `key` (with a shared tier, also a running
     /// load of it), asked of the tier without keeping it: a free lock is taken and given
-    /// back at once. The answer may be stale by the time it is read.
+    /// back at once. The answer may be stale by the time it is read. Fails as `lock` does.
     #[napi(ts_args_type = "key: string", ts_return_type = "Promise<boolean>")]
     pub fn is_locked<'env>(&self, env: &'env Env, key: Unknown<'env>) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
