@@ -59,10 +59,11 @@ impl Cache {
             // A timeout past what an `Instant` can hold is no limit.
             Wait::For(t) => t.and_then(|t| now.checked_add(t)),
         };
-        let inner = Rc::clone(&self.inner);
+        let inner = &self.inner;
         let pending = inner.tt.lock(key.as_str(), until);
         let key = key.as_str().to_owned();
-        let holder = Rc::clone(&inner);
+        // The lock object keeps the cache's driver, which runs its release.
+        let holder = Rc::clone(inner);
         inner.op(js, pending, signal, move |js, inner, r| match r {
             Ok(Some(held)) => Ok(Ok(FleetLock::to_js(js, &holder, held)?)),
             Ok(None) => match wait {
