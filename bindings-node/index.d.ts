@@ -104,6 +104,34 @@ export interface Cache {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** The options of `cache.lock(key, options)` and `cache.withLock(key, fn, options)`. */
+export interface LockOptions {
+  /**
+   * How long to wait for the lock's holder, in milliseconds (0: one try); then the call
+   * rejects with code `HERDLESS_LOCK_TIMEOUT` (`err.waitedMs`). Default: no limit.
+   */
+  timeout?: number
+  /** Rejects the call with the signal's reason when it aborts, and stops asking. */
+  signal?: AbortSignal
+}
+
+export interface Cache {
+  /**
+   * `fn(lock)` while holding the lock on `key` (`cache.lock(key, options)`), released when
+   * `fn` ends, however it ends: resolves to what `fn` resolved to. A release that fails
+   * after `fn` threw leaves `fn`'s error as the rejection.
+   */
+  withLock<T>(key: string, fn: (lock: FleetLock) => T | PromiseLike<T>, options?: LockOptions): Promise<T>
+}
+
+/**
+ * `await using lock = await cache.lock(key)` releases the lock at the end of the block
+ * (if this object still holds it: not released, lost or not).
+ */
+export interface FleetLock {
+  [Symbol.asyncDispose](): Promise<void>
+}
+
 /**
  * A stampede-proof cache of JS values under string keys.
  *
@@ -226,6 +254,31 @@ export declare class Cache {
    * for a loader's error.
    */
   warm(keys: readonly string[], loader: (key: string) => unknown, options?: WarmOptions): Promise<WarmReport>
+  /**
+   * Takes the lock on `key` and resolves to it once held (`release()` it, or
+   * `await using lock = await cache.lock(key)`). With a shared tier it is the fleet's,
+   * the very lock a load of `key` takes: processes sharing the tier exclude each other,
+   * and a load of `key` anywhere waits for it. Without one it excludes this cache's
+   * callers (and does not stop loads). Waits for its holder without blocking the event
+   * loop: for at most `options.timeout` ms (0: one try; default: no limit), then rejects
+   * with code `HERDLESS_LOCK_TIMEOUT` (`err.waitedMs`); `options.signal` rejects with the
+   * signal's reason and stops asking. A shared tier that cannot be reached rejects with
+   * `HERDLESS_BACKEND` (never a lock that looks held), a closed cache with
+   * `HERDLESS_CLOSED`.
+   */
+  lock(key: string, options?: LockOptions): Promise<FleetLock>
+  /**
+   * Takes the lock on `key` if it is free (one round trip, no wait): the lock, or `null`
+   * when another caller holds it (or, with a shared tier, a load of `key` runs). As
+   * `lock` otherwise.
+   */
+  tryLock(key: string): Promise<FleetLock | null>
+  /**
+   * Whether another caller holds the lock on `key` (with a shared tier, also a running
+   * load of it), asked of the tier without keeping it: a free lock is taken and given
+   * back at once. The answer may be stale by the time it is read. Fails as `lock` does.
+   */
+  isLocked(key: string): Promise<boolean>
   /** Counters, histograms and sizes at this moment, per namespace and in total. */
   metrics(): Metrics
   /**
@@ -292,9 +345,10 @@ export declare class Cache {
    * its thread are released at once, and the entries of this process are dropped.
    * Idempotent. Afterwards every call that reads or writes entries (`get`, `peek`,
    * `read`, `getOrLoad`, `getOrLoadMany`, `set`, `invalidate`, `bump`,
-   * `invalidateTag(s)`, `wrap` and the functions it made, `warm`) throws or rejects with
-   * an `Error` of code `HERDLESS_CLOSED`; `metrics()`, `prometheus()`, `alerts()`,
-   * `hotKeys()`, `exportHotKeys()` and the listeners keep working. Calls in flight are
+   * `invalidateTag(s)`, `wrap` and the functions it made, `warm`, `lock`, `tryLock`,
+   * `isLocked`) throws or rejects with an `Error` of code `HERDLESS_CLOSED`;
+   * `metrics()`, `prometheus()`, `alerts()`, `hotKeys()`, `exportHotKeys()` and the
+   * listeners keep working. Calls in flight are
    * not cut: a loader already running finishes and its callers get its value (stored
    * nowhere); a load or a write still waiting for the shared tier (or for
    * `originBudget`) is rejected with `HERDLESS_CLOSED`, and a `read` answers
@@ -304,6 +358,35 @@ export declare class Cache {
   close(): void
   /** Whether `close()` was called. */
   get closed(): boolean
+}
+
+/**
+ * A lock on one key of a cache (`cache.lock`, `cache.tryLock`), held until `release()`.
+ * With a shared tier it is the fleet's: it excludes every process sharing the tier, and a
+ * load of the key anywhere waits for it. Taken for one `lease` and extended in the
+ * background while held: a holder that dies frees it within one lease, and a lock the
+ * garbage collector takes unreleased is released in the background. A `set`, `invalidate`
+ * or namespace `bump` of the key breaks it (`lost`). Not reentrant. Also
+ * `lock[Symbol.asyncDispose]()` (`await using`), which releases it if still held.
+ */
+export declare class FleetLock {
+  /** The key. */
+  get key(): string
+  /** Whether this object holds the lock: not released, and not found lost. */
+  get owned(): boolean
+  /**
+   * Whether the lock this object holds was found lost: it ran out (this process was
+   * frozen or cut off from the tier for a whole lease), or a `set`, `invalidate` or
+   * `bump` of its key broke it. Another caller may hold it now.
+   */
+  get lost(): boolean
+  /**
+   * Gives the lock back, waking its waiters (in every process, with a shared tier).
+   * Resolves to `true` if it was still this lock's, `false` if it had been lost. Rejects
+   * with `HERDLESS_NOT_HELD` once released, `HERDLESS_BACKEND` when the tier cannot be
+   * reached (the lock then runs out by itself within one lease).
+   */
+  release(): Promise<boolean>
 }
 
 /** One finding of the stampede detector. */

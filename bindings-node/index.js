@@ -53,6 +53,21 @@ class Cache extends native.Cache {
     super(options)
     installFront(this)
   }
+
+  // `fn(lock)` under the lock on `key`, released in `finally` (index.d.ts, `withLock`). A
+  // failed release must not hide the error `fn` threw, so it is only surfaced after a success.
+  async withLock(key, fn, options) {
+    const lock = await this.lock(key, options)
+    let result
+    try {
+      result = await fn(lock)
+    } catch (e) {
+      await lock.release().catch(() => {})
+      throw e
+    }
+    await lock.release()
+    return result
+  }
 }
 
 // `using cache = new Cache(...)` and `await using` close the cache at the end of the block
@@ -66,8 +81,21 @@ for (const [symbol, dispose] of [
   }
 }
 
+// `await using lock = await cache.lock(key)` releases it at the end of the block: only if
+// this object still holds it, so an explicit `release()` before the end is not an error.
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Object.defineProperty(native.FleetLock.prototype, Symbol.asyncDispose, {
+    value: async function asyncDispose() {
+      if (this.owned || this.lost) await this.release()
+    },
+    writable: true,
+    configurable: true,
+  })
+}
+
 module.exports = {
   Cache,
+  FleetLock: native.FleetLock,
   buildKey: native.buildKey,
   httpCanonicalQuery: native.httpCanonicalQuery,
   httpKeeps: native.httpKeeps,

@@ -4,5 +4,5 @@ import { createRequire } from 'node:module'
 const require = createRequire(import.meta.url)
 const herdless = require('./index.js')
 
-export const { Cache, buildKey, defaults, ABSENT, testing } = herdless
+export const { Cache, FleetLock, buildKey, defaults, ABSENT, testing } = herdless
 export default herdless

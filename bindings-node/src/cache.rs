@@ -2,7 +2,8 @@
 //!
 //! The class and what its methods share (arguments, options, the answer of a load); its
 //! methods are grouped by what they do: [`read`], [`write`], [`invalidate`], [`load`],
-//! [`observe`] and [`lifecycle`] (the constructor, `close`), beside the fast paths of [`fast`].
+//! [`lock`] (and the `FleetLock` it resolves to), [`observe`] and [`lifecycle`] (the
+//! constructor, `close`), beside the fast paths of [`fast`].
 
 use std::rc::Rc;
 
@@ -195,6 +196,8 @@ pub mod write;
 pub mod invalidate;
 
 pub mod load;
+
+pub mod lock;
 
 pub mod observe;
 

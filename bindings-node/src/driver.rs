@@ -10,7 +10,8 @@
 //! - **warm** ([`State::Warm`]): a `warm` call (see `warm`);
 //! - **job** ([`State::Job`]): background work a call left (a refresh, a load past its soft
 //!   timeout, a batch's refreshes), answered to nobody;
-//! - **op** ([`State::Op`]): a `set`, `invalidate`, `bump` or `read` waiting for the tier.
+//! - **op** ([`State::Op`]): a `set`, `invalidate`, `bump`, `read` or lock waiting for the
+//!   tier (a lock's wait may be aborted: its future is dropped, as a waiter's is).
 //!
 //! A task is polled with a [`NodeRt`] (Node as a language of the machine, see `lang`) when
 //! its waker fires; wakers may fire on any thread, and [`crate::wake`] brings them to the
@@ -26,7 +27,6 @@ mod warm;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -34,7 +34,6 @@ use std::task::{Context, Poll, Waker};
 use herdless::Lookup;
 use herdless_redis::TwoTier;
 use herdless_redis::call::{Answer as Answered, Call, CallMany, Failure, Job};
-use herdless_redis::two_tier::Pending;
 use napi::{Result, Status};
 
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
@@ -49,8 +48,8 @@ pub(crate) use lang::{Node, NodeRt, Raise};
 /// What the engine answers.
 pub(crate) type EResult<T> = std::result::Result<T, herdless::Error>;
 
-/// The poll function of a [`State::Op`]: it answers whether it finished.
-type OpPoll = Box<dyn FnMut(Js, &Inner, &mut Context<'_>) -> Result<bool>>;
+/// The poll function of a [`State::Op`]: its caller's answer, once it finished.
+type OpPoll = Box<dyn FnMut(Js, &Inner, &mut Context<'_>) -> Result<Option<Outcome>>>;
 
 enum State {
     One(Box<Call<Val, Node>>),
@@ -79,8 +78,9 @@ impl State {
 enum Ended {
     One(Answered<Val, Raise>),
     Many(std::result::Result<Vec<herdless_redis::two_tier::ManyAnswer<Val>>, Raise>),
-    Warm(Outcome),
-    /// Nobody to answer (a job, an op: settled by its own poll).
+    /// A warm-up's or an op's answer.
+    Settle(Outcome),
+    /// Nobody to answer (a job).
     Quiet,
 }
 
@@ -308,29 +308,25 @@ impl Inner {
     }
 
     /// Runs an operation of the engine on the JS thread: the returned promise settles with
-    /// `done(result)` when `fut` ends.
+    /// `done(result)` when `fut` ends, or with `signal`'s reason if it aborts first (`fut`
+    /// is then dropped, which cancels the operation).
     pub(crate) fn op<T: 'static>(
         self: &Rc<Self>,
         js: Js,
-        mut fut: Pending<T>,
+        fut: impl Future<Output = T> + 'static,
+        signal: Option<Value>,
         done: impl FnOnce(Js, &Inner, T) -> Result<Outcome> + 'static,
     ) -> Result<Value> {
         let (deferred, promise) = js.promise()?;
-        let mut finish = Some((deferred, done));
-        let poll: OpPoll = Box::new(move |js, inner, cx| match Pin::new(&mut fut).poll(cx) {
-            Poll::Pending => Ok(false),
-            Poll::Ready(r) => {
-                if let Some((deferred, done)) = finish.take() {
-                    let outcome = done(js, inner, r)?;
-                    deferred.settle(js, outcome)?;
-                }
-                Ok(true)
-            }
+        let (mut fut, mut done) = (Box::pin(fut), Some(done));
+        // `done` is taken once: the task leaves the table when it ends.
+        let poll: OpPoll = Box::new(move |js, inner, cx| match fut.as_mut().poll(cx) {
+            Poll::Pending => Ok(None),
+            Poll::Ready(r) => done.take().map(|done| done(js, inner, r)).transpose(),
         });
-        let (id, task) = self.new_task(Answer::Nobody, State::Op(poll));
-        self.put(id, task);
-        self.poll(js, id)?;
-        self.run_woken(js)?;
+        self.begin(js, Answer::Promise(deferred), signal, || {
+            Ok(State::Op(poll))
+        })?;
         Ok(promise)
     }
 
@@ -375,7 +371,7 @@ impl Inner {
         match end {
             Ended::One(a) => self.reply_one(js, task, a),
             Ended::Many(r) => self.reply_many(js, task, r),
-            Ended::Warm(outcome) => self.settle(js, task, outcome),
+            Ended::Settle(outcome) => self.settle(js, task, outcome),
             Ended::Quiet => Ok(()),
         }
     }
@@ -486,13 +482,13 @@ impl Inner {
             }
             State::Warm(w) => {
                 self.fold_front();
-                w.poll(&mut cx, &rt)?.map(Ended::Warm)
+                w.poll(&mut cx, &rt)?.map(Ended::Settle)
             }
             State::Job(job) => job
                 .poll_job(&mut cx, &rt)
                 .is_ready()
                 .then_some(Ended::Quiet),
-            State::Op(f) => f(js, self, &mut cx)?.then_some(Ended::Quiet),
+            State::Op(f) => f(js, self, &mut cx)?.map(Ended::Settle),
         })
     }
 

@@ -81,6 +81,14 @@ const MEMORY = {
   'key part nested 32 deep is fine': "buildKey({ namespace: 'n', entity: 'e', id: JSON.parse('['.repeat(32) + '1' + ']'.repeat(32)) })",
   'warm sparse array of length 2^32-1': "cache.warm(new Array(2 ** 32 - 1), async (k) => k)",
   'warm sparse array with a hole': "cache.warm(new Array(3), async (k) => k)",
+  'lock key 10 MB': "cache.lock('k:' + 'x'.repeat(10_000_000))",
+  'lock key lone surrogate': "cache.tryLock('k:\\ud800')",
+  'lock timeout NaN': "cache.lock('k:l1', { timeout: NaN })",
+  'lock timeout Infinity': "cache.lock('k:l2', { timeout: Infinity })",
+  'lock timeout 1e300': "cache.lock('k:l3', { timeout: 1e300 })",
+  'lock timeout string': "cache.lock('k:l4', { timeout: '5' })",
+  'lock options array': "cache.lock('k:l5', [1])",
+  'lock timeout of 300 years': "cache.lock('k:l6', { timeout: 1e13 }).then((l) => l.owned)",
 }
 const REDIS = {
   'redis set bigint': "rcache.set('r:1', 10n)",
@@ -230,6 +238,19 @@ test('namespaces and warm arguments are checked', () => {
   expect(memory, 'warm loader not a function', 'TypeError', undefined)
   // In memory any value is kept as it is (no codec is involved).
   assert.equal(memory['memory set bigint value'].value, '"bigint"')
+})
+
+test('lock arguments are checked as the other calls check theirs', () => {
+  expect(memory, 'lock key 10 MB', 'RangeError', 'HERDLESS_KEY_TOO_LONG', '1024')
+  expect(memory, 'lock key lone surrogate', 'TypeError', 'HERDLESS_INVALID_ARGUMENT', 'surrogate')
+  for (const name of ['lock timeout NaN', 'lock timeout Infinity', 'lock timeout 1e300']) {
+    expect(memory, name, 'RangeError', 'HERDLESS_INVALID_OPTION', 'timeout')
+  }
+  for (const name of ['lock timeout string', 'lock options array']) {
+    expect(memory, name, 'TypeError', 'HERDLESS_INVALID_OPTION')
+  }
+  // A long wait is no error (and the free lock is taken at once).
+  assert.equal(memory['lock timeout of 300 years'].value, 'true')
 })
 
 // ---- Redis -------------------------------------------------------------------------------

@@ -103,3 +103,31 @@ export interface Cache {
   [Symbol.dispose](): void
   [Symbol.asyncDispose](): Promise<void>
 }
+
+/** The options of `cache.lock(key, options)` and `cache.withLock(key, fn, options)`. */
+export interface LockOptions {
+  /**
+   * How long to wait for the lock's holder, in milliseconds (0: one try); then the call
+   * rejects with code `HERDLESS_LOCK_TIMEOUT` (`err.waitedMs`). Default: no limit.
+   */
+  timeout?: number
+  /** Rejects the call with the signal's reason when it aborts, and stops asking. */
+  signal?: AbortSignal
+}
+
+export interface Cache {
+  /**
+   * `fn(lock)` while holding the lock on `key` (`cache.lock(key, options)`), released when
+   * `fn` ends, however it ends: resolves to what `fn` resolved to. A release that fails
+   * after `fn` threw leaves `fn`'s error as the rejection.
+   */
+  withLock<T>(key: string, fn: (lock: FleetLock) => T | PromiseLike<T>, options?: LockOptions): Promise<T>
+}
+
+/**
+ * `await using lock = await cache.lock(key)` releases the lock at the end of the block
+ * (if this object still holds it: not released, lost or not).
+ */
+export interface FleetLock {
+  [Symbol.asyncDispose](): Promise<void>
+}

@@ -20,7 +20,7 @@ impl Cache {
         let r = inner.tt.invalidate(key.as_str());
         inner.run_woken(js)?;
         let pending = r.map_err(|e| errors::throw(js, &inner.table, &e))?;
-        inner.op(js, pending, |js, inner, r| {
+        inner.op(js, pending, None, |js, inner, r| {
             answer(js, inner, r, |b| js.bool(b))
         })
     }
@@ -54,7 +54,7 @@ impl Cache {
             ));
         };
         let pending = self.inner.tt.bump(&ns);
-        self.inner.op(js, pending, |js, inner, r| {
+        self.inner.op(js, pending, None, |js, inner, r| {
             answer(js, inner, r, |epoch| js.number(epoch as f64))
         })
     }
@@ -85,7 +85,7 @@ impl Cache {
         };
         inner.run_woken(js)?;
         let pending = r.map_err(|e| errors::throw(js, &inner.table, &e))?;
-        inner.op(js, pending, |js, inner, r| {
+        inner.op(js, pending, None, |js, inner, r| {
             answer(js, inner, r, |()| js.undefined())
         })
     }

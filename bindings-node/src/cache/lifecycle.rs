@@ -95,9 +95,10 @@ impl Cache {
     /// its thread are released at once, and the entries of this process are dropped.
     /// Idempotent. Afterwards every call that reads or writes entries (`get`, `peek`,
     /// `read`, `getOrLoad`, `getOrLoadMany`, `set`, `invalidate`, `bump`,
-    /// `invalidateTag(s)`, `wrap` and the functions it made, `warm`) throws or rejects with
-    /// an `Error` of code `HERDLESS_CLOSED`; `metrics()`, `prometheus()`, `alerts()`,
-    /// `hotKeys()`, `exportHotKeys()` and the listeners keep working. Calls in flight are
+    /// `invalidateTag(s)`, `wrap` and the functions it made, `warm`, `lock`, `tryLock`,
+    /// `isLocked`) throws or rejects with an `Error` of code `HERDLESS_CLOSED`;
+    /// `metrics()`, `prometheus()`, `alerts()`, `hotKeys()`, `exportHotKeys()` and the
+    /// listeners keep working. Calls in flight are
     /// not cut: a loader already running finishes and its callers get its value (stored
     /// nowhere); a load or a write still waiting for the shared tier (or for
     /// `originBudget`) is rejected with `HERDLESS_CLOSED`, and a `read` answers

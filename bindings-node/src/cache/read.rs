@@ -32,7 +32,7 @@ impl Cache {
             .map_err(|e| errors::throw(js, &inner.table, &e))?
         {
             Get::Ready(v) => js.resolved(value(js, inner, v)?),
-            Get::Tier(pending) => inner.op(js, pending, move |js, inner, read| {
+            Get::Tier(pending) => inner.op(js, pending, None, move |js, inner, read| {
                 let r = read.finish(&inner.host(js));
                 let r = r.map_err(|e| herdless::Error::Load(herdless::LoadError::new(e)));
                 answer(js, inner, r, |v| value(js, inner, v))

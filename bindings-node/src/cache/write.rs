@@ -42,7 +42,7 @@ impl Cache {
         };
         inner.run_woken(js)?;
         let pending = r.map_err(|e| errors::throw(js, &inner.table, &e))?;
-        inner.op(js, pending, |js, inner, r| {
+        inner.op(js, pending, None, |js, inner, r| {
             answer(js, inner, r, |()| js.undefined())
         })
     }

@@ -29,6 +29,8 @@ pub(crate) mod code {
     pub(crate) const TOO_MANY_TAGS: &str = "HERDLESS_TOO_MANY_TAGS";
     pub(crate) const UNCOPYABLE_VALUE: &str = "HERDLESS_UNCOPYABLE_VALUE";
     pub(crate) const CLOSED: &str = "HERDLESS_CLOSED";
+    pub(crate) const LOCK_TIMEOUT: &str = "HERDLESS_LOCK_TIMEOUT";
+    pub(crate) const NOT_HELD: &str = "HERDLESS_NOT_HELD";
     pub(crate) const ERROR: &str = "HERDLESS_ERROR";
 }
 

@@ -111,3 +111,8 @@ pub(crate) fn known_fields(js: Js, obj: Value, what: &str, known: &[&str]) -> Re
 pub(crate) fn ttl(js: Js, obj: Value) -> Result<Option<Duration>> {
     duration(js, obj, "ttl", false)
 }
+
+/// How long a lock call waits for the lock's holder, in milliseconds (0: it only tries).
+pub(crate) fn timeout(js: Js, obj: Value) -> Result<Option<Duration>> {
+    duration(js, obj, "timeout", true)
+}

@@ -1,7 +1,7 @@
 // Type checks of the generated index.d.ts (run by `tsc --noEmit -p test/types`; never run).
 // Lines marked @ts-expect-error must fail to type-check, so the types are not just `any`.
-import { ABSENT, Cache, buildKey, defaults, testing } from 'herdless'
-import type { CacheEvent, CacheEventName, CacheOptions, CodecObject, Defaults, DetectorOptions, Metrics, Peek, WarmReport } from 'herdless'
+import { ABSENT, Cache, FleetLock, buildKey, defaults, testing } from 'herdless'
+import type { CacheEvent, CacheEventName, CacheOptions, CodecObject, Defaults, DetectorOptions, LockOptions, Metrics, Peek, WarmReport } from 'herdless'
 
 interface User {
   id: number
@@ -185,3 +185,34 @@ function lifecycleUsage(): void {
   c.closed = false
 }
 void lifecycleUsage
+
+// Locks (cache.lock): resolved once held, with `timeout` (ms) and `signal`; tryLock may
+// answer null; FleetLock's state is read-only; withLock passes fn's result through.
+async function lockUsage(c: Cache): Promise<void> {
+  const lock: FleetLock = await c.lock('jobs:v1:k', { timeout: 1000, signal: AbortSignal.timeout(5000) })
+  const key: string = lock.key
+  const owned: boolean = lock.owned
+  const lost: boolean = lock.lost
+  const released: boolean = await lock.release()
+  void [key, owned, lost, released]
+  const maybe: FleetLock | null = await c.tryLock('jobs:v1:k')
+  // @ts-expect-error: tryLock may answer null
+  const surely: FleetLock = await c.tryLock('jobs:v1:k')
+  void [maybe, surely]
+  const locked: boolean = await c.isLocked('jobs:v1:k')
+  const n: number = await c.withLock('jobs:v1:k', async (l: FleetLock) => (l.owned ? 1 : 0), { timeout: 50 })
+  const s: string = await c.withLock('jobs:v1:k', () => 'sync')
+  void [locked, n, s]
+  const options: LockOptions = { timeout: 0 }
+  void options
+  // @ts-expect-error: the timeout is a number of milliseconds
+  void c.lock('k', { timeout: '1s' })
+  // @ts-expect-error: unknown option
+  void c.lock('k', { timeoutMs: 5 })
+  // @ts-expect-error: `lost` is read-only
+  lock.lost = false
+  await using held = await c.lock('jobs:v1:k')
+  const disposing: Promise<void> = held[Symbol.asyncDispose]()
+  void disposing
+}
+void lockUsage
