@@ -14,22 +14,22 @@
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use herdless::{LoadError, Loaded};
+use herdless::Loaded;
 use herdless_redis::call::{
     CallMany, Called, Failure, Job, KeyAnswers, Lang, Runtime as CallRuntime,
 };
 use herdless_redis::two_tier::Load;
 use herdless_redis::{CodecError, Host, Warning};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyException, PyRuntimeError};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 
 use crate::asyncio::awaitable_with;
 use crate::batch::{key_answers, to_values};
-use crate::blocking::Handle;
+use crate::blocking::{Handle, log_failure};
 use crate::codec::PyHost;
-use crate::errors::{PyLoadError, map_error};
+use crate::errors::map_error;
 use crate::value::PyValue;
 
 /// Python asyncio, as the call machine sees it (only batches: one-key calls are driven
@@ -91,20 +91,14 @@ impl WakeBatch {
     }
 }
 
-/// What a loader's call, or its task's end, answers.
+/// What a loader's call, or its task's end, answers (a cancelled task is about this task,
+/// not the load: its keys are handed over).
 fn called(
     py: Python<'_>,
     r: PyResult<Bound<'_, PyAny>>,
     copy: bool,
 ) -> Called<KeyAnswers<PyValue>, PyErr> {
-    match r.and_then(|found| key_answers(&found, copy)) {
-        Ok(found) => Called::Answered(Ok(found)),
-        Err(err) if err.is_instance_of::<PyException>(py) => {
-            Called::Answered(Err(LoadError::new(PyLoadError::new(py, err))))
-        }
-        // Cancelled, or interrupted: about this task, not the load (the keys are handed over).
-        Err(err) => Called::Interrupted(err),
-    }
+    crate::blocking::called(py, r.and_then(|found| key_answers(&found, copy)))
 }
 
 /// The event loop at work during one poll of a batch: the cache's codec, and the loop to
@@ -206,24 +200,11 @@ impl CallRuntime<PyValue, Asyncio> for Loop<'_, '_> {
     }
 
     fn report(&self, key: &str, failure: Failure<PyErr>) {
-        let py = self.py;
-        let exc = match failure {
-            Failure::Error(e) => map_error(py, e),
+        let err = match failure {
+            Failure::Error(e) => map_error(self.py, e),
             Failure::Raise(e) => e,
         };
-        let log = || -> PyResult<()> {
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("exc_info", exc.into_value(py))?;
-            py.import("logging")?
-                .call_method1("getLogger", ("herdless",))?
-                .call_method(
-                    "warning",
-                    ("background batch refresh failed (%r)", key),
-                    Some(&kwargs),
-                )?;
-            Ok(())
-        };
-        let _ = log();
+        log_failure(self.py, key, err);
     }
 
     fn raise(&self, interrupted: CodecError) -> PyErr {

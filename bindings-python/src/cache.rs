@@ -375,7 +375,7 @@ impl Cache {
     ) -> PyResult<Py<pyo3::types::PyList>> {
         check_open(py, &self.handle)?;
         let keys = batch_keys(&keys)?;
-        crate::batch::get_or_load_many(&self.handle, py, keys, loader)
+        crate::blocking::get_or_load_many(&self.handle, py, keys, loader)
     }
 
     /// `get_or_load_many` for asyncio (see `herdless.Cache.aget_or_load_many`): an

@@ -4,7 +4,7 @@
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
 //! (`Cache(...)` keywords), [`cache`] (the cache), [`observe`] (loader calls seen by an
 //! observer: spans), [`cached`] (the decorated function; [`vectorcall`], its calling convention),
-//! [`blocking`] (the blocking driver of the fleet engine), [`batch`] (its batch loads), [`asyncio`] (its steps for the
+//! [`blocking`] (Python threads as a language of the call machine), [`batch`] (batch loaders' answers), [`asyncio`] (its steps for the
 //! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
 //! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
 //! herdless is busy), [`tags`] (tags from Python), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
@@ -66,7 +66,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<asyncio::Wait>()?;
     m.add_class::<asyncio::RetryToken>()?;
     m.add_class::<blocking::Refresh>()?;
-    m.add_class::<batch::BatchRefresh>()?;
     m.add_class::<aio_batch::WakeBatch>()?;
     m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;

@@ -33,7 +33,6 @@ __all__ = [
     "LoadContext",
     "Loaded",
     "MemoryStore",
-    "_BatchRefresh",
     "_WakeBatch",
     "Previous",
     "_Bridge",
@@ -485,10 +484,6 @@ class MemoryStore:
 
 @final
 class _Refresh:
-    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
-
-@final
-class _BatchRefresh:
     def __call__(self, *args: Any, **kwargs: Any) -> None: ...
 
 @final
