@@ -21,7 +21,7 @@ use herdless_redis::call::{
 use herdless_redis::two_tier::{Load, TwoTier};
 use herdless_redis::{CodecError, Host, Warning};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyException, PyRuntimeError};
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -267,9 +267,7 @@ impl Runtime<PyValue, Threads> for Blocking<'_, '_> {
     }
 
     fn raise(&self, interrupted: CodecError) -> PyErr {
-        self.host
-            .take_interrupt()
-            .unwrap_or_else(|| PyRuntimeError::new_err(format!("herdless: {interrupted}")))
+        self.host.raise(interrupted)
     }
 }
 
@@ -349,11 +347,8 @@ impl Refresh {
     }
 }
 
-/// Starts a daemon thread named `herdless-refresh` that calls `job` (a callable pyclass).
-pub(crate) fn start_refresh_thread<T: pyo3::PyClass + Into<pyo3::PyClassInitializer<T>>>(
-    py: Python<'_>,
-    job: T,
-) -> PyResult<()> {
+/// Starts a daemon thread named `herdless-refresh` that runs `job`.
+fn start_refresh_thread(py: Python<'_>, job: Refresh) -> PyResult<()> {
     let job = Py::new(py, job)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("target", job)?;
@@ -364,12 +359,4 @@ pub(crate) fn start_refresh_thread<T: pyo3::PyClass + Into<pyo3::PyClassInitiali
         .call((), Some(&kwargs))?
         .call_method0("start")?;
     Ok(())
-}
-
-/// A finished load's answer for this caller, as a Python object or exception.
-pub(crate) fn answer(py: Python<'_>, r: Result<Option<PyValue>, Error>) -> PyResult<Py<PyAny>> {
-    match r {
-        Ok(v) => to_caller(py, v),
-        Err(e) => Err(map_error(py, e)),
-    }
 }
