@@ -25,6 +25,7 @@ use herdless_redis::two_tier::Load;
 use herdless_redis::{CodecError, Host, Warning};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::asyncio::CancelledError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -238,7 +239,10 @@ impl CallRuntime<PyValue, Asyncio> for Loop<'_, '_> {
             Failure::Error(e) => map_error(self.py, e),
             Failure::Raise(e) => e,
         };
-        log_failure(self.py, key, err);
+        // A job whose loader task was cancelled (its loop is closing) did not fail.
+        if !err.is_instance_of::<CancelledError>(self.py) {
+            log_failure(self.py, key, err);
+        }
     }
 
     fn raise(&self, interrupted: CodecError) -> PyErr {
