@@ -164,6 +164,11 @@ impl<'a, 'py> Blocking<'a, 'py> {
     /// Drives `poll` to its end on this thread. A codec's interruption ends it with that
     /// exception (the caller drops what it drives, handing its load over).
     fn run<T>(&self, mut poll: impl FnMut(&mut Context<'_>, &Self) -> Poll<T>) -> PyResult<T> {
+        // The whole call runs Python code now and then (codecs, the loader, errors): the
+        // exit waits for all of it, or this thread would be ended by the interpreter inside
+        // herdless frames (see `shutdown`). Once it exits, a hit is still answered; loads
+        // and waits are refused where they start.
+        let _busy = Busy::enter().ok();
         drive(self.py, |cx| {
             let r = poll(cx, self);
             match self.host.take_interrupt() {
