@@ -5,7 +5,9 @@
 //! parked in Rust would sit through Ctrl-C until its wait ended. So the main thread parks in
 //! short slices and runs pending signal handlers between them; other threads (which never
 //! receive signals) park until woken, re-checking deadlines now and then (see
-//! [`RECHECK_SLICE`]).
+//! [`RECHECK_SLICE`]). [`block_on`] polls an engine future with the GIL released;
+//! [`drive`] polls with the GIL held (a call of the call machine runs loaders and codecs as
+//! it is polled) and releases it only to park.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -95,6 +97,38 @@ where
         match ready {
             Some(v) => return Ok(v),
             None => py.check_signals()?,
+        }
+    }
+}
+
+/// Polls `poll` (with the GIL: it may run Python code) until it is ready, parking this
+/// thread with the GIL released in between; signals are handled as in [`block_on`] (a
+/// raising handler ends the drive, and the caller drops what `poll` drives, which hands its
+/// load over). The exit waits for a drive that parked (see `shutdown`); one that never
+/// parks (a hit) costs no more than its poll.
+pub(crate) fn drive<T>(
+    py: Python<'_>,
+    mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>,
+) -> PyResult<T> {
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut parked: Option<(crate::shutdown::Busy, bool)> = None;
+    loop {
+        if let Poll::Ready(v) = poll(&mut cx) {
+            return Ok(v);
+        }
+        let main = match &parked {
+            Some((_, main)) => *main,
+            None => {
+                parked
+                    .insert((crate::shutdown::Busy::enter()?, on_main_thread(py)?))
+                    .1
+            }
+        };
+        let slice = if main { SIGNAL_SLICE } else { RECHECK_SLICE };
+        py.detach(|| thread::park_timeout(slice));
+        if main {
+            py.check_signals()?;
         }
     }
 }

@@ -1,22 +1,31 @@
-//! The blocking driver of the fleet engine for Python callers: `get_or_load`, the
-//! decorator's sync path, and background refreshes on a Python thread.
+//! Python threads as a language of the call machine ([`herdless_redis::call`]):
+//! `get_or_load`, the decorator's sync path and `get_or_load_many` are calls of the machine
+//! ([`Call`], [`CallMany`]) driven on the calling thread ([`Threads`], [`Blocking`]).
 //!
-//! It only does what the engine's steps say, in Python's way: the loader runs on the
-//! calling thread (an `Exception` is the load's result and reaches every waiter; any other
-//! `BaseException` is about this thread, not the load: the load is handed over and the
-//! exception re-raised); waits block with the GIL released ([`block_on`]); a refresh gets a
-//! daemon `threading.Thread`.
+//! The machine decides everything; this is only Python's way of doing it: a loader is
+//! called on the calling thread with the GIL (an `Exception` is the load's result and
+//! reaches every waiter; any other `BaseException` is about this thread, not the load: the
+//! load is handed over and the exception re-raised); waits park with the GIL released
+//! ([`crate::block::drive`]); background jobs (refreshes) get a daemon `threading.Thread`,
+//! and their failures are logged.
 
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use herdless::{Error, LoadError, Lookup, Waited};
-use herdless_redis::two_tier::{Step, TwoTier};
+use herdless::{Error, Hit, LoadError, Loaded, Lookup};
+use herdless_redis::call::{
+    Call, CallMany, CallOptions, Called, Failure, Job, KeyAnswers, Lang, Runtime,
+};
+use herdless_redis::two_tier::{Load, TwoTier};
+use herdless_redis::{CodecError, Host, Warning};
 use parking_lot::Mutex;
-use pyo3::exceptions::{PyException, PyRuntimeError};
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::block::block_on;
+use crate::block::{block_on, drive};
 use crate::codec::{Codec, PyHost};
 use crate::context::{LoadContext, takes_context, to_loaded};
 use crate::errors::{PyLoadError, map_error};
@@ -41,37 +50,235 @@ impl Handle {
         let mut pending = self.tt.invalidate(key).map_err(|e| map_error(py, e))?;
         block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
     }
-}
 
-/// `loader` ready to call: a `loader(ctx)` gets its context (made by `context`) bound as
-/// its argument, before any observer wraps it; the context is returned to read the answer.
-pub(crate) fn with_context(
-    py: Python<'_>,
-    loader: Loader,
-    context: impl FnOnce() -> herdless::LoadContext<PyValue>,
-) -> PyResult<(Loader, Option<Py<LoadContext>>)> {
-    match loader {
-        Loader::Call0(f) if takes_context(f.bind(py))? => {
-            let ctx = Py::new(py, LoadContext::new(context()))?;
-            let args = PyTuple::new(py, [ctx.clone_ref(py).into_any()])?.unbind();
-            Ok((Loader::Call(f, args, None), Some(ctx)))
-        }
-        loader => Ok((loader, None)),
+    /// `loader` ready to call for `load`: a `loader(ctx)` gets its context bound as its
+    /// argument, then the observer (if any) wraps it; the context is returned to read the
+    /// answer with.
+    pub(crate) fn prepare(
+        &self,
+        py: Python<'_>,
+        loader: Loader,
+        load: &Load<PyValue>,
+    ) -> PyResult<(Loader, Option<Py<LoadContext>>)> {
+        let (loader, ctx) = match loader {
+            Loader::Call0(f) if takes_context(f.bind(py))? => {
+                let ctx = Py::new(py, LoadContext::new(load.context()))?;
+                let args = PyTuple::new(py, [ctx.clone_ref(py).into_any()])?.unbind();
+                (Loader::Call(f, args, None), Some(ctx))
+            }
+            loader => (loader, None),
+        };
+        let loader = self
+            .observer
+            .wrap(py, load.key(), load.is_background(), loader)?;
+        Ok((loader, ctx))
     }
 }
 
-/// A finished load's answer for this caller, as a Python object or exception.
-pub(crate) fn answer(py: Python<'_>, r: Result<Option<PyValue>, Error>) -> PyResult<Py<PyAny>> {
+/// A one-key loader's answer `value`, read with its context (what the loader set on it).
+pub(crate) fn loaded(
+    value: Bound<'_, PyAny>,
+    ctx: Option<&Py<LoadContext>>,
+    copy: bool,
+) -> PyResult<Loaded<PyValue>> {
+    match ctx {
+        Some(ctx) => ctx.get().answer(value, copy),
+        None => to_loaded(value, copy),
+    }
+}
+
+/// How a loader call ended, the Python way: an `Exception` is the load's result; any other
+/// `BaseException` (KeyboardInterrupt, a task's cancellation) is about the caller, not the
+/// load.
+pub(crate) fn called<T>(py: Python<'_>, r: PyResult<T>) -> Called<T, PyErr> {
     match r {
-        Ok(v) => to_caller(py, v),
-        Err(e) => Err(map_error(py, e)),
+        Ok(v) => Called::Answered(Ok(v)),
+        Err(err) if err.is_instance_of::<PyException>(py) => {
+            Called::Answered(Err(LoadError::new(PyLoadError::new(py, err))))
+        }
+        Err(err) => Called::Interrupted(err),
+    }
+}
+
+/// Logs a background job's failure on the `herdless` logger (nobody awaits it). At exit
+/// nobody is left to read it, and logging takes locks (see `shutdown`): nothing is logged.
+pub(crate) fn log_failure(py: Python<'_>, key: &str, err: PyErr) {
+    if crate::shutdown::shutting_down() {
+        return;
+    }
+    let log = || -> PyResult<()> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("exc_info", err.into_value(py))?;
+        let logger = py
+            .import("logging")?
+            .call_method1("getLogger", ("herdless",))?;
+        // A batch's job has no one key.
+        match key {
+            "" => logger.call_method(
+                "warning",
+                ("background batch refresh failed",),
+                Some(&kwargs),
+            ),
+            _ => logger.call_method(
+                "warning",
+                ("background refresh of %r failed", key),
+                Some(&kwargs),
+            ),
+        }?;
+        Ok(())
+    };
+    // A logging failure must not fail the job's thread.
+    let _ = log();
+}
+
+/// Python threads, as the call machine sees them: a loader answers when called.
+pub(crate) struct Threads;
+
+impl Lang<PyValue> for Threads {
+    type Loader = Loader;
+    type ManyLoader = Arc<Py<PyAny>>;
+    type Raise = PyErr;
+    type Running = Option<Called<Loaded<PyValue>, PyErr>>;
+    type RunningMany = Option<Called<KeyAnswers<PyValue>, PyErr>>;
+}
+
+/// The calling thread at work during a call, with the GIL: the cache's codec, and where a
+/// background job's `BaseException` waits to be re-raised by its thread.
+pub(crate) struct Blocking<'a, 'py> {
+    py: Python<'py>,
+    handle: &'a Handle,
+    host: PyHost<'a, 'py>,
+    raised: RefCell<Option<PyErr>>,
+}
+
+impl<'a, 'py> Blocking<'a, 'py> {
+    fn new(py: Python<'py>, handle: &'a Handle) -> Self {
+        Self {
+            py,
+            handle,
+            host: PyHost::new(py, &handle.codec),
+            raised: RefCell::new(None),
+        }
+    }
+
+    /// Drives `poll` to its end on this thread. A codec's interruption ends it with that
+    /// exception (the caller drops what it drives, handing its load over).
+    fn run<T>(&self, mut poll: impl FnMut(&mut Context<'_>, &Self) -> Poll<T>) -> PyResult<T> {
+        // The whole call runs Python code now and then (codecs, the loader, errors): the
+        // exit waits for all of it, or this thread would be ended by the interpreter inside
+        // herdless frames (see `shutdown`). Once it exits, a hit is still answered; loads
+        // and waits are refused where they start.
+        let _busy = Busy::enter().ok();
+        drive(self.py, |cx| {
+            let r = poll(cx, self);
+            match self.host.take_interrupt() {
+                Some(err) => Poll::Ready(Err(err)),
+                None => r.map(Ok),
+            }
+        })?
+    }
+}
+
+impl Host<PyValue> for Blocking<'_, '_> {
+    fn encode(&self, value: &PyValue) -> Result<Vec<u8>, CodecError> {
+        self.host.encode(value)
+    }
+    fn decode(&self, bytes: &[u8]) -> Result<PyValue, CodecError> {
+        self.host.decode(bytes)
+    }
+    fn warn(&self, warning: &Warning<'_>) {
+        self.host.warn(warning)
+    }
+}
+
+impl Runtime<PyValue, Threads> for Blocking<'_, '_> {
+    fn call(&self, loader: Loader, load: &Load<PyValue>) -> Option<Called<Loaded<PyValue>, PyErr>> {
+        let py = self.py;
+        // Not the load's fault (a context or observer that failed, the exit): hand it over.
+        let (loader, ctx) = match self.handle.prepare(py, loader, load) {
+            Ok(l) => l,
+            Err(e) => return Some(Called::Interrupted(e)),
+        };
+        // The exit waits for a loader running on a daemon thread: see `shutdown`.
+        let busy = match Busy::enter() {
+            Ok(b) => b,
+            Err(e) => return Some(Called::Interrupted(e)),
+        };
+        let copy = self.handle.codec.copy_values;
+        let r = loader.call(py).and_then(|v| loaded(v, ctx.as_ref(), copy));
+        if let Some(ctx) = &ctx {
+            ctx.get().finish();
+        }
+        drop(busy);
+        Some(called(py, r))
+    }
+
+    fn poll_loader(
+        &self,
+        running: &mut Option<Called<Loaded<PyValue>, PyErr>>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Called<Loaded<PyValue>, PyErr>> {
+        Poll::Ready(
+            running
+                .take()
+                .expect("a sync loader's answer is taken once"),
+        )
+    }
+
+    fn call_many(
+        &self,
+        loader: &Arc<Py<PyAny>>,
+        keys: Vec<String>,
+    ) -> Option<Called<KeyAnswers<PyValue>, PyErr>> {
+        let busy = match Busy::enter() {
+            Ok(b) => b,
+            Err(e) => return Some(Called::Interrupted(e)),
+        };
+        let r = crate::batch::call(self.py, loader, keys, self.handle.codec.copy_values);
+        drop(busy);
+        Some(called(self.py, r))
+    }
+
+    fn poll_many_loader(
+        &self,
+        running: &mut Option<Called<KeyAnswers<PyValue>, PyErr>>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Called<KeyAnswers<PyValue>, PyErr>> {
+        Poll::Ready(
+            running
+                .take()
+                .expect("a sync loader's answer is taken once"),
+        )
+    }
+
+    fn spawn(&self, job: Job<PyValue, Threads>) {
+        // No thread (at interpreter shutdown): the job is dropped, which hands its load
+        // over; the caller is still served.
+        let job = Refresh(Mutex::new(Some((self.handle.clone(), job))));
+        let _ = start_refresh_thread(self.py, job);
+    }
+
+    fn report(&self, key: &str, failure: Failure<PyErr>) {
+        let err = match failure {
+            Failure::Error(e) => map_error(self.py, e),
+            Failure::Raise(e) => e,
+        };
+        if err.is_instance_of::<PyException>(self.py) {
+            log_failure(self.py, key, err);
+        } else {
+            // About the job's thread (SystemExit...): its thread re-raises it.
+            *self.raised.borrow_mut() = Some(err);
+        }
+    }
+
+    fn raise(&self, interrupted: CodecError) -> PyErr {
+        self.host.raise(interrupted)
     }
 }
 
 /// The value of `key`, loading it when needed; see the module docs.
 ///
-/// `loader` makes the loader only when one is needed (a lead or a refresh), so a hit
-/// allocates nothing for it.
+/// `loader` makes the loader only when one is needed (not for a plain hit).
 pub(crate) fn get_or_load(
     handle: &Handle,
     py: Python<'_>,
@@ -79,203 +286,74 @@ pub(crate) fn get_or_load(
     loader: impl FnOnce() -> Loader,
     ttl: Option<Duration>,
 ) -> PyResult<Py<PyAny>> {
-    let step = handle.tt.l1().lookup(key);
-    get_or_load_from(handle, py, key, step, loader, ttl)
+    let first = handle.tt.l1().lookup(key);
+    get_or_load_from(handle, py, key, first, loader, ttl)
 }
 
-/// [`get_or_load`] from the first lookup's answer, `step`.
+/// [`get_or_load`] from the first lookup's answer, `first`.
 pub(crate) fn get_or_load_from(
     handle: &Handle,
     py: Python<'_>,
     key: &str,
-    mut step: Result<Lookup<Held>, Error>,
+    first: Result<Lookup<Held>, Error>,
     loader: impl FnOnce() -> Loader,
     ttl: Option<Duration>,
 ) -> PyResult<Py<PyAny>> {
-    let l1 = handle.tt.l1();
-    loop {
-        match step.map_err(|e| map_error(py, e))? {
-            Lookup::Hit(hit) => {
-                if let Some(guard) = hit.refresh {
-                    let have = hit.value.as_ref().map_or(0, |v| v.version);
-                    if let Some(first) = handle.tt.refresh(guard, have, ttl) {
-                        spawn(py, handle, key, first, loader());
-                    }
-                }
-                return to_caller(py, hit.value.map(|v| v.value));
-            }
-            Lookup::Wait(mut waiter) => match block_on(py, &mut waiter)? {
-                Ok(Waited::Loaded(v)) => return to_caller(py, v.map(|v| v.value)),
-                Ok(Waited::Stale(v)) => return to_caller(py, Some(v.value)),
-                Ok(Waited::Retry(r)) => step = l1.lookup_again(key, r),
-                Err(e) => return Err(map_error(py, e)),
-            },
-            Lookup::Lead(guard) => {
-                let first = handle.tt.lead(guard, ttl);
-                return drive(py, handle, key, first, loader());
-            }
-        }
+    let first = match first {
+        // A plain hit makes no call.
+        Ok(Lookup::Hit(Hit {
+            value,
+            refresh: None,
+            ..
+        })) => return to_caller(py, value.map(|v| v.value)),
+        first => first,
+    };
+    let options = CallOptions::default().ttl(ttl);
+    let mut call = Call::<PyValue, Threads>::new(&handle.tt, key, first, loader(), options);
+    match Blocking::new(py, handle).run(|cx, rt| call.poll_call(cx, rt))? {
+        Ok(v) => to_caller(py, v),
+        Err(Failure::Error(e)) => Err(map_error(py, e)),
+        Err(Failure::Raise(err)) => Err(err),
     }
 }
 
-/// A loader call's outcome.
-enum Called {
-    Value(herdless::Loaded<PyValue>),
-    /// An `Exception`: the load's result.
-    Failed(LoadError),
-    /// Any other `BaseException`: about this thread, not the load.
-    Interrupted(PyErr),
-}
-
-fn call(py: Python<'_>, loader: &Loader, ctx: Option<&Py<LoadContext>>, copy: bool) -> Called {
-    let answer = loader.call(py).and_then(|v| match ctx {
-        Some(ctx) => ctx.get().answer(v, copy),
-        None => to_loaded(v, copy),
-    });
-    if let Some(ctx) = ctx {
-        ctx.get().finish();
-    }
-    match answer {
-        Ok(v) => Called::Value(v),
-        Err(err) if err.is_instance_of::<PyException>(py) => {
-            Called::Failed(LoadError::new(PyLoadError::new(py, err)))
-        }
-        Err(err) => Called::Interrupted(err),
-    }
-}
-
-/// Drives `step` to this caller's answer (a background refresh's answer is dropped).
-pub(crate) fn drive(
-    py: Python<'_>,
+/// The values of `keys` in their order; see `Cache.get_or_load_many` (python/herdless).
+/// Any key that failed raises one `BatchError` carrying every key's answer.
+pub(crate) fn get_or_load_many(
     handle: &Handle,
-    key: &str,
-    mut step: Step<PyValue>,
-    loader: Loader,
-) -> PyResult<Py<PyAny>> {
-    // The whole drive runs Python code now and then (codecs, the loader, errors): the exit
-    // waits for all of it, not only for the loader and the waits, or this thread would be
-    // ended by the interpreter inside herdless frames (see `shutdown`).
-    let _busy = Busy::enter()?;
-    let mut loader = Some(loader);
-    loop {
-        step = match step {
-            Step::Done(r) => return answer(py, r),
-            Step::Tier(mut pending) => {
-                // A KeyboardInterrupt here drops the pending step, which hands the load over.
-                let reply = block_on(py, &mut pending)?;
-                let host = PyHost::new(py, &handle.codec);
-                let next = reply.next(&host);
-                if let Some(err) = host.take_interrupt() {
-                    return Err(err);
-                }
-                next
-            }
-            Step::Stale(value, refresh) => {
-                if let (Some(load), Some(loader)) = (refresh, loader.take()) {
-                    spawn(py, handle, key, Step::Load(load), loader);
-                }
-                return to_caller(py, Some(value));
-            }
-            Step::Interrupted(e) => {
-                return Err(PyRuntimeError::new_err(format!("herdless: {e}")));
-            }
-            Step::Load(load) => {
-                let loader = loader.take().expect("a load runs its loader once");
-                let (loader, ctx) = match with_context(py, loader, || load.context()) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        load.abandon();
-                        return Err(e);
-                    }
-                };
-                let loader = match handle.observer.wrap(py, key, load.is_background(), loader) {
-                    Ok(l) => l,
-                    Err(e) => {
-                        load.abandon();
-                        return Err(e);
-                    }
-                };
-                // The exit waits for a loader running on a daemon thread: see `shutdown`.
-                let busy = match Busy::enter() {
-                    Ok(b) => b,
-                    Err(e) => {
-                        load.abandon();
-                        return Err(e);
-                    }
-                };
-                let called = call(py, &loader, ctx.as_ref(), handle.codec.copy_values);
-                drop(busy);
-                let host = PyHost::new(py, &handle.codec);
-                let next = match called {
-                    Called::Value(v) => load.loaded_with(Ok(v), &host),
-                    Called::Failed(e) => load.loaded_with(Err(e), &host),
-                    Called::Interrupted(err) => {
-                        load.abandon();
-                        return Err(err);
-                    }
-                };
-                if let Some(err) = host.take_interrupt() {
-                    return Err(err);
-                }
-                next
-            }
-        }
-    }
+    py: Python<'_>,
+    keys: Vec<String>,
+    loader: Py<PyAny>,
+) -> PyResult<Py<PyList>> {
+    let mut many = CallMany::<PyValue, Threads>::new(&handle.tt, &keys, Arc::new(loader));
+    let answers = Blocking::new(py, handle).run(|cx, rt| many.poll_many(cx, rt))??;
+    crate::batch::to_values(py, &keys, answers)
 }
 
-/// A refresh handed to a background thread: the thread's `target`.
+/// A background job handed to a daemon thread: the thread's `target`.
 #[pyclass(frozen, module = "herdless._native", name = "_Refresh")]
-pub(crate) struct Refresh {
-    job: Mutex<Option<RefreshJob>>,
-}
-
-/// What a refresh thread runs: the step of `key`'s load, with its loader.
-type RefreshJob = (Handle, String, Step<PyValue>, Loader);
+pub(crate) struct Refresh(Mutex<Option<(Handle, Job<PyValue, Threads>)>>);
 
 #[pymethods]
 impl Refresh {
-    /// Runs the load; a failure is logged (there is no caller to raise it to) and counted.
+    /// Runs the job; an `Exception` it fails with is logged (there is no caller to raise it
+    /// to), any other `BaseException` ends the thread with it.
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
-        let Some((handle, key, step, loader)) = self.job.lock().take() else {
+        let Some((handle, mut job)) = self.0.lock().take() else {
             return Ok(());
         };
-        if let Err(err) = drive(py, &handle, &key, step, loader) {
-            // At exit nobody is left to read the warning, and logging takes locks (which
-            // may release the GIL inside this call: see `shutdown`).
-            if crate::shutdown::shutting_down() {
-                return Ok(());
-            }
-            if !err.is_instance_of::<PyException>(py) {
-                return Err(err);
-            }
-            let kwargs = PyDict::new(py);
-            kwargs.set_item("exc_info", err.into_value(py))?;
-            py.import("logging")?
-                .call_method1("getLogger", ("herdless",))?
-                .call_method(
-                    "warning",
-                    ("background refresh of %r failed", key),
-                    Some(&kwargs),
-                )?;
+        let rt = Blocking::new(py, &handle);
+        match rt.run(|cx, rt| job.poll_job(cx, rt)) {
+            // Refused at exit: the job is dropped, its load handed over.
+            Err(_) if crate::shutdown::shutting_down() => Ok(()),
+            Err(err) => Err(err),
+            Ok(()) => rt.raised.take().map_or(Ok(()), Err),
         }
-        Ok(())
     }
 }
 
-/// Runs a background step on a new daemon thread. No thread (at interpreter shutdown): the
-/// step is dropped, which hands the load over; the caller is still served.
-fn spawn(py: Python<'_>, handle: &Handle, key: &str, step: Step<PyValue>, loader: Loader) {
-    let job = Refresh {
-        job: Mutex::new(Some((handle.clone(), key.to_owned(), step, loader))),
-    };
-    let _ = start_refresh_thread(py, job);
-}
-
-/// Starts a daemon thread named `herdless-refresh` that calls `job` (a callable pyclass).
-pub(crate) fn start_refresh_thread<T: pyo3::PyClass + Into<pyo3::PyClassInitializer<T>>>(
-    py: Python<'_>,
-    job: T,
-) -> PyResult<()> {
+/// Starts a daemon thread named `herdless-refresh` that runs `job`.
+fn start_refresh_thread(py: Python<'_>, job: Refresh) -> PyResult<()> {
     let job = Py::new(py, job)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("target", job)?;

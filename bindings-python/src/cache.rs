@@ -1,18 +1,16 @@
 //! `herdless._native.Cache`: the engine with Python objects as values. The pure-Python
-//! `herdless.Cache` subclasses it and adds the asyncio driver, the decorator and `warm`;
+//! `herdless.Cache` subclasses it and adds the async methods, the decorator and `warm`;
 //! everything on the hit path (`get`, `get_or_load`, a decorated sync function) is native.
 
 use std::time::Duration;
 
-use herdless::{HitState, Lookup};
+use herdless::HitState;
 use herdless_redis::BuildError;
 use herdless_redis::two_tier::TwoTier;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::asyncio::{Done, RetryToken, Stale, Wait, to_python};
 use crate::blocking::{Handle, get_or_load};
-use crate::codec::PyHost;
 use crate::errors::{config_error, map_error};
 use crate::loader::Loader;
 use crate::metrics::{redis_to_dict, snapshot_to_dict};
@@ -375,7 +373,7 @@ impl Cache {
     ) -> PyResult<Py<pyo3::types::PyList>> {
         check_open(py, &self.handle)?;
         let keys = batch_keys(&keys)?;
-        crate::batch::get_or_load_many(&self.handle, py, keys, loader)
+        crate::blocking::get_or_load_many(&self.handle, py, keys, loader)
     }
 
     /// `get_or_load_many` for asyncio (see `herdless.Cache.aget_or_load_many`): an
@@ -388,51 +386,22 @@ impl Cache {
     ) -> PyResult<Bound<'py, PyAny>> {
         check_open(py, &self.handle)?;
         let keys = batch_keys(&keys)?;
-        crate::aio_batch::aget_or_load_many(py, &self.handle, keys, loader)
+        crate::aio_call::aget_or_load_many(py, &self.handle, keys, loader)
     }
 
-    /// One step of the engine, for the asyncio driver: `_Done` (a hit), `_Stale` (a hit
-    /// whose refresh this caller runs in the background), `_Wait` (wait for the caller who
-    /// loads), or the first step of this caller's load (`_Load`, `_Tier`, `_Done`).
-    /// `ttl` (seconds) is the TTL a load started here stores its value with; `retry` is
-    /// what a wait answered with when its leader went away.
-    #[pyo3(signature = (key, ttl=None, retry=None))]
+    /// The first step of `aget_or_load` (and of an async decorated function): `_Done` for
+    /// a plain hit, else a `_Call` to run with the loader (`await call.run(loader)`).
+    /// `ttl` (seconds) is the TTL a load started by the call stores its value with.
+    #[pyo3(signature = (key, ttl=None))]
     fn _lookup(
         &self,
         py: Python<'_>,
         key: &str,
         ttl: Option<Bound<'_, PyAny>>,
-        retry: Option<PyRef<'_, RetryToken>>,
     ) -> PyResult<Py<PyAny>> {
         check_open(py, &self.handle)?;
         let ttl = call_ttl(py, ttl.as_ref())?;
-        let (l1, tt) = (self.handle.tt.l1(), &self.handle.tt);
-        let step = match retry {
-            None => l1.lookup(key),
-            Some(r) => l1.lookup_again(key, r.0),
-        };
-        match step.map_err(|e| map_error(py, e))? {
-            Lookup::Hit(hit) => {
-                let have = hit.value.as_ref().map_or(0, |v| v.version);
-                let value = to_caller(py, hit.value.map(|v| v.value))?;
-                // A busy origin skips the refresh (the engine hands it back) rather than
-                // queueing it behind requests that need an answer.
-                let refresh = hit.refresh.and_then(|g| tt.refresh(g, have, ttl));
-                Ok(match refresh {
-                    None => Py::new(py, Done(value))?.into_any(),
-                    Some(first) => {
-                        let host = PyHost::new(py, &self.handle.codec);
-                        let first = to_python(py, &self.handle, first, &host)?;
-                        Py::new(py, Stale(value, Some(first)))?.into_any()
-                    }
-                })
-            }
-            Lookup::Lead(guard) => {
-                let host = PyHost::new(py, &self.handle.codec);
-                to_python(py, &self.handle, tt.lead(guard, ttl), &host)
-            }
-            Lookup::Wait(waiter) => Ok(Py::new(py, Wait::new(waiter))?.into_any()),
-        }
+        crate::aio_call::lookup(py, &self.handle, key, ttl)
     }
 
     /// Closes the cache now: with Redis, its connections (commands, subscription) and its

@@ -169,6 +169,14 @@ impl<'a, 'py> PyHost<'a, 'py> {
         self.interrupt.borrow_mut().take()
     }
 
+    /// What a caller re-raises for the engine's `interrupted` step: the interruption a
+    /// codec call raised (a bare `RuntimeError` only if none was kept).
+    pub(crate) fn raise(&self, interrupted: CodecError) -> PyErr {
+        self.take_interrupt().unwrap_or_else(|| {
+            pyo3::exceptions::PyRuntimeError::new_err(format!("herdless: {interrupted}"))
+        })
+    }
+
     fn refuse(&self, err: PyErr) -> CodecError {
         if err.is_instance_of::<PyException>(self.py) {
             return CodecError::new(PyLoadError::new(self.py, err));

@@ -488,12 +488,6 @@ fn arity(loader: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(required == 1)
 }
 
-/// Whether `loader` takes the context (see [`takes_context`]), for the asyncio driver.
-#[pyfunction]
-pub(crate) fn _takes_context(loader: Bound<'_, PyAny>) -> PyResult<bool> {
-    takes_context(&loader)
-}
-
 /// `Cache(on_event=fn)`: the engine's events as `fn(kind, key, error)` (`kind` one of
 /// "evict", "expire", "load_error", "failsafe"; `error` the load's error text or None),
 /// called off the engine's locks and never on the hit path; an exception it raises is

@@ -136,16 +136,6 @@ impl PyLoadError {
         Self::from_parts(value, traceback)
     }
 
-    /// Wraps an exception object (e.g. one an asyncio loader raised), with its traceback.
-    pub(crate) fn from_exception(exc: Bound<'_, PyAny>) -> Self {
-        let traceback = exc
-            .getattr("__traceback__")
-            .ok()
-            .and_then(|tb| tb.cast_into::<PyTraceback>().ok())
-            .map(Bound::unbind);
-        Self::from_parts(exc, traceback)
-    }
-
     fn from_parts(exc: Bound<'_, PyAny>, traceback: Option<Py<PyTraceback>>) -> Self {
         let type_name = exc
             .get_type()

@@ -4,14 +4,15 @@
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
 //! (`Cache(...)` keywords), [`cache`] (the cache), [`observe`] (loader calls seen by an
 //! observer: spans), [`cached`] (the decorated function; [`vectorcall`], its calling convention),
-//! [`blocking`] (the blocking driver of the fleet engine), [`batch`] (its batch loads), [`asyncio`] (its steps for the
-//! asyncio driver, and the bridge to asyncio futures), [`block`] (waiting with the GIL
+//! [`blocking`] and [`aio_call`] (Python threads and asyncio as languages of the call
+//! machine), [`batch`] (batch loaders' answers), [`asyncio`] (the bridge to asyncio
+//! futures), [`block`] (waiting with the GIL
 //! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
 //! herdless is busy), [`tags`] (tags from Python), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
 //! keys), [`lock`] (the engine's lock on a key), [`http`] (the engine's HTTP rules),
 //! [`metrics`], [`errors`].
 
-mod aio_batch;
+mod aio_call;
 mod asyncio;
 mod batch;
 mod block;
@@ -59,18 +60,12 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::Loaded>()?;
     m.add_class::<context::Previous>()?;
     m.add_class::<asyncio::Bridge>()?;
-    m.add_class::<asyncio::Done>()?;
-    m.add_class::<asyncio::Stale>()?;
-    m.add_class::<asyncio::TierStep>()?;
-    m.add_class::<asyncio::LoadStep>()?;
-    m.add_class::<asyncio::Wait>()?;
-    m.add_class::<asyncio::RetryToken>()?;
     m.add_class::<blocking::Refresh>()?;
-    m.add_class::<batch::BatchRefresh>()?;
-    m.add_class::<aio_batch::WakeBatch>()?;
+    m.add_class::<aio_call::WakeCall>()?;
+    m.add_class::<aio_call::Done>()?;
+    m.add_class::<aio_call::PendingCall>()?;
     m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
-    m.add_function(wrap_pyfunction!(context::_takes_context, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;
     m.add_function(wrap_pyfunction!(http::http_request_key, m)?)?;
     m.add_function(wrap_pyfunction!(http::http_canonical_query, m)?)?;

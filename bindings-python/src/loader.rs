@@ -1,6 +1,5 @@
-//! What the blocking driver calls to load one value ([`Loader`]), apart from the driver so
-//! that the observer of loader calls (`observe`) and the driver both use it, neither
-//! leaning on the other.
+//! What a call calls to load one value ([`Loader`]), apart from the drivers so that the
+//! observer of loader calls (`observe`) and the drivers all use it, none leaning on another.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
@@ -30,6 +29,23 @@ impl Loader {
         }
     }
 
+    /// Calls the loader in `context` (a `contextvars.Context`): what it returned (an
+    /// awaitable, for an async loader).
+    pub(crate) fn call_in<'py>(
+        &self,
+        py: Python<'py>,
+        context: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (f, args, kwargs) = match self {
+            Loader::Call0(f) => (f, None, None),
+            Loader::Call(f, args, kwargs) => (f, Some(args), kwargs.as_ref()),
+        };
+        let mut all = vec![f.bind(py).clone()];
+        all.extend(args.into_iter().flat_map(|a| a.bind(py).iter()));
+        context.call_method("run", PyTuple::new(py, all)?, kwargs.map(|k| k.bind(py)))
+    }
+
+    /// Calls a sync loader: its value.
     pub(crate) fn call<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let value = match self {
             Loader::Call0(f) => f.bind(py).call0(),

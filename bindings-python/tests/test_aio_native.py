@@ -5,6 +5,7 @@ thread of the loop's executor, and ``aget``, ``aset``, ``ainvalidate``, ``abump`
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import socket
 import threading
 import time
@@ -16,6 +17,7 @@ import pytest
 from redis_support import RedisServer
 
 from herdless import ABSENT, BatchError, Cache, LoadTimeout
+from herdless.testing import MemoryStore
 
 # The loop's default executor in these tests: its size does not depend on the machine.
 EXECUTOR_SIZE = 4
@@ -332,3 +334,37 @@ def test_decorated_functions_invalidate_on_the_loop() -> None:
 
     asyncio.run(main())
     assert calls == [1, -1, 1, -1]
+
+
+def test_async_loaders_run_in_the_callers_context() -> None:
+    # With a shared tier the loader is called after the tier answered, from a callback of
+    # the loop rather than from the caller's task: it still sees the caller's context
+    # variables (a request id, a span), as a batch loader does.
+    store = MemoryStore("aio-context")  # the tier, alive for the test
+    cache = Cache(redis="memory://aio-context")
+    request: contextvars.ContextVar[str] = contextvars.ContextVar("request")
+    seen: list[str] = []
+
+    async def load() -> str:
+        seen.append(request.get("none"))
+        return "v"
+
+    async def load_many(keys: list[str]) -> dict[str, str]:
+        seen.append(request.get("none"))
+        return {k: "v" for k in keys}
+
+    async def one(rid: str) -> Any:
+        request.set(rid)
+        return await cache.aget_or_load("k:ctx", load)
+
+    async def many(rid: str) -> Any:
+        request.set(rid)
+        return await cache.aget_or_load_many(["b:ctx"], load_many)
+
+    async def main() -> None:
+        assert await asyncio.create_task(one("r1")) == "v"
+        assert await asyncio.create_task(many("r2")) == ["v"]
+
+    asyncio.run(main())
+    cache.close()
+    assert seen == ["r1", "r2"]

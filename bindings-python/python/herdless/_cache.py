@@ -1,5 +1,5 @@
-"""``herdless.Cache``: the native cache plus the parts best written in Python (the asyncio
-driver, the decorator, pre-warming, metrics as dataclasses)."""
+"""``herdless.Cache``: the native cache plus the parts best written in Python (the async
+methods' coroutines, the decorator, pre-warming, metrics as dataclasses)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Protocol, TypeVar, cast, overload, runtime_checkable
 
-from . import _aio, _decorator, _native
+from . import _decorator, _native
 from ._native import LoadContext, warm_workers
 from ._detector import Alert, HotKey, alert_from_native, hot_key_from_native
 from ._metrics import Metrics, from_native
@@ -242,7 +242,7 @@ class Cache(_native.Cache):
         step = self._lookup(key, ttl)
         if type(step) is _native._Done:
             return step.value  # type: ignore[no-any-return]  # the hit path: no extra coroutine
-        return await _aio.aget_or_load(self, key, loader, ttl, step)
+        return await step.run(loader)  # type: ignore[no-any-return]
 
     def get_or_load_many(
         self, keys: Iterable[str], loader: Callable[[list[str]], Mapping[str, T]]

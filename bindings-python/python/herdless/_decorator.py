@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable, Collection, Coroutine, Iterable
 from typing import Any, ParamSpec, Protocol, TypeVar, overload
 
-from . import _aio, _native
+from . import _native
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -154,7 +154,7 @@ def wrap_async(
             async def load() -> Any:
                 return _with_tags(await func(*args, **kwargs), chosen, args, kwargs)
 
-        return await _aio.aget_or_load(cache, k, load, ttl, step)
+        return await step.run(load)  # type: ignore[no-any-return]
 
     wrapper.key = key  # type: ignore[attr-defined]
     wrapper.invalidate = invalidate  # type: ignore[attr-defined]

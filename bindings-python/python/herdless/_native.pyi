@@ -33,18 +33,12 @@ __all__ = [
     "LoadContext",
     "Loaded",
     "MemoryStore",
-    "_BatchRefresh",
-    "_WakeBatch",
+    "_WakeCall",
+    "_Call",
     "Previous",
     "_Bridge",
     "_Done",
-    "_Load",
     "_Refresh",
-    "_Retry",
-    "_Stale",
-    "_Tier",
-    "_Wait",
-    "_takes_context",
     "check_namespace",
     "check_seconds",
     "http_canonical_query",
@@ -52,9 +46,6 @@ __all__ = [
     "http_request_key",
     "warm_workers",
 ]
-
-def _takes_context(loader: object) -> bool:
-    """Whether ``loader`` takes one positional parameter (the load's context)."""
 
 @final
 class Previous:
@@ -302,9 +293,7 @@ class Cache:
     def _set_load_observer(
         self, observer: Callable[[str, bool, Callable[[], Any]], Any] | None
     ) -> None: ...
-    def _lookup(
-        self, key: str, ttl: float | None = None, retry: _Retry | None = None
-    ) -> _Step | _Wait: ...
+    def _lookup(self, key: str, ttl: float | None = None) -> _Done | _Call: ...
     def _metrics(self) -> dict[str, Any]: ...
     def _peek(
         self, key: str
@@ -382,47 +371,14 @@ class Keyer:
     ) -> Self: ...
     def __call__(self, *args: Any, **kwargs: Any) -> str: ...
 
-_Step = _Done | _Stale | _Tier | _Load
-
 @final
 class _Done:
     @property
     def value(self) -> Any: ...
 
 @final
-class _Stale:
-    @property
-    def value(self) -> Any: ...
-    @property
-    def refresh(self) -> _Tier | _Load | _Done | None: ...
-
-@final
-class _Tier:
-    def next(self) -> Awaitable[_Step]: ...
-
-@final
-class _Load:
-    @property
-    def key(self) -> str: ...
-    @property
-    def background(self) -> bool: ...
-    @property
-    def fallback(self) -> tuple[bool, Any]: ...
-    def soft_remaining(self) -> float | None: ...
-    def hard_remaining(self) -> float | None: ...
-    def answer_stale(self) -> Any: ...
-    def context(self) -> LoadContext: ...
-    def loaded(self, value: object, ctx: LoadContext | None = None) -> _Step: ...
-    def failed(self, exc: BaseException) -> _Step: ...
-    def timed_out(self) -> _Step: ...
-    def abandon(self) -> None: ...
-
-@final
-class _Retry: ...
-
-@final
-class _Wait:
-    def future(self) -> Awaitable[_Done | _Retry]: ...
+class _Call:
+    def run(self, loader: Callable[..., Any]) -> Awaitable[Any]: ...
 
 @final
 class _Bridge:
@@ -488,9 +444,5 @@ class _Refresh:
     def __call__(self, *args: Any, **kwargs: Any) -> None: ...
 
 @final
-class _BatchRefresh:
-    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
-
-@final
-class _WakeBatch:
+class _WakeCall:
     def __call__(self, task: object, /) -> None: ...

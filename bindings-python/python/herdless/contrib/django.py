@@ -75,7 +75,6 @@ difference from LocMemCache is listed in the binding's README ("Django").
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import inspect
 import pickle
@@ -282,14 +281,14 @@ class HerdlessCache(BaseCache):  # type: ignore[misc]
             return False
         if ttl is _EXPIRED:
             return True
-        # As `add`: only the leader's loader runs; a loader run by another task is a
-        # background refresh, not this call's add.
-        caller = asyncio.current_task()
+        # As `add`: only the leader's loader runs. A loader runs in a task of its own, so
+        # its reason tells this call's load ("first": nothing servable was cached) from a
+        # background refresh of a value that went stale meanwhile.
         added = False
 
-        async def load() -> Any:
+        async def load(ctx: _native.LoadContext) -> Any:
             nonlocal added
-            added = added or asyncio.current_task() is caller
+            added = added or ctx.reason == "first"
             return value
 
         await self._cache.aget_or_load(k, load, ttl=ttl)
