@@ -39,7 +39,7 @@ use napi::{Result, Status};
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
 use crate::errors;
 use crate::js::{Js, Ref, Value};
-use crate::tier::{Codec, JsHost};
+use crate::codec::{Codec, JsHost};
 pub(crate) use crate::value::Entry;
 use crate::value::{Table, Val};
 use crate::wake::Wake;

@@ -16,7 +16,7 @@
 //!   thread-safe function, one drain for many waiters).
 //! - [`value`]: how the engine holds JS values without ever touching them off the JS thread
 //!   (a table of values and `Send + Sync` handles to its cells).
-//! - `tier`: what the fleet engine needs from Node: the codec and warnings.
+//! - `codec`: what the fleet engine needs from Node: the codec and warnings.
 //! - [`testing`]: the in-memory shared tier with faults (`require('herdless').testing`).
 //! - [`errors`]: the one mapping from engine errors to JS errors with stable codes (the
 //!   codes themselves, and the binding's own errors, are [`js`]'s: below the values).
@@ -31,6 +31,7 @@
 
 pub mod cache;
 mod call;
+mod codec;
 mod context;
 mod copy;
 pub mod defaults;
@@ -46,7 +47,6 @@ pub mod metrics;
 pub mod options;
 mod tags;
 pub mod testing;
-mod tier;
 mod value;
 mod wake;
 pub mod warm;

@@ -19,7 +19,7 @@ use crate::driver::Inner;
 use crate::errors::{self, code};
 use crate::js::{ErrorKind, Js};
 use crate::options;
-use crate::tier::Codec;
+use crate::codec::Codec;
 use crate::value::Val;
 use crate::wake::Wake;
 

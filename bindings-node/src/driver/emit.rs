@@ -40,7 +40,7 @@ impl Inner {
                     name.as_str()
                 );
                 // A warning that cannot be shown must not stop the other listeners.
-                let _ = crate::tier::warn(js, &message);
+                let _ = crate::codec::warn(js, &message);
             }
         }
         Ok(())

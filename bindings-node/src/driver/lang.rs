@@ -238,7 +238,7 @@ impl Runtime<Val, Node> for NodeRt<'_> {
             _ => e.reason.clone(),
         };
         let message = format!("herdless: a background load of '{key}' failed: {why}");
-        let _ = crate::tier::warn(js, &message);
+        let _ = crate::codec::warn(js, &message);
     }
 
     fn raise(&self, interrupted: CodecError) -> Raise {
