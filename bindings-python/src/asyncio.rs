@@ -1,5 +1,5 @@
 //! The bridge that turns an engine future (or a call of the call machine, polled with the
-//! GIL: `aio_call`) into an asyncio future.
+//! GIL: `driver::event_loop`) into an asyncio future.
 //!
 //! The bridge needs no runtime of its own: the future is polled on the event loop's
 //! thread; when it is woken (by a leader finishing, the backend's runtime, or the clock),

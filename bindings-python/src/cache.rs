@@ -10,7 +10,8 @@ use herdless_redis::two_tier::TwoTier;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::blocking::{Handle, get_or_load};
+use crate::driver::Handle;
+use crate::driver::threads::get_or_load;
 use crate::errors::{config_error, map_error};
 use crate::loader::Loader;
 use crate::metrics::{redis_to_dict, snapshot_to_dict};
@@ -373,7 +374,7 @@ impl Cache {
     ) -> PyResult<Py<pyo3::types::PyList>> {
         check_open(py, &self.handle)?;
         let keys = batch_keys(&keys)?;
-        crate::blocking::get_or_load_many(&self.handle, py, keys, loader)
+        crate::driver::threads::get_or_load_many(&self.handle, py, keys, loader)
     }
 
     /// `get_or_load_many` for asyncio (see `herdless.Cache.aget_or_load_many`): an
@@ -386,7 +387,7 @@ impl Cache {
     ) -> PyResult<Bound<'py, PyAny>> {
         check_open(py, &self.handle)?;
         let keys = batch_keys(&keys)?;
-        crate::aio_call::aget_or_load_many(py, &self.handle, keys, loader)
+        crate::driver::event_loop::aget_or_load_many(py, &self.handle, keys, loader)
     }
 
     /// The first step of `aget_or_load` (and of an async decorated function): `_Done` for
@@ -401,7 +402,7 @@ impl Cache {
     ) -> PyResult<Py<PyAny>> {
         check_open(py, &self.handle)?;
         let ttl = call_ttl(py, ttl.as_ref())?;
-        crate::aio_call::lookup(py, &self.handle, key, ttl)
+        crate::driver::event_loop::lookup(py, &self.handle, key, ttl)
     }
 
     /// Closes the cache now: with Redis, its connections (commands, subscription) and its

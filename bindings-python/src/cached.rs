@@ -7,8 +7,9 @@ use herdless::{Hit, Lookup};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::blocking::{Handle, get_or_load, get_or_load_from};
 use crate::cache::{Cache, call_ttl, check_open};
+use crate::driver::Handle;
+use crate::driver::threads::{get_or_load, get_or_load_from};
 use crate::loader::Loader;
 use crate::value::to_caller;
 

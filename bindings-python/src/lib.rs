@@ -4,24 +4,21 @@
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
 //! (`Cache(...)` keywords), [`cache`] (the cache), [`observe`] (loader calls seen by an
 //! observer: spans), [`cached`] (the decorated function; [`vectorcall`], its calling convention),
-//! [`blocking`] and [`aio_call`] (Python threads and asyncio as languages of the call
-//! machine), [`batch`] (batch loaders' answers), [`asyncio`] (the bridge to asyncio
-//! futures), [`block`] (waiting with the GIL
-//! released), [`codec`] (values across the shared tier), [`shutdown`] (exiting while
-//! herdless is busy), [`tags`] (tags from Python), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
+//! [`driver`] (Python threads and asyncio as runtimes of the engine's call machine, waiting
+//! with the GIL released, batch loaders' answers), [`asyncio`] (the bridge to asyncio
+//! futures), [`ops`] (the shared tier's operations, sync and async), [`codec`] (values across
+//! the shared tier), [`shutdown`] (exiting while herdless is busy), [`tags`] (tags from
+//! Python), [`testing`] (the in-memory tier's faults), [`keys`] (canonical
 //! keys), [`lock`] (the engine's lock on a key), [`http`] (the engine's HTTP rules),
 //! [`metrics`], [`errors`].
 
-mod aio_call;
 mod asyncio;
-mod batch;
-mod block;
-mod blocking;
 mod cache;
 mod cached;
 mod codec;
 mod context;
 mod detector;
+mod driver;
 mod errors;
 mod http;
 mod keys;
@@ -60,10 +57,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::Loaded>()?;
     m.add_class::<context::Previous>()?;
     m.add_class::<asyncio::Bridge>()?;
-    m.add_class::<blocking::Refresh>()?;
-    m.add_class::<aio_call::WakeCall>()?;
-    m.add_class::<aio_call::Done>()?;
-    m.add_class::<aio_call::PendingCall>()?;
+    m.add_class::<driver::threads::Refresh>()?;
+    m.add_class::<driver::event_loop::WakeCall>()?;
+    m.add_class::<driver::event_loop::Done>()?;
+    m.add_class::<driver::event_loop::PendingCall>()?;
     m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;

@@ -17,8 +17,8 @@ use herdless_redis::two_tier::TwoTier;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::block::block_on;
 use crate::cache::Cache;
+use crate::driver::block::block_on;
 use crate::errors::map_error;
 use crate::options::duration;
 use crate::value::PyValue;

@@ -15,9 +15,9 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::asyncio::awaitable;
-use crate::block::block_on;
-use crate::blocking::Handle;
 use crate::codec::PyHost;
+use crate::driver::Handle;
+use crate::driver::block::block_on;
 use crate::errors::{config_error, map_error};
 use crate::value::{PyValue, from_loader};
 

@@ -30,9 +30,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::asyncio::awaitable_with;
-use crate::batch::{key_answers, to_values};
-use crate::blocking::{Handle, called, loaded, log_failure};
 use crate::codec::PyHost;
+use crate::driver::batch::{key_answers, to_values};
+use crate::driver::{Handle, called, loaded, log_failure};
 use crate::errors::map_error;
 use crate::loader::Loader;
 use crate::value::{Held, PyValue, to_caller};

@@ -6,7 +6,7 @@
 //! called on the calling thread with the GIL (an `Exception` is the load's result and
 //! reaches every waiter; any other `BaseException` is about this thread, not the load: the
 //! load is handed over and the exception re-raised); waits park with the GIL released
-//! ([`crate::block::drive`]); background jobs (refreshes) get a daemon `threading.Thread`,
+//! ([`crate::driver::block::drive`]); background jobs (refreshes) get a daemon `threading.Thread`,
 //! and their failures are logged.
 
 use std::cell::RefCell;
@@ -14,122 +14,24 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use herdless::{Error, Hit, LoadError, Loaded, Lookup};
+use herdless::{Error, Hit, Loaded, Lookup};
 use herdless_redis::call::{
     Call, CallMany, CallOptions, Called, Failure, Job, KeyAnswers, Lang, Runtime,
 };
-use herdless_redis::two_tier::{Load, TwoTier};
+use herdless_redis::two_tier::Load;
 use herdless_redis::{CodecError, Host, Warning};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 
-use crate::block::{block_on, drive};
-use crate::codec::{Codec, PyHost};
-use crate::context::{LoadContext, takes_context, to_loaded};
-use crate::errors::{PyLoadError, map_error};
+use super::block::drive;
+use super::{Handle, called, loaded, log_failure};
+use crate::codec::PyHost;
+use crate::errors::map_error;
 use crate::loader::Loader;
-use crate::observe::Observer;
 use crate::shutdown::Busy;
 use crate::value::{Held, PyValue, to_caller};
-
-/// What the binding holds of a cache: the fleet engine over its L1, and the codec of its
-/// shared tier (JSON when there is none: it is then never used).
-#[derive(Clone)]
-pub(crate) struct Handle {
-    pub(crate) tt: TwoTier<PyValue>,
-    pub(crate) codec: std::sync::Arc<Codec>,
-    /// Sees each loader call (spans), when set.
-    pub(crate) observer: Observer,
-}
-
-impl Handle {
-    /// Removes `key` here and, with a shared tier, in the whole fleet.
-    pub(crate) fn invalidate(&self, py: Python<'_>, key: &str) -> PyResult<bool> {
-        let mut pending = self.tt.invalidate(key).map_err(|e| map_error(py, e))?;
-        block_on(py, &mut pending)?.map_err(|e| map_error(py, e))
-    }
-
-    /// `loader` ready to call for `load`: a `loader(ctx)` gets its context bound as its
-    /// argument, then the observer (if any) wraps it; the context is returned to read the
-    /// answer with.
-    pub(crate) fn prepare(
-        &self,
-        py: Python<'_>,
-        loader: Loader,
-        load: &Load<PyValue>,
-    ) -> PyResult<(Loader, Option<Py<LoadContext>>)> {
-        let (loader, ctx) = match loader {
-            Loader::Call0(f) if takes_context(f.bind(py))? => {
-                let ctx = Py::new(py, LoadContext::new(load.context()))?;
-                let args = PyTuple::new(py, [ctx.clone_ref(py).into_any()])?.unbind();
-                (Loader::Call(f, args, None), Some(ctx))
-            }
-            loader => (loader, None),
-        };
-        let loader = self
-            .observer
-            .wrap(py, load.key(), load.is_background(), loader)?;
-        Ok((loader, ctx))
-    }
-}
-
-/// A one-key loader's answer `value`, read with its context (what the loader set on it).
-pub(crate) fn loaded(
-    value: Bound<'_, PyAny>,
-    ctx: Option<&Py<LoadContext>>,
-    copy: bool,
-) -> PyResult<Loaded<PyValue>> {
-    match ctx {
-        Some(ctx) => ctx.get().answer(value, copy),
-        None => to_loaded(value, copy),
-    }
-}
-
-/// How a loader call ended, the Python way: an `Exception` is the load's result; any other
-/// `BaseException` (KeyboardInterrupt, a task's cancellation) is about the caller, not the
-/// load.
-pub(crate) fn called<T>(py: Python<'_>, r: PyResult<T>) -> Called<T, PyErr> {
-    match r {
-        Ok(v) => Called::Answered(Ok(v)),
-        Err(err) if err.is_instance_of::<PyException>(py) => {
-            Called::Answered(Err(LoadError::new(PyLoadError::new(py, err))))
-        }
-        Err(err) => Called::Interrupted(err),
-    }
-}
-
-/// Logs a background job's failure on the `herdless` logger (nobody awaits it). At exit
-/// nobody is left to read it, and logging takes locks (see `shutdown`): nothing is logged.
-pub(crate) fn log_failure(py: Python<'_>, key: &str, err: PyErr) {
-    if crate::shutdown::shutting_down() {
-        return;
-    }
-    let log = || -> PyResult<()> {
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("exc_info", err.into_value(py))?;
-        let logger = py
-            .import("logging")?
-            .call_method1("getLogger", ("herdless",))?;
-        // A batch's job has no one key.
-        match key {
-            "" => logger.call_method(
-                "warning",
-                ("background batch refresh failed",),
-                Some(&kwargs),
-            ),
-            _ => logger.call_method(
-                "warning",
-                ("background refresh of %r failed", key),
-                Some(&kwargs),
-            ),
-        }?;
-        Ok(())
-    };
-    // A logging failure must not fail the job's thread.
-    let _ = log();
-}
 
 /// Python threads, as the call machine sees them: a loader answers when called.
 pub(crate) struct Threads;
@@ -234,7 +136,7 @@ impl Runtime<PyValue, Threads> for Blocking<'_, '_> {
             Ok(b) => b,
             Err(e) => return Some(Called::Interrupted(e)),
         };
-        let r = crate::batch::call(self.py, loader, keys, self.handle.codec.copy_values);
+        let r = crate::driver::batch::call(self.py, loader, keys, self.handle.codec.copy_values);
         drop(busy);
         Some(called(self.py, r))
     }
@@ -327,7 +229,7 @@ pub(crate) fn get_or_load_many(
 ) -> PyResult<Py<PyList>> {
     let mut many = CallMany::<PyValue, Threads>::new(&handle.tt, &keys, Arc::new(loader));
     let answers = Blocking::new(py, handle).run(|cx, rt| many.poll_many(cx, rt))??;
-    crate::batch::to_values(py, &keys, answers)
+    crate::driver::batch::to_values(py, &keys, answers)
 }
 
 /// A background job handed to a daemon thread: the thread's `target`.

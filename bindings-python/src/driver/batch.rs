@@ -1,7 +1,7 @@
 //! `Cache.get_or_load_many`'s Python side: the loader's answer read as each key's answer
 //! ([`key_answers`]), a sync batch loader's call ([`call`]), and the batch's answers as the
 //! caller gets them ([`to_values`]). The batch itself is the call machine's
-//! ([`herdless_redis::call::CallMany`]), driven by `blocking` and `aio_call`.
+//! ([`herdless_redis::call::CallMany`]), driven by [`super::threads`] and [`super::event_loop`].
 
 use herdless_redis::two_tier::ManyAnswer;
 use pyo3::prelude::*;
