@@ -132,7 +132,7 @@ impl<V: Clone> Table<V> {
         now: u64,
         dropped: &mut Dropped<V>,
     ) {
-        dropped.extend(shard.store.remove(hash, key));
+        // `insert` takes out `key`'s old entry itself, into `dropped` with the evicted ones.
         shard
             .store
             .insert(hash, key, entry, weight, now, dropped, |key, e| {
