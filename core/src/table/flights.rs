@@ -155,7 +155,7 @@ impl<V: Clone> Table<V> {
                     Ok(weight) if wakers.is_some() => self.store(
                         &mut shard,
                         flight.hash,
-                        &flight.key,
+                        flight.key.share(),
                         entry,
                         weight,
                         n,
