@@ -137,15 +137,9 @@ fn decide<V: Clone + Send + Sync + 'static>(
             key,
             hash,
             (now, arrived.unwrap_or(now)),
-            phase,
+            (phase, expired.flatten()),
             flight,
-        )
-        .map(|step| match step {
-            Lookup::Lead(guard) if guard.previous().is_none() => {
-                Lookup::Lead(guard.with_context(LoadReason::First, expired.flatten()))
-            }
-            step => step,
-        }),
+        ),
     };
     drop(shard);
     table.deliver_events();
@@ -223,7 +217,8 @@ fn serve<V: Clone + Send + Sync + 'static>(
 }
 
 /// Nothing servable: the caller waits for the key's load in progress, or leads a new one.
-/// An entry kept for fail-safe goes with either, as the answer should the load fail.
+/// An entry kept for fail-safe goes with either, as the answer should the load fail; a
+/// leader's previous value is its value, else the `expired` one's.
 fn lead_or_wait<V: Clone + Send + Sync + 'static>(
     table: &Arc<Table<V>>,
     shard: &mut Shard<V>,
@@ -231,7 +226,7 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
     hash: u64,
     // The clock now, and when the caller first arrived (before any hand-over).
     (now, arrived): (Duration, Duration),
-    phase: Option<Phase>,
+    (phase, expired): (Option<Phase>, Option<Previous<V>>),
     flight: Option<Arc<Flight<V>>>,
 ) -> Result<Lookup<V>, Error> {
     let (ns, fallback, previous) = match (phase, shard.store.get(hash, key)) {
@@ -273,7 +268,7 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
             c.lock_acquired.inc();
             let guard = LoadGuard::new(table.clone(), f, fallback, arrived);
             Ok(Lookup::Lead(
-                guard.with_context(LoadReason::First, previous),
+                guard.with_context(LoadReason::First, previous.or(expired)),
             ))
         }
     }

@@ -56,7 +56,12 @@ impl Key {
         unsafe {
             ptr.as_ptr().cast::<AtomicU32>().write(AtomicU32::new(1));
             let text = ptr.as_ptr().add(HEAD);
-            core::ptr::copy_nonoverlapping(prefix.as_ptr(), text, p);
+            // Most keys are short: their one-byte prefix is written, not copied by `memcpy`.
+            if p == 1 {
+                text.write(prefix[0]);
+            } else {
+                core::ptr::copy_nonoverlapping(prefix.as_ptr(), text, p);
+            }
             core::ptr::copy_nonoverlapping(key.as_ptr(), text.add(p), key.len());
         }
         Self { ptr }
