@@ -107,6 +107,7 @@ impl Summary {
 
     /// Tracks the untracked `key`: in a free slot, or (Space-Saving) in the least counted
     /// one, inheriting its count.
+    #[inline]
     fn insert(&mut self, cap: usize, key: &str, hash: u64, weight: u64, miss: bool) {
         let slots = &mut self.slots;
         let miss = u64::from(miss);

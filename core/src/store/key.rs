@@ -1,8 +1,9 @@
 //! A stored key as one thin pointer: its length is written at the head of its own
 //! allocation (LEB128: one byte below 128 bytes), not beside the pointer, so a node carries
-//! 8 bytes of key instead of a `Box<str>`'s 16. The allocation is shared by a count beside
-//! it: a load's flight makes the key once, and the node that stores its result takes a
-//! share rather than a copy (one allocation and one free less per miss).
+//! 8 bytes of key instead of a `Box<str>`'s 16. The allocation is shared by a count at its
+//! tail: a load's flight makes the key once, and the node that stores its result takes a
+//! share rather than a copy (one allocation and one free less per miss). At the tail, not
+//! the head, so a hit reads the key exactly as before (the pointer is the prefix's).
 
 use alloc::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use core::ptr::NonNull;
@@ -10,10 +11,15 @@ use core::ptr::NonNull;
 // which loom need not model (`sync::unchecked`).
 use core::sync::atomic::{AtomicU32, Ordering, fence};
 
-/// The share count's bytes, before the length prefix.
-const HEAD: usize = core::mem::size_of::<AtomicU32>();
+const COUNT: usize = core::mem::size_of::<AtomicU32>();
 
-/// An owned, immutable key: a share count, a length prefix, then the key's UTF-8 bytes, in
+/// Where the share count starts: after the text, aligned for it.
+#[inline]
+fn count_at(prefix: usize, len: usize) -> usize {
+    (prefix + len).next_multiple_of(core::mem::align_of::<AtomicU32>())
+}
+
+/// An owned, immutable key: a length prefix, the key's UTF-8 bytes, then a share count, in
 /// one allocation.
 pub(crate) struct Key {
     ptr: NonNull<u8>,
@@ -46,16 +52,20 @@ impl Key {
         let mut prefix = [0u8; 10];
         let p = encode_len(key.len(), &mut prefix);
         let layout = Self::layout_of(p, key.len());
-        // SAFETY: the layout's size is at least `HEAD + 1` (the count, the prefix).
+        // SAFETY: the layout's size is at least `1 + COUNT` (the prefix, the count).
         let raw = unsafe { alloc(layout) };
         let Some(ptr) = NonNull::new(raw) else {
             handle_alloc_error(layout)
         };
-        // SAFETY: the allocation holds `HEAD + p + key.len()` bytes aligned for the count;
-        // the sources do not overlap it.
+        // SAFETY: the allocation holds the text, then the count at an offset aligned for it
+        // (the allocation itself is); the sources do not overlap it.
         unsafe {
-            ptr.as_ptr().cast::<AtomicU32>().write(AtomicU32::new(1));
-            let text = ptr.as_ptr().add(HEAD);
+            let at = count_at(p, key.len());
+            ptr.as_ptr()
+                .add(at)
+                .cast::<AtomicU32>()
+                .write(AtomicU32::new(1));
+            let text = ptr.as_ptr();
             // Most keys are short: their one-byte prefix is written, not copied by `memcpy`.
             if p == 1 {
                 text.write(prefix[0]);
@@ -78,22 +88,24 @@ impl Key {
 
     #[inline]
     fn count(&self) -> &AtomicU32 {
-        // SAFETY: `new` wrote the count at the start of the allocation, aligned for it.
-        unsafe { &*self.ptr.as_ptr().cast::<AtomicU32>() }
+        let (len, p) = self.len_and_prefix();
+        // SAFETY: `new` wrote the count there, aligned for it, and it is only used atomically.
+        unsafe { &*self.ptr.as_ptr().add(count_at(p, len)).cast::<AtomicU32>() }
     }
 
     fn layout_of(prefix: usize, len: usize) -> Layout {
-        // A `str` of `len` bytes exists, so `HEAD + prefix + len` (prefix <= 10) cannot
-        // overflow `isize::MAX` by more than the caller's string already does; checked anyway.
-        Layout::from_size_align(HEAD + prefix + len, core::mem::align_of::<AtomicU32>())
+        // A `str` of `len` bytes exists, so the size (prefix <= 10, count 4, padding < 4)
+        // cannot overflow `isize::MAX` by more than the caller's string already does;
+        // checked anyway.
+        let size = count_at(prefix, len) + COUNT;
+        Layout::from_size_align(size, core::mem::align_of::<AtomicU32>())
             .expect("herdless: key too long to store")
     }
 
     /// The length prefix's first byte.
     #[inline]
     fn text(&self) -> *const u8 {
-        // SAFETY: within the allocation, which holds at least `HEAD + 1` bytes.
-        unsafe { self.ptr.as_ptr().add(HEAD) }
+        self.ptr.as_ptr()
     }
 
     /// The length and the size of its prefix.
