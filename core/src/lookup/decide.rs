@@ -90,7 +90,7 @@ fn decide<V: Clone + Send + Sync + 'static>(
     let n = nanos(now);
     table.detect(n);
     let mut shard = table.shard(hash).write();
-    let hung = table.remove_outdated_flight(&mut shard, key, hash, now);
+    let (flight, hung) = table.remove_outdated_flight(&mut shard, key, hash, now);
     // The entry's phase, and whether a failed load made it back off from loading again.
     let (phase, backing_off) = shard.store.get(hash, key).map_or((None, false), |node| {
         (
@@ -112,7 +112,6 @@ fn decide<V: Clone + Send + Sync + 'static>(
         e.take_value()
             .map(|v| Previous::new(v, age, extras.as_ref()))
     });
-    let flight = shard.flight(hash, key).cloned();
     let result = match phase {
         Some(p @ (Phase::Fresh | Phase::Stale)) => {
             let may_refresh = flight.is_none() && (p == Phase::Stale || early);
