@@ -24,7 +24,8 @@ where
     F: FnOnce() -> Result<Option<V>, E> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
-    let loader = move |_: LoadContext<V>| loader().map(Loaded::from);
+    // Told no context, so none is made (an allocation, a clone of the previous value).
+    let loader = move |_: &LoadGuard<V>| loader().map(Loaded::from);
     drive(
         table,
         key,
@@ -48,6 +49,7 @@ where
     F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
+    let loader = move |guard: &LoadGuard<V>| loader(guard.context());
     drive(
         table,
         key,
@@ -70,7 +72,7 @@ where
     F: FnOnce() -> Result<Option<V>, E>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
-    let loader = move |_: LoadContext<V>| loader().map(Loaded::from);
+    let loader = move |_: &LoadGuard<V>| loader().map(Loaded::from);
     drive(table, key, Refresh::Never, false, loader, |guard, _| {
         drop(guard)
     })
@@ -89,7 +91,7 @@ fn drive<V, F, E>(
 ) -> Result<Option<V>, Error>
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E>,
+    F: FnOnce(&LoadGuard<V>) -> Result<Loaded<V>, E>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     let mut loader = Some(loader);
@@ -138,7 +140,7 @@ where
 fn refresh_in_background<V, F, E>(table: &Table<V>, mut guard: LoadGuard<V>, loader: F)
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E> + Send + 'static,
+    F: FnOnce(&LoadGuard<V>) -> Result<Loaded<V>, E> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     if let Some(spawner) = &table.spawner {
@@ -150,9 +152,10 @@ where
     }
 }
 
-/// Runs `loader` for `guard`, turning a panic into [`Error::LoaderPanicked`] for the
-/// waiters before it carries on unwinding in this thread. `Err`: the load was withdrawn
-/// and failed, and `retry` sends its caller back to the lookup.
+/// Runs `loader` for `guard` (it makes its [`LoadContext`] from the guard if it takes one),
+/// turning a panic into [`Error::LoaderPanicked`] for the waiters before it carries on
+/// unwinding in this thread. `Err`: the load was withdrawn and failed, and `retry` sends its
+/// caller back to the lookup.
 fn run<V, F, E>(
     guard: LoadGuard<V>,
     loader: F,
@@ -160,11 +163,11 @@ fn run<V, F, E>(
 ) -> Result<Result<Option<V>, Error>, (Retry, Error)>
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce(LoadContext<V>) -> Result<Loaded<V>, E>,
+    F: FnOnce(&LoadGuard<V>) -> Result<Loaded<V>, E>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
-    let ctx = guard.context();
-    match catch_unwind(AssertUnwindSafe(move || loader(ctx))) {
+    let borrowed = &guard;
+    match catch_unwind(AssertUnwindSafe(move || loader(borrowed))) {
         Ok(result) => {
             let result = result.map_err(load_error);
             if retry {

@@ -489,8 +489,8 @@ impl<V: Clone + Send + Sync + 'static> Cache<V> {
     }
 
     /// The `n` most accessed keys, most first (empty when the tracker is off). Counts are
-    /// estimates: fresh hits are sampled (see
-    /// [`Builder::hot_key_sample`](crate::Builder::hot_key_sample)).
+    /// estimates: fresh hits are sampled, and so is a new key's entry into a full tracker
+    /// (see [`Builder::hot_key_sample`](crate::Builder::hot_key_sample)).
     pub fn hot_keys(&self, n: usize) -> Vec<HotKey> {
         self.table.hot.as_ref().map_or_else(Vec::new, |h| h.top(n))
     }

@@ -37,6 +37,10 @@ impl Signal {
             return;
         }
         let wakers = core::mem::take(&mut *self.wakers.lock());
+        // Usually nobody polls it (a blocking load's): no iterator to make and drop.
+        if wakers.is_empty() {
+            return;
+        }
         for w in wakers.into_iter().flatten() {
             w.wake();
         }

@@ -314,7 +314,8 @@ impl<V> Builder<V> {
         /// [`Cache::hot_keys`](crate::Cache::hot_keys).
         hot_keys: usize => hot_keys;
         /// The hot-key tracker records one fresh hit in this many (rounded up to a power of
-        /// two; default 256), weighted by it; misses are always recorded.
+        /// two; default 256), weighted by it. Misses of tracked keys are always recorded; once
+        /// the tracker is full, an untracked key gets in on one of its misses in 8, weighted 8.
         hot_key_sample: u64 => hot_key_sample;
         /// Refresh-ahead: once an entry has lived this share of its ttl (in (0, 1), e.g.
         /// 0.8), the next read refreshes it in the background, once per entry (default:

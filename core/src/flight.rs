@@ -10,7 +10,6 @@
 
 mod waiters;
 
-use alloc::boxed::Box;
 use alloc::task::Wake;
 use core::task::{Poll, Waker};
 use core::time::Duration;
@@ -22,6 +21,7 @@ use crate::cancel::Signal;
 use crate::clock::Clock;
 use crate::epoch::Namespace;
 use crate::error::Error;
+use crate::store::Key;
 use crate::sync::unchecked::Arc as StdArc;
 use crate::sync::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering, UnsafeCell};
 
@@ -47,7 +47,8 @@ impl<V: Clone> Clone for Outcome<V> {
 
 pub(crate) struct Flight<V> {
     pub(crate) id: u64,
-    pub(crate) key: Box<str>,
+    /// Shared with the node that stores the load's result, not copied for it.
+    pub(crate) key: Key,
     pub(crate) hash: u64,
     pub(crate) ns: Arc<Namespace>,
     /// The namespace epoch when the load began: a bump since then means "do not store".
@@ -89,7 +90,7 @@ impl<V: Clone> Flight<V> {
     ) -> Self {
         Self {
             id,
-            key: key.into(),
+            key: Key::new(key),
             hash,
             ns,
             epoch,

@@ -54,6 +54,16 @@ pub(crate) struct Extras {
 }
 
 impl Extras {
+    /// Whether the loader chose nothing: the cache's own lifetimes, no metadata, no tags.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ttl.is_none()
+            && self.grace.is_none()
+            && self.negative_ttl.is_none()
+            && self.meta.is_none()
+            && self.tags.is_none()
+    }
+
     /// These, with what they leave unset taken from `older` (a not-modified answer keeps
     /// the previous entry's choices unless it makes new ones).
     pub(crate) fn or(self, older: Option<&Extras>) -> Extras {

@@ -11,7 +11,7 @@ use core::hash::BuildHasher;
 
 use hashbrown::{DefaultHashBuilder, HashTable};
 
-use self::key::Key;
+pub(crate) use self::key::Key;
 use crate::entry::Entry;
 use crate::expiry::{Lifetimes, Phase};
 use crate::sync::Ordering;
@@ -165,7 +165,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
     pub(crate) fn insert(
         &mut self,
         hash: u64,
-        key: &str,
+        key: Key,
         mut entry: Entry<V>,
         weight: u64,
         now: u64,
@@ -173,7 +173,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         mut on_evict: impl FnMut(&str, &Entry<V>),
     ) {
         let weight = weight.min(MAX_WEIGHT);
-        if let Some(old) = self.remove(hash, key) {
+        if let Some(old) = self.remove(hash, &key) {
             evicted.push(old);
         }
         while self.weight + weight > self.capacity && self.len() > 0 {
@@ -184,7 +184,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         }
         entry.weight = weight as u32;
         let node = Node {
-            key: Key::new(key),
+            key,
             entry,
             newer: NIL,
             older: self.head,

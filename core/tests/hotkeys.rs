@@ -1,5 +1,5 @@
-//! The hot-key tracker: the top-K follows real traffic (hits sampled, misses always), and an
-//! export read back by a new instance gives the same keys, hottest first.
+//! The hot-key tracker: the top-K follows real traffic (hits sampled, misses of tracked keys
+//! always), and an export read back by a new instance gives the same keys, hottest first.
 
 use std::time::Duration;
 

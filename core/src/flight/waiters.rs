@@ -44,6 +44,10 @@ pub(crate) struct Wakers(Vec<Slot>);
 impl Wakers {
     /// Wakes every waiter that was still registered.
     pub(crate) fn wake_all(self) {
+        // A load nobody waited for (most): no iterator to make and drop.
+        if self.0.is_empty() {
+            return;
+        }
         for w in self.0.into_iter().filter_map(|s| s.waker) {
             w.wake();
         }

@@ -16,8 +16,9 @@ const STRIPES: usize = 8;
 pub struct HotKey {
     /// The key.
     pub key: String,
-    /// Estimated accesses (sampled hits are weighted by the sample rate; Space-Saving may
-    /// overestimate a key by what the key it replaced had counted).
+    /// Estimated accesses (sampled hits are weighted by the sample rate, a sampled entry into
+    /// a full tracker by 8; Space-Saving may overestimate a key by what the key it replaced
+    /// had counted).
     pub count: u64,
     /// Misses recorded for this key while tracked.
     pub misses: u64,
@@ -42,24 +43,73 @@ struct Summary {
     /// for it was a tenth of a miss's time (a flood of new keys misses on every call).
     heap: Vec<u32>,
     place: Vec<u32>,
+    /// Admission draws made (untracked accesses while full), for [`ADMIT_BITS`]' sampling.
+    draws: u64,
 }
 
+/// When the summary is full, an access of a key it does not track takes a slot (the least
+/// counted one) on one draw in `1 << ADMIT_BITS`, weighted by that: a flood of new keys, each
+/// missing once, then costs a miss a lookup instead of a replacement with its heap repair
+/// (about a tenth of a miss's instructions), and a key that keeps missing still gets in
+/// within a few of its accesses.
+const ADMIT_BITS: u32 = 3;
+
 impl Summary {
-    fn record(&mut self, cap: usize, key: &str, hash: u64, weight: u64, miss: bool) {
-        let slots = &mut self.slots;
-        if let Some(&i) = self
-            .index
+    /// The slot tracking `key`, if any.
+    #[inline]
+    fn find(&self, key: &str, hash: u64) -> Option<usize> {
+        let slots = &self.slots;
+        self.index
             .find(hash, |&i| slots[i].hash == hash && slots[i].key == key)
-        {
-            let s = &mut slots[i];
-            s.count = s.count.saturating_add(weight);
-            if miss {
-                s.misses += 1;
-                s.window_misses += 1;
-            }
-            self.sift_down(self.place[i] as usize);
-            return;
+            .copied()
+    }
+
+    /// Adds `weight` accesses (one a miss, if `miss`) to the tracked slot `i`.
+    fn bump(&mut self, i: usize, weight: u64, miss: bool) {
+        let s = &mut self.slots[i];
+        s.count = s.count.saturating_add(weight);
+        if miss {
+            s.misses += 1;
+            s.window_misses += 1;
         }
+        self.sift_down(self.place[i] as usize);
+    }
+
+    fn record(&mut self, cap: usize, key: &str, hash: u64, weight: u64, miss: bool) {
+        match self.find(key, hash) {
+            Some(i) => self.bump(i, weight, miss),
+            None => self.insert(cap, key, hash, weight, miss),
+        }
+    }
+
+    /// [`record`](Self::record) of one slow-path access, with the sampled admission of an
+    /// untracked key into a full summary (see [`ADMIT_BITS`]).
+    fn record_access(&mut self, cap: usize, key: &str, hash: u64, miss: bool) {
+        if let Some(i) = self.find(key, hash) {
+            return self.bump(i, 1, miss);
+        }
+        if self.slots.len() >= cap {
+            // The draw mixes the key's hash into a counter, so keys read in a fixed cycle do
+            // not alias with the period (one multiply).
+            self.draws = self.draws.wrapping_add(1);
+            let draw = (self.draws ^ hash).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            if draw >> (64 - ADMIT_BITS) != 0 {
+                return;
+            }
+        }
+        let weight = if self.slots.len() >= cap {
+            1 << ADMIT_BITS
+        } else {
+            1
+        };
+        self.insert(cap, key, hash, weight, miss);
+    }
+
+    /// Tracks the untracked `key`: in a free slot, or (Space-Saving) in the least counted
+    /// one, inheriting its count.
+    #[inline]
+    fn insert(&mut self, cap: usize, key: &str, hash: u64, weight: u64, miss: bool) {
+        let slots = &mut self.slots;
         let miss = u64::from(miss);
         if slots.len() < cap {
             let i = slots.len();
@@ -180,11 +230,12 @@ impl HotKeys {
         }
     }
 
-    /// An access on a slow path (a miss, a stale hit, a refresh): always recorded.
+    /// An access on a slow path (a miss, a stale hit, a refresh): recorded for a tracked key
+    /// or while the stripe has room; otherwise the key gets in on one draw in 8, weighted 8.
     pub(crate) fn access(&self, key: &str, hash: u64, miss: bool) {
         self.stripe(hash)
             .lock()
-            .record(self.per_stripe, key, hash, 1, miss);
+            .record_access(self.per_stripe, key, hash, miss);
     }
 
     /// Adds `count` accesses to `key` (import).
@@ -272,6 +323,22 @@ mod tests {
             }
         }
         assert_eq!(s.heap.len(), 32);
+    }
+
+    #[test]
+    fn a_key_that_keeps_missing_gets_in_through_a_flood_of_new_ones() {
+        let hk = HotKeys::new(16, 1);
+        for round in 0..2000u64 {
+            // Every stripe full of keys seen once, a new one per round.
+            hk.access(&alloc::format!("flood:{round}"), round, true);
+            if round >= 1000 {
+                hk.access("users:42", 5, true);
+            }
+        }
+        let top = hk.top(1);
+        assert_eq!(top[0].key, "users:42", "{top:?}");
+        // Admitted within a few of its 1,000 misses, then every one counted.
+        assert!(top[0].misses > 900, "{top:?}");
     }
 
     #[test]

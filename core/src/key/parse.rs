@@ -13,7 +13,12 @@ use super::param::Param;
 /// This is what the engine reads for `bump(namespace)` epochs and per-namespace metrics. For a
 /// key made by [`KeyBuilder`](crate::KeyBuilder), it is exactly the namespace the builder was given.
 pub fn namespace_of(key: &str) -> &str {
-    key.split_once(':').map_or(key, |(namespace, _)| namespace)
+    // A byte loop, not `split_once(':')`: namespaces are short, and the `char` searcher's
+    // setup cost more than the scan on every miss. `:` is ASCII, so the split is a boundary.
+    match key.bytes().position(|b| b == b':') {
+        Some(i) => &key[..i],
+        None => key,
+    }
 }
 
 /// The parts of a canonical key, as returned by [`parse`].

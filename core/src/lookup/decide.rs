@@ -90,7 +90,7 @@ fn decide<V: Clone + Send + Sync + 'static>(
     let n = nanos(now);
     table.detect(n);
     let mut shard = table.shard(hash).write();
-    let hung = table.remove_outdated_flight(&mut shard, key, hash, now);
+    let (flight, hung) = table.remove_outdated_flight(&mut shard, key, hash, now);
     // The entry's phase, and whether a failed load made it back off from loading again.
     let (phase, backing_off) = shard.store.get(hash, key).map_or((None, false), |node| {
         (
@@ -112,7 +112,6 @@ fn decide<V: Clone + Send + Sync + 'static>(
         e.take_value()
             .map(|v| Previous::new(v, age, extras.as_ref()))
     });
-    let flight = shard.flight(hash, key).cloned();
     let result = match phase {
         Some(p @ (Phase::Fresh | Phase::Stale)) => {
             let may_refresh = flight.is_none() && (p == Phase::Stale || early);
@@ -137,15 +136,9 @@ fn decide<V: Clone + Send + Sync + 'static>(
             key,
             hash,
             (now, arrived.unwrap_or(now)),
-            phase,
+            (phase, expired.flatten()),
             flight,
-        )
-        .map(|step| match step {
-            Lookup::Lead(guard) if guard.previous().is_none() => {
-                Lookup::Lead(guard.with_context(LoadReason::First, expired.flatten()))
-            }
-            step => step,
-        }),
+        ),
     };
     drop(shard);
     table.deliver_events();
@@ -223,7 +216,8 @@ fn serve<V: Clone + Send + Sync + 'static>(
 }
 
 /// Nothing servable: the caller waits for the key's load in progress, or leads a new one.
-/// An entry kept for fail-safe goes with either, as the answer should the load fail.
+/// An entry kept for fail-safe goes with either, as the answer should the load fail; a
+/// leader's previous value is its value, else the `expired` one's.
 fn lead_or_wait<V: Clone + Send + Sync + 'static>(
     table: &Arc<Table<V>>,
     shard: &mut Shard<V>,
@@ -231,7 +225,7 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
     hash: u64,
     // The clock now, and when the caller first arrived (before any hand-over).
     (now, arrived): (Duration, Duration),
-    phase: Option<Phase>,
+    (phase, expired): (Option<Phase>, Option<Previous<V>>),
     flight: Option<Arc<Flight<V>>>,
 ) -> Result<Lookup<V>, Error> {
     let (ns, fallback, previous) = match (phase, shard.store.get(hash, key)) {
@@ -273,7 +267,7 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
             c.lock_acquired.inc();
             let guard = LoadGuard::new(table.clone(), f, fallback, arrived);
             Ok(Lookup::Lead(
-                guard.with_context(LoadReason::First, previous),
+                guard.with_context(LoadReason::First, previous.or(expired)),
             ))
         }
     }

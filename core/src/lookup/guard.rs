@@ -300,8 +300,12 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
             }
         }
         let value = match answer {
+            // A plain answer chooses nothing: no `Keep` is allocated for it (one malloc and
+            // one free per miss).
             Answer::Value(v) => {
-                self.keep().extras = extras;
+                if !extras.is_empty() || self.keep.is_some() {
+                    self.keep().extras = extras;
+                }
                 v
             }
             Answer::NotModified => match self.previous.take() {
@@ -313,11 +317,17 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
                 None => return self.refuse(Error::NoPrevious),
             },
         };
-        let keep = self.keep.get_or_insert_with(Box::default);
-        if let Err(e) = self.table.check_tags(keep) {
-            return self.refuse(e);
+        match self.keep.as_deref_mut() {
+            Some(keep) => {
+                if let Err(e) = self.table.check_tags(keep) {
+                    return self.refuse(e);
+                }
+                keep.no_cache = !store;
+            }
+            // No tags to check, and `no_cache` is already false.
+            None if store => {}
+            None => self.keep().no_cache = true,
         }
-        keep.no_cache = !store;
         self.complete(Ok(value))
     }
 

@@ -1,18 +1,34 @@
 //! A stored key as one thin pointer: its length is written at the head of its own
 //! allocation (LEB128: one byte below 128 bytes), not beside the pointer, so a node carries
-//! 8 bytes of key instead of a `Box<str>`'s 16.
+//! 8 bytes of key instead of a `Box<str>`'s 16. The allocation is shared by a count at its
+//! tail: a load's flight makes the key once, and the node that stores its result takes a
+//! share rather than a copy (one allocation and one free less per miss). At the tail, not
+//! the head, so a hit reads the key exactly as before (the pointer is the prefix's).
 
 use alloc::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use core::ptr::NonNull;
+// Not `crate::sync`'s: the count guards only this allocation's life, as `Arc`'s own does,
+// which loom need not model (`sync::unchecked`).
+use core::sync::atomic::{AtomicU32, Ordering, fence};
 
-/// An owned, immutable key: a length prefix then the key's UTF-8 bytes, in one allocation.
+const COUNT: usize = core::mem::size_of::<AtomicU32>();
+
+/// Where the share count starts: after the text, aligned for it.
+#[inline]
+fn count_at(prefix: usize, len: usize) -> usize {
+    (prefix + len).next_multiple_of(core::mem::align_of::<AtomicU32>())
+}
+
+/// An owned, immutable key: a length prefix, the key's UTF-8 bytes, then a share count, in
+/// one allocation.
 pub(crate) struct Key {
     ptr: NonNull<u8>,
 }
 
-// SAFETY: `Key` owns its allocation and never mutates it after `new`, like a `Box<str>`.
+// SAFETY: `Key` owns a share of its allocation, whose text is never written after `new` and
+// whose count is atomic, like an `Arc<str>`.
 unsafe impl Send for Key {}
-// SAFETY: as above; shared access only reads.
+// SAFETY: as above; shared access only reads the text or updates the count atomically.
 unsafe impl Sync for Key {}
 
 /// The LEB128 encoding of `n` into `out`; how many bytes it took.
@@ -36,30 +52,67 @@ impl Key {
         let mut prefix = [0u8; 10];
         let p = encode_len(key.len(), &mut prefix);
         let layout = Self::layout_of(p, key.len());
-        // SAFETY: the layout's size is at least 1 (the prefix).
+        // SAFETY: the layout's size is at least `1 + COUNT` (the prefix, the count).
         let raw = unsafe { alloc(layout) };
         let Some(ptr) = NonNull::new(raw) else {
             handle_alloc_error(layout)
         };
-        // SAFETY: the allocation holds `p + key.len()` bytes; the sources do not overlap it.
+        // SAFETY: the allocation holds the text, then the count at an offset aligned for it
+        // (the allocation itself is); the sources do not overlap it.
         unsafe {
-            core::ptr::copy_nonoverlapping(prefix.as_ptr(), ptr.as_ptr(), p);
-            core::ptr::copy_nonoverlapping(key.as_ptr(), ptr.as_ptr().add(p), key.len());
+            let at = count_at(p, key.len());
+            ptr.as_ptr()
+                .add(at)
+                .cast::<AtomicU32>()
+                .write(AtomicU32::new(1));
+            let text = ptr.as_ptr();
+            // Most keys are short: their one-byte prefix is written, not copied by `memcpy`.
+            if p == 1 {
+                text.write(prefix[0]);
+            } else {
+                core::ptr::copy_nonoverlapping(prefix.as_ptr(), text, p);
+            }
+            core::ptr::copy_nonoverlapping(key.as_ptr(), text.add(p), key.len());
         }
         Self { ptr }
     }
 
+    /// Another owner of the same allocation. Shares are few (a flight's and its node's), so
+    /// the count cannot overflow.
+    #[inline]
+    pub(crate) fn share(&self) -> Self {
+        // Relaxed, as `Arc::clone`: a new share needs an existing one, which keeps it alive.
+        self.count().fetch_add(1, Ordering::Relaxed);
+        Self { ptr: self.ptr }
+    }
+
+    #[inline]
+    fn count(&self) -> &AtomicU32 {
+        let (len, p) = self.len_and_prefix();
+        // SAFETY: `new` wrote the count there, aligned for it, and it is only used atomically.
+        unsafe { &*self.ptr.as_ptr().add(count_at(p, len)).cast::<AtomicU32>() }
+    }
+
     fn layout_of(prefix: usize, len: usize) -> Layout {
-        // A `str` of `len` bytes exists, so `prefix + len` (prefix <= 10) cannot overflow
-        // `isize::MAX` by more than the caller's string already does; checked anyway.
-        Layout::from_size_align(prefix + len, 1).expect("herdless: key too long to store")
+        // A `str` of `len` bytes exists, so the size (prefix <= 10, count 4, padding < 4)
+        // cannot overflow `isize::MAX` by more than the caller's string already does;
+        // checked anyway.
+        let size = count_at(prefix, len) + COUNT;
+        Layout::from_size_align(size, core::mem::align_of::<AtomicU32>())
+            .expect("herdless: key too long to store")
+    }
+
+    /// The length prefix's first byte.
+    #[inline]
+    fn text(&self) -> *const u8 {
+        self.ptr.as_ptr()
     }
 
     /// The length and the size of its prefix.
     #[inline]
     fn len_and_prefix(&self) -> (usize, usize) {
-        // SAFETY: the allocation starts with a complete LEB128 prefix written by `new`.
-        let first = unsafe { *self.ptr.as_ptr() };
+        // SAFETY: the text starts with a complete LEB128 prefix written by `new`.
+        let first = unsafe { *self.text() };
         if first < 0x80 {
             return (usize::from(first), 1);
         }
@@ -71,7 +124,7 @@ impl Key {
         let (mut n, mut shift, mut i) = (0usize, 0, 0);
         loop {
             // SAFETY: within the prefix written by `new`, which ends with a byte < 0x80.
-            let b = unsafe { *self.ptr.as_ptr().add(i) };
+            let b = unsafe { *self.text().add(i) };
             n |= usize::from(b & 0x7f) << shift;
             i += 1;
             if b < 0x80 {
@@ -88,7 +141,7 @@ impl Key {
         // SAFETY: `new` copied `len` bytes of a `str` after the `p`-byte prefix; they are
         // never written again and live as long as `self`.
         unsafe {
-            let bytes = core::slice::from_raw_parts(self.ptr.as_ptr().add(p), len);
+            let bytes = core::slice::from_raw_parts(self.text().add(p), len);
             core::str::from_utf8_unchecked(bytes)
         }
     }
@@ -96,6 +149,14 @@ impl Key {
 
 impl Drop for Key {
     fn drop(&mut self) {
+        // The only share (the common case): nobody else can make one, so no write is needed.
+        // Otherwise as `Arc`'s drop: the last owner frees, after every other owner's reads.
+        if self.count().load(Ordering::Acquire) != 1
+            && self.count().fetch_sub(1, Ordering::Release) != 1
+        {
+            return;
+        }
+        fence(Ordering::Acquire);
         let (len, p) = self.len_and_prefix();
         // SAFETY: allocated by `new` with this very layout.
         unsafe { dealloc(self.ptr.as_ptr(), Self::layout_of(p, len)) }
@@ -127,6 +188,14 @@ mod tests {
             assert_eq!(&*k, s.as_str());
         }
         assert_eq!(Key::new("clé:é").as_str(), "clé:é");
+        let k = Key::new("users:1");
+        let shared = k.share();
+        drop(k);
+        assert_eq!(
+            shared.as_str(),
+            "users:1",
+            "a share outlives the key it came from"
+        );
         assert_eq!(core::mem::size_of::<Option<Key>>(), 8);
     }
 }

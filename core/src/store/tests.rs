@@ -71,7 +71,7 @@ fn put(s: &mut Store<u32>, e: &Entries, key: &str, v: u32, weight: u64, now: u64
     let mut out = Dropped::new();
     s.insert(
         hash(key),
-        key,
+        super::Key::new(key),
         e.fresh_for(v, 60),
         weight,
         now,
@@ -210,7 +210,7 @@ fn dead_entries_are_evicted_even_when_visited() {
     let mut out = Dropped::new();
     s.insert(
         hash("short"),
-        "short",
+        super::Key::new("short"),
         e.fresh_for(1, 1),
         1,
         0,

@@ -16,6 +16,10 @@ use crate::store::Dropped;
 use crate::sync::{Arc, Ordering};
 use crate::tags;
 
+/// What [`Table::remove_outdated_flight`] leaves: the key's current flight, and the hung one
+/// it took out.
+pub(crate) type Outdated<V> = (Option<Arc<Flight<V>>>, Option<Arc<Flight<V>>>);
+
 impl<V: Clone> Table<V> {
     /// Makes the flight record of `key`'s load, led by the caller of this lookup, unless
     /// `max_flights` loads are running already.
@@ -56,26 +60,29 @@ impl<V: Clone> Table<V> {
     /// `now`: hung past its hard timeout (so a hung loader never holds a key, even when no
     /// waiter is left to notice), or begun before a `set`, `invalidate` or `bump`, or led by
     /// the parent of a `fork` (nobody here will finish it). Its own waiters still get its
-    /// result. Returns the hung flight, for the caller to [`time_out`](Self::time_out) once
-    /// the shard lock is released.
+    /// result. Returns the flight left in the table for the caller to wait on, if any, and
+    /// the hung flight, for the caller to [`time_out`](Self::time_out) once the shard lock is
+    /// released (one lookup of the key's flight serves both).
     pub(crate) fn remove_outdated_flight(
         &self,
         shard: &mut Shard<V>,
         key: &str,
         hash: u64,
         now: Duration,
-    ) -> Option<Arc<Flight<V>>> {
-        let f = shard.flight(hash, key)?;
+    ) -> Outdated<V> {
+        let Some(f) = shard.flight(hash, key) else {
+            return (None, None);
+        };
         let hung = f.hard_deadline.is_some_and(|d| now >= d);
         let outdated = f.is_withdrawn() || f.epoch != f.ns.epoch() || f.orphaned();
         if !(hung || outdated) {
-            return None;
+            return (Some(f.clone()), None);
         }
         let f = f.clone();
         shard.remove_flight(&f);
         self.flights.fetch_sub(1, Ordering::Relaxed);
         if !hung {
-            return None;
+            return (None, None);
         }
         // Back off as any failed load does: serve the fail-safe value, if any, rather than
         // sending the next caller straight to a hung origin.
@@ -83,7 +90,7 @@ impl<V: Clone> Table<V> {
         if let Some(node) = shard.store.get_mut(hash, key) {
             node.entry.set_backoff(until);
         }
-        Some(f)
+        (None, Some(f))
     }
 
     /// Gives up a load past its hard timeout: its waiters get the timeout (or fail-safe),
@@ -155,7 +162,7 @@ impl<V: Clone> Table<V> {
                     Ok(weight) if wakers.is_some() => self.store(
                         &mut shard,
                         flight.hash,
-                        &flight.key,
+                        flight.key.share(),
                         entry,
                         weight,
                         n,

@@ -14,8 +14,8 @@ use crate::events::EventKind;
 use crate::expiry::{LoadCode, Phase, Timing, nanos};
 use crate::key::namespace_of;
 use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
-use crate::store::Dropped;
 use crate::store::MAX_WEIGHT;
+use crate::store::{Dropped, Key};
 use crate::sync::Arc;
 use crate::tags::Tag;
 use crate::{jitter, tags, xfetch};
@@ -126,13 +126,13 @@ impl<V: Clone> Table<V> {
         &self,
         shard: &mut Shard<V>,
         hash: u64,
-        key: &str,
+        key: Key,
         entry: Entry<V>,
         weight: u64,
         now: u64,
         dropped: &mut Dropped<V>,
     ) {
-        dropped.extend(shard.store.remove(hash, key));
+        // `insert` takes out `key`'s old entry itself, into `dropped` with the evicted ones.
         shard
             .store
             .insert(hash, key, entry, weight, now, dropped, |key, e| {
@@ -200,7 +200,15 @@ impl<V: Clone> Table<V> {
             let (ns, epoch) = self.namespaces.live(ns);
             let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep, (tags, born));
             let weight = self.weigh(key, &entry)?;
-            self.store(&mut shard, hash, key, entry, weight, n, &mut dropped);
+            self.store(
+                &mut shard,
+                hash,
+                Key::new(key),
+                entry,
+                weight,
+                n,
+                &mut dropped,
+            );
         }
         drop(dropped);
         self.deliver_events();

@@ -1,0 +1,49 @@
+//! The hit path under callgrind (instructions, repeatable on a busy machine): `N` fresh hits
+//! on a cache of 10,000 entries, through `get` or `get_or_load`, so a change to the miss
+//! path can show it costs a hit nothing.
+//!
+//! ```sh
+//! cargo build --release -p herdless-benches --bin hit_profile
+//! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='hit_profile::run*' \
+//!     target/release/hit_profile get   # or get_or_load
+//! ```
+//! Instructions per hit = the total over `N`.
+
+use std::convert::Infallible;
+use std::hint::black_box;
+use std::time::Duration;
+
+use herdless::Cache;
+use herdless_benches::keys;
+
+const CAPACITY: usize = 10_000;
+const N: usize = 100_000;
+
+#[inline(never)]
+fn run(read: &dyn Fn(&str) -> Option<u64>, keys: &[String]) {
+    for i in 0..N {
+        black_box(read(&keys[i % keys.len()]));
+    }
+}
+
+fn main() {
+    let how = std::env::args().nth(1).unwrap_or_else(|| "get".into());
+    let keys = keys(CAPACITY);
+    let c: Cache<u64> = Cache::builder()
+        .capacity(CAPACITY as u64 * 2)
+        .ttl(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    for (i, k) in keys.iter().enumerate() {
+        c.set(k, i as u64).unwrap();
+    }
+    match how.as_str() {
+        "get" => run(&|k| c.get(k), &keys),
+        "get_or_load" => run(
+            &|k| c.get_or_load(k, || Ok::<_, Infallible>(Some(0))).unwrap(),
+            &keys,
+        ),
+        other => panic!("unknown path {other}: get or get_or_load"),
+    }
+    eprintln!("{how}: {N} hits measured");
+}
