@@ -82,7 +82,10 @@ impl Key {
     #[inline]
     pub(crate) fn share(&self) -> Self {
         // Relaxed, as `Arc::clone`: a new share needs an existing one, which keeps it alive.
-        self.count().fetch_add(1, Ordering::Relaxed);
+        let before = self.count().fetch_add(1, Ordering::Relaxed);
+        // Each share is a live flight or node, so this never nears the limit; if it did, a
+        // wrapped count would free the key under its other owners (as `Arc`, refuse).
+        assert!(before < u32::MAX / 2, "herdless: a key shared too often");
         Self { ptr: self.ptr }
     }
 
