@@ -9,14 +9,14 @@ use alloc::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use core::ptr::NonNull;
 // Not `crate::sync`'s: the count guards only this allocation's life, as `Arc`'s own does,
 // which loom need not model (`sync::unchecked`).
-use core::sync::atomic::{AtomicU32, Ordering, fence};
+use core::sync::atomic::{AtomicU8, Ordering, fence};
 
-const COUNT: usize = core::mem::size_of::<AtomicU32>();
+const COUNT: usize = core::mem::size_of::<AtomicU8>();
 
-/// Where the share count starts: after the text, aligned for it.
+/// Where the share count starts: right after the text (a byte needs no alignment).
 #[inline]
 fn count_at(prefix: usize, len: usize) -> usize {
-    (prefix + len).next_multiple_of(core::mem::align_of::<AtomicU32>())
+    prefix + len
 }
 
 /// An owned, immutable key: a length prefix, the key's UTF-8 bytes, then a share count, in
@@ -63,8 +63,8 @@ impl Key {
             let at = count_at(p, key.len());
             ptr.as_ptr()
                 .add(at)
-                .cast::<AtomicU32>()
-                .write(AtomicU32::new(1));
+                .cast::<AtomicU8>()
+                .write(AtomicU8::new(1));
             let text = ptr.as_ptr();
             // Most keys are short: their one-byte prefix is written, not copied by `memcpy`.
             if p == 1 {
@@ -83,25 +83,27 @@ impl Key {
     pub(crate) fn share(&self) -> Self {
         // Relaxed, as `Arc::clone`: a new share needs an existing one, which keeps it alive.
         let before = self.count().fetch_add(1, Ordering::Relaxed);
-        // Each share is a live flight or node, so this never nears the limit; if it did, a
-        // wrapped count would free the key under its other owners (as `Arc`, refuse).
-        assert!(before < u32::MAX / 2, "herdless: a key shared too often");
+        // A key is shared once, by the flight whose load stores it (two owners at most), so
+        // one byte counts (a wider count would add its size and padding to every stored key:
+        // 4 bytes cost 6.7 B per entry at 1,000,000 keys); if that ever changed, a wrapped
+        // count would free the key under its other owners: refuse, as `Arc` does.
+        assert!(before < u8::MAX / 2, "herdless: a key shared too often");
         Self { ptr: self.ptr }
     }
 
     #[inline]
-    fn count(&self) -> &AtomicU32 {
+    fn count(&self) -> &AtomicU8 {
         let (len, p) = self.len_and_prefix();
         // SAFETY: `new` wrote the count there, aligned for it, and it is only used atomically.
-        unsafe { &*self.ptr.as_ptr().add(count_at(p, len)).cast::<AtomicU32>() }
+        unsafe { &*self.ptr.as_ptr().add(count_at(p, len)).cast::<AtomicU8>() }
     }
 
     fn layout_of(prefix: usize, len: usize) -> Layout {
-        // A `str` of `len` bytes exists, so the size (prefix <= 10, count 4, padding < 4)
+        // A `str` of `len` bytes exists, so the size (prefix <= 10, a one-byte count)
         // cannot overflow `isize::MAX` by more than the caller's string already does;
         // checked anyway.
         let size = count_at(prefix, len) + COUNT;
-        Layout::from_size_align(size, core::mem::align_of::<AtomicU32>())
+        Layout::from_size_align(size, core::mem::align_of::<AtomicU8>())
             .expect("herdless: key too long to store")
     }
 
