@@ -37,9 +37,9 @@ use herdless_redis::call::{Answer as Answered, Call, CallMany, Failure, Job};
 use napi::{Result, Status};
 
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
+use crate::codec::{Codec, JsHost};
 use crate::errors;
 use crate::js::{Js, Ref, Value};
-use crate::codec::{Codec, JsHost};
 pub(crate) use crate::value::Entry;
 use crate::value::{Table, Val};
 use crate::wake::Wake;

@@ -15,11 +15,11 @@ use napi_derive::napi;
 use herdless_redis::{BuildError, TierOptions, TwoTier};
 
 use crate::cache::Cache;
+use crate::codec::Codec;
 use crate::driver::Inner;
 use crate::errors::{self, code};
 use crate::js::{ErrorKind, Js};
 use crate::options;
-use crate::codec::Codec;
 use crate::value::Val;
 use crate::wake::Wake;
 

@@ -7,8 +7,8 @@ use napi::Result;
 use super::detector::detector;
 use super::front::{FrontSize, front};
 use super::read::{bad, count, duration, number, string};
-use crate::js::{ErrorKind, Js, Type, Value};
 use crate::codec::Codec;
+use crate::js::{ErrorKind, Js, Type, Value};
 use crate::value::Entry;
 use herdless_redis::TierAddress;
 
