@@ -10,7 +10,7 @@
 // `__proto__` key is plain data.
 import test from 'node:test'
 import assert from 'node:assert/strict'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import net from 'node:net'
@@ -19,7 +19,7 @@ import { join } from 'node:path'
 
 const require = createRequire(import.meta.url)
 const { Cache } = require('herdless')
-const { freePort, within } = require('./helpers.js')
+const { startRedis } = require('./helpers.js')
 
 // name -> a JavaScript expression against `cache` (memory) or `rcache`/`rbuf` (Redis); it
 // may return a promise. The child prints one JSON line per case.
@@ -262,20 +262,7 @@ let port
 
 test.before(async () => {
   if (!haveRedis) return
-  port = await freePort()
-  server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  await within(
-    10_000,
-    new Promise((resolve, reject) => {
-      server.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
-      server.stdout.on('data', (d) => {
-        if (/Ready to accept connections/.test(String(d))) resolve()
-      })
-    }),
-    'redis-server start'
-  )
+  ;({ server, port } = await startRedis())
 })
 
 test.after(() => {

@@ -5,9 +5,9 @@
 // redis-server (skipped, with the reason, when redis-server is not on PATH).
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn, spawnSync } = require('node:child_process')
+const { spawnSync } = require('node:child_process')
 const { Cache } = require('herdless')
-const { freePort, sleep, within } = require('./helpers.js')
+const { sleep, startRedis, within } = require('./helpers.js')
 
 const haveRedis = spawnSync('redis-server', ['--version']).status === 0
 const skip = haveRedis ? false : 'redis-server is not on PATH'
@@ -27,21 +27,7 @@ const until = (done, what) =>
 
 test.before(async () => {
   if (!haveRedis) return
-  const port = await freePort()
-  server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  await within(
-    10_000,
-    new Promise((resolve, reject) => {
-      server.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
-      server.stdout.on('data', (d) => {
-        if (/Ready to accept connections/.test(String(d))) resolve()
-      })
-    }),
-    'redis-server start'
-  )
-  url = `redis://127.0.0.1:${port}`
+  ;({ server, url } = await startRedis())
 })
 
 test.after(() => {

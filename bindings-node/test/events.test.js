@@ -5,9 +5,9 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn, spawnSync } = require('node:child_process')
+const { spawnSync } = require('node:child_process')
 const { Cache } = require('herdless')
-const { freePort, sleep, within } = require('./helpers.js')
+const { sleep, startRedis, within } = require('./helpers.js')
 
 /** The next event `name` of `cache` (a `once` listener). */
 const next = (cache, name) => within(5000, new Promise((resolve) => cache.once(name, resolve)), `a '${name}' event`)
@@ -243,21 +243,8 @@ test('with a shared tier (memory://): the L1 tells its events', async () => {
 
 const haveRedis = spawnSync('redis-server', ['--version']).status === 0
 test('with Redis: a fail-safe served when the origin fails', { skip: haveRedis ? false : 'redis-server is not on PATH', timeout: 20_000 }, async (t) => {
-  const port = await freePort()
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const { server, port } = await startRedis()
   t.after(() => server.kill('SIGKILL'))
-  await within(
-    10_000,
-    new Promise((resolve, reject) => {
-      server.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
-      server.stdout.on('data', (d) => {
-        if (/Ready to accept connections/.test(String(d))) resolve()
-      })
-    }),
-    'redis-server start'
-  )
   const cache = new Cache({ redis: `redis://127.0.0.1:${port}`, redisPrefix: `ev${process.pid}`, ttl: 50, maxStale: 60_000, beta: 0 })
   const failSafe = next(cache, 'failSafe')
   assert.equal(await cache.getOrLoad('p', () => 1), 1)

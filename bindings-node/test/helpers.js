@@ -49,4 +49,33 @@ async function listen(app) {
   return { server, url: `http://127.0.0.1:${server.address().port}` }
 }
 
-module.exports = { freePort, listen, sleep, slowLoader, within }
+/**
+ * A private redis-server on a free port, without persistence, once it accepts connections:
+ * `{ server, port, url }`. The caller stops it by its pid (`server.kill`); a server that does
+ * not come up is stopped here.
+ */
+async function startRedis() {
+  const { spawn } = require('node:child_process')
+  const port = await freePort()
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  try {
+    await within(
+      10_000,
+      new Promise((resolve, reject) => {
+        server.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
+        server.stdout.on('data', (d) => {
+          if (/Ready to accept connections/.test(String(d))) resolve()
+        })
+      }),
+      'redis-server start'
+    )
+  } catch (e) {
+    server.kill('SIGKILL')
+    throw e
+  }
+  return { server, port, url: `redis://127.0.0.1:${port}` }
+}
+
+module.exports = { freePort, listen, sleep, slowLoader, startRedis, within }

@@ -8,9 +8,9 @@
 // every call with HERDLESS_CLOSED. The leak cases run in a child process.
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn, spawnSync, execFileSync } = require('node:child_process')
+const { spawnSync, execFileSync } = require('node:child_process')
 const path = require('node:path')
-const { freePort, sleep, within } = require('./helpers.js')
+const { sleep, startRedis, within } = require('./helpers.js')
 const { ABSENT, Cache, testing } = require('..')
 
 const haveRedis = spawnSync('redis-server', ['--version']).status === 0
@@ -42,16 +42,9 @@ const needsRedis = { skip: !haveRedis && !ci && 'redis-server is not on PATH' }
 /** A private redis-server on a free port: `fn(url)`, then the server is stopped. */
 async function withRedis(fn) {
   assert.ok(haveRedis, 'redis-server is not installed, and CI=true requires the Redis tests to run')
-  const port = await freePort()
-  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const { server, url } = await startRedis()
   try {
-    await within(10_000, new Promise((resolve, reject) => {
-      server.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
-      server.stdout.on('data', (d) => { if (/Ready to accept connections/.test(String(d))) resolve() })
-    }), 'redis-server start')
-    return await fn(`redis://127.0.0.1:${port}`)
+    return await fn(url)
   } finally {
     server.kill()
   }

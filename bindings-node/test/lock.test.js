@@ -8,7 +8,7 @@ const test = require('node:test')
 const assert = require('node:assert/strict')
 const { spawn, spawnSync } = require('node:child_process')
 const { Cache, FleetLock } = require('herdless')
-const { freePort, sleep, within } = require('./helpers.js')
+const { freePort, sleep, startRedis, within } = require('./helpers.js')
 
 /** Runs `script` (CommonJS, with `Cache` in scope) in a child Node process. */
 function node(script, options = {}) {
@@ -192,21 +192,7 @@ const prefix = () => `hll${process.pid}x${++prefixes}`
 
 test.before(async () => {
   if (!haveRedis) return
-  const port = await freePort()
-  server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  await within(
-    10_000,
-    new Promise((resolve, reject) => {
-      server.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
-      server.stdout.on('data', (d) => {
-        if (/Ready to accept connections/.test(String(d))) resolve()
-      })
-    }),
-    'redis-server start'
-  )
-  url = `redis://127.0.0.1:${port}`
+  ;({ server, url } = await startRedis())
 })
 
 test.after(() => {

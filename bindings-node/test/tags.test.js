@@ -7,9 +7,9 @@
 
 const test = require('node:test')
 const assert = require('node:assert/strict')
-const { spawn, spawnSync } = require('node:child_process')
+const { spawnSync } = require('node:child_process')
 const { Cache, ABSENT } = require('herdless')
-const { freePort, sleep, within } = require('./helpers.js')
+const { sleep, startRedis, within } = require('./helpers.js')
 
 // The product pages of the issue: each page depends on its product, seller and category.
 const PAGES = {
@@ -327,21 +327,7 @@ let url
 
 test.before(async () => {
   if (!haveRedis) return
-  const port = await freePort()
-  server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  await within(
-    10_000,
-    new Promise((resolve, reject) => {
-      server.on('exit', (code) => reject(new Error(`redis-server exited with ${code}`)))
-      server.stdout.on('data', (d) => {
-        if (/Ready to accept connections/.test(String(d))) resolve()
-      })
-    }),
-    'redis-server start'
-  )
-  url = `redis://127.0.0.1:${port}`
+  ;({ server, url } = await startRedis())
 })
 
 test.after(() => {
