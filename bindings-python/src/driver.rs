@@ -14,6 +14,24 @@
 //! and how a background failure is told ([`log_failure`]). Node's driver is the same
 //! machine on the JS thread (`bindings-node/src/driver/`).
 
+/// `impl Host<PyValue>` for a runtime that carries the cache's [`PyHost`](crate::codec::PyHost)
+/// in its `host` field: both runtimes are the codec that way.
+macro_rules! host_via_field {
+    ($runtime:ty) => {
+        impl herdless_redis::Host<PyValue> for $runtime {
+            fn encode(&self, value: &PyValue) -> Result<Vec<u8>, herdless_redis::CodecError> {
+                self.host.encode(value)
+            }
+            fn decode(&self, bytes: &[u8]) -> Result<PyValue, herdless_redis::CodecError> {
+                self.host.decode(bytes)
+            }
+            fn warn(&self, warning: &herdless_redis::Warning<'_>) {
+                self.host.warn(warning)
+            }
+        }
+    };
+}
+
 pub(crate) mod batch;
 pub(crate) mod block;
 pub(crate) mod event_loop;

@@ -18,11 +18,11 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use herdless::{Error, Loaded, Lookup};
+use herdless_redis::CodecError;
 use herdless_redis::call::{
     Call, CallMany, CallOptions, Called, Failure, Job, KeyAnswers, Lang, Runtime as CallRuntime,
 };
 use herdless_redis::two_tier::Load;
-use herdless_redis::{CodecError, Host, Warning};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::exceptions::asyncio::CancelledError;
@@ -162,17 +162,7 @@ impl<'a, 'py> Loop<'a, 'py> {
     }
 }
 
-impl Host<PyValue> for Loop<'_, '_> {
-    fn encode(&self, value: &PyValue) -> Result<Vec<u8>, CodecError> {
-        self.host.encode(value)
-    }
-    fn decode(&self, bytes: &[u8]) -> Result<PyValue, CodecError> {
-        self.host.decode(bytes)
-    }
-    fn warn(&self, warning: &Warning<'_>) {
-        self.host.warn(warning)
-    }
-}
+host_via_field!(Loop<'_, '_>);
 
 impl CallRuntime<PyValue, Asyncio> for Loop<'_, '_> {
     fn call(&self, loader: Loader, load: &Load<PyValue>) -> Running<Loaded<PyValue>> {

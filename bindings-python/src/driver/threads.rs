@@ -15,11 +15,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use herdless::{Error, Hit, Loaded, Lookup};
+use herdless_redis::CodecError;
 use herdless_redis::call::{
     Call, CallMany, CallOptions, Called, Failure, Job, KeyAnswers, Lang, Runtime,
 };
 use herdless_redis::two_tier::Load;
-use herdless_redis::{CodecError, Host, Warning};
 use parking_lot::Mutex;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
@@ -81,17 +81,7 @@ impl<'a, 'py> Blocking<'a, 'py> {
     }
 }
 
-impl Host<PyValue> for Blocking<'_, '_> {
-    fn encode(&self, value: &PyValue) -> Result<Vec<u8>, CodecError> {
-        self.host.encode(value)
-    }
-    fn decode(&self, bytes: &[u8]) -> Result<PyValue, CodecError> {
-        self.host.decode(bytes)
-    }
-    fn warn(&self, warning: &Warning<'_>) {
-        self.host.warn(warning)
-    }
-}
+host_via_field!(Blocking<'_, '_>);
 
 impl Runtime<PyValue, Threads> for Blocking<'_, '_> {
     fn call(&self, loader: Loader, load: &Load<PyValue>) -> Option<Called<Loaded<PyValue>, PyErr>> {
