@@ -64,6 +64,9 @@ pub struct StoredEntry {
     /// The ttl its loader chose for it ([`Loaded::ttl`](crate::Loaded::ttl)), so that a
     /// not-modified refresh in any process restarts the same lifetime; `None`: the cache's.
     pub ttl: Option<Duration>,
+    /// Its time-to-idle ([`Loaded::tti`](crate::Loaded::tti), or the writer's cache's):
+    /// dropped by the tier once no process has read it for this long.
+    pub tti: Option<Duration>,
     /// The metadata its loader kept with it ([`Loaded::meta`](crate::Loaded::meta)).
     pub meta: Option<String>,
     /// Its tags ([`Loaded::tags`](crate::Loaded::tags)); empty: none. An invalidation of

@@ -9,6 +9,7 @@ use crate::clock::Clock;
 use crate::detector::DetectorOptions;
 use crate::error::ConfigError;
 use crate::events::{Event, Listener};
+use crate::idle::IdleReads;
 use crate::rng::{SharedRng, default_rng, seeded_rng};
 use crate::spawn::Spawn;
 use crate::sync::unchecked::Arc as StdArc;
@@ -40,6 +41,7 @@ pub(crate) struct Config<V> {
     /// is added too, and a cached absence weighs no value bytes).
     pub(crate) entry_overhead: Option<u64>,
     pub(crate) ttl: Duration,
+    pub(crate) tti: Option<Duration>,
     pub(crate) grace: Duration,
     pub(crate) jitter: f64,
     pub(crate) beta: f64,
@@ -62,6 +64,7 @@ pub(crate) struct Config<V> {
     pub(crate) hot_key_sample: u64,
     pub(crate) refresh_ahead: Option<f64>,
     pub(crate) listener: Option<Listener>,
+    pub(crate) idle_reads: Option<IdleReads>,
     pub(crate) event_queue: usize,
     /// Keep the write generation ([`Cache::generation`](crate::Cache::generation)).
     pub(crate) count_writes: bool,
@@ -76,6 +79,8 @@ pub struct Options {
     pub capacity: u64,
     /// Fresh time of a loaded value, before jitter.
     pub ttl: Duration,
+    /// Time-to-idle: an entry not read for this long is dropped, if set.
+    pub tti: Option<Duration>,
     /// Stale-while-revalidate window after `ttl`.
     pub grace: Duration,
     /// TTL jitter fraction.
@@ -117,6 +122,7 @@ impl<V> Config<V> {
         Options {
             capacity: self.capacity,
             ttl: self.ttl,
+            tti: self.tti,
             grace: self.grace,
             jitter: self.jitter,
             beta: self.beta,
@@ -186,6 +192,7 @@ impl<V> Default for Builder<V> {
                 weigher: None,
                 entry_overhead: None,
                 ttl: Duration::from_secs(60),
+                tti: None,
                 grace: Duration::ZERO,
                 jitter: 0.2,
                 beta: 1.0,
@@ -208,6 +215,7 @@ impl<V> Default for Builder<V> {
                 hot_key_sample: 256,
                 refresh_ahead: None,
                 listener: None,
+                idle_reads: None,
                 event_queue: 1024,
                 count_writes: false,
             },
@@ -250,6 +258,15 @@ impl<V> Builder<V> {
         capacity: u64 => capacity;
         /// How long a loaded value is fresh (default 60 s), before jitter.
         ttl: Duration => ttl;
+        /// Time-to-idle (sliding expiration; default: none): an entry not read for this
+        /// long is dropped even if its ttl has not run out, and is neither served stale nor
+        /// kept for fail-safe. A read stores its time once per sixteenth of the tti, so an
+        /// entry is dropped between `tti` and `tti * 17 / 16` after its last read (a
+        /// [`peek`](crate::Cache::peek) is not a read). Per entry:
+        /// [`Loaded::tti`](crate::Loaded::tti). Entries with a tti carry 24 bytes more
+        /// (and their rare part, ~100 bytes, when they had none); others pay one branch per
+        /// hit.
+        tti: Duration => tti as Some;
         /// How long after `ttl` a value may still be served stale while one background
         /// refresh runs (stale-while-revalidate; default 0: off).
         grace: Duration => grace;
@@ -359,6 +376,14 @@ impl<V> Builder<V> {
     /// ```
     pub fn listener(mut self, listener: impl Fn(Event) + Send + Sync + 'static) -> Self {
         self.cfg.listener = Some(StdArc::new(listener));
+        self
+    }
+
+    /// Tells `reads`, on a hit of an entry with a time-to-idle, at most once per quarter
+    /// of its tti per entry, of its key and tti ([`IdleReads`]): how a shared tier behind
+    /// this cache keeps its own copy alive while this process reads the entry from memory.
+    pub fn idle_reads(mut self, reads: impl Fn(&str, Duration) + Send + Sync + 'static) -> Self {
+        self.cfg.idle_reads = Some(StdArc::new(reads));
         self
     }
 
@@ -482,6 +507,7 @@ impl<V> Builder<V> {
         let c = &self.cfg;
         for (option, d) in [
             ("ttl", Some(c.ttl)),
+            ("tti", c.tti),
             ("negative_ttl", Some(c.negative_ttl)),
             ("wait_timeout", Some(c.wait_timeout)),
             ("max_stale", c.max_stale),

@@ -178,6 +178,8 @@ pub struct SharedEntry<'a> {
     pub ttl: Option<Duration>,
     /// The metadata its loader kept, if any.
     pub meta: Option<&'a str>,
+    /// Its time-to-idle, if it has one: the first tier's copy keeps an idle clock.
+    pub tti: Option<Duration>,
     /// Its tags (checked as [`Loaded::tags`](crate::Loaded::tags) are).
     pub tags: &'a [String],
     /// For [`set_shared_entry`]: the [`tag_clock`] reading taken before the shared tier was
@@ -191,6 +193,7 @@ impl SharedEntry<'_> {
     fn extras(&self) -> Extras {
         Extras {
             ttl: self.ttl,
+            tti: self.tti,
             meta: self.meta.map(Into::into),
             tags: (!self.tags.is_empty())
                 .then(|| self.tags.iter().map(|t| t.as_str().into()).collect()),

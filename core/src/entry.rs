@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 use crate::epoch::{MAX_EPOCH, Namespace};
 use crate::expiry::{self, Ends, Lifetimes, LoadCode, Phase, QuietCode, Timing};
+use crate::idle::Idle;
 use crate::loaded::Extras;
 use crate::sync::{Arc, AtomicBool};
 use crate::tags::{self, Fate, Tag};
@@ -63,19 +64,34 @@ pub(crate) struct Rare {
     pub(crate) tags: Box<[Arc<Tag>]>,
     /// The tag clock when the entry's load began (or it was written).
     pub(crate) born: u64,
+    /// Its idle clock, when it has a time-to-idle.
+    pub(crate) idle: Option<Idle>,
 }
 
 impl Rare {
-    /// Boxed for an entry with these extras or tags, or nothing when it has neither.
-    pub(crate) fn of(extras: Extras, tags: Box<[Arc<Tag>]>, born: u64) -> Option<Box<Rare>> {
-        (extras != Extras::default() || !tags.is_empty()).then(|| {
+    /// Boxed for an entry with these extras, tags or idle clock, or nothing when it has
+    /// none of them.
+    pub(crate) fn of(
+        extras: Extras,
+        tags: Box<[Arc<Tag>]>,
+        born: u64,
+        idle: Option<Idle>,
+    ) -> Option<Box<Rare>> {
+        (extras != Extras::default() || !tags.is_empty() || idle.is_some()).then(|| {
             Box::new(Rare {
                 extras,
                 backoff_until: 0,
                 tags,
                 born,
+                idle,
             })
         })
+    }
+
+    /// Whether reading the entry asks more of it than its times: tags or an idle clock.
+    #[inline]
+    fn judged(&self) -> bool {
+        !self.tags.is_empty() || self.idle.is_some()
     }
 }
 
@@ -206,16 +222,34 @@ impl<V> Entry<V> {
         }
         let phase = expiry::phase(now, self.timing.fresh_until, || self.ends(life));
         match &self.rare {
-            Some(r) if !r.tags.is_empty() => self.tagged_phase(phase, r, life),
+            Some(r) if r.judged() => self.judged_phase(phase, r, life, now),
             _ => phase,
         }
     }
 
+    /// The entry's idle clock, if it has a time-to-idle.
+    #[inline]
+    pub(crate) fn idle(&self) -> Option<&Idle> {
+        self.rare.as_ref().and_then(|r| r.idle.as_ref())
+    }
+
+    /// [`phase`](Self::phase) of an entry with tags or an idle clock: dead once idle too
+    /// long (neither stale nor kept for fail-safe: nobody was reading it), else as its tags
+    /// say. Out of line: the plain hit path stays as small as before.
+    #[inline(never)]
+    fn judged_phase(&self, phase: Phase, r: &Rare, life: &Lifetimes, now: u64) -> Phase {
+        if r.idle.as_ref().is_some_and(|i| i.expired(now)) {
+            return Phase::Dead;
+        }
+        if r.tags.is_empty() {
+            return phase;
+        }
+        self.tagged_phase(phase, r, life)
+    }
+
     /// [`phase`](Self::phase) of a tagged entry. Expired by a tag, a fresh entry is stale
     /// while its grace lasts (until its own `stale_until`), kept for fail-safe when it has
-    /// no grace, and dead with neither, as a naturally expired entry would be. Out of line:
-    /// the untagged hit path stays as small as before tags.
-    #[inline(never)]
+    /// no grace, and dead with neither, as a naturally expired entry would be.
     fn tagged_phase(&self, phase: Phase, r: &Rare, life: &Lifetimes) -> Phase {
         let fresh_until = self.timing.fresh_until;
         let ends = || self.ends(life);

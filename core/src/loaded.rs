@@ -47,6 +47,8 @@ pub(crate) struct Extras {
     pub(crate) ttl: Option<Duration>,
     pub(crate) grace: Option<Duration>,
     pub(crate) negative_ttl: Option<Duration>,
+    /// The entry's time-to-idle instead of the cache's.
+    pub(crate) tti: Option<Duration>,
     pub(crate) meta: Option<Box<str>>,
     /// Tag names; `Some(empty)`: explicitly none. An entry keeps its tags' records instead
     /// (see [`Rare`](crate::entry::Rare)), never these.
@@ -60,6 +62,7 @@ impl Extras {
         self.ttl.is_none()
             && self.grace.is_none()
             && self.negative_ttl.is_none()
+            && self.tti.is_none()
             && self.meta.is_none()
             && self.tags.is_none()
     }
@@ -72,6 +75,7 @@ impl Extras {
             ttl: self.ttl.or(o.ttl),
             grace: self.grace.or(o.grace),
             negative_ttl: self.negative_ttl.or(o.negative_ttl),
+            tti: self.tti.or(o.tti),
             meta: self.meta.or_else(|| o.meta.clone()),
             tags: self.tags.or_else(|| o.tags.clone()),
         }
@@ -121,6 +125,14 @@ impl<V> Loaded<V> {
     /// This absence's lifetime instead of the cache's `negative_ttl` (zero is ignored).
     pub fn negative_ttl(mut self, ttl: Duration) -> Self {
         self.extras.negative_ttl = Some(ttl).filter(|t| !t.is_zero());
+        self
+    }
+
+    /// This entry's time-to-idle instead of the cache's
+    /// ([`Builder::tti`](crate::Builder::tti); zero is ignored): dropped once not read for
+    /// this long, even within its ttl.
+    pub fn tti(mut self, tti: Duration) -> Self {
+        self.extras.tti = Some(tti).filter(|t| !t.is_zero());
         self
     }
 
@@ -174,6 +186,11 @@ impl<V> Loaded<V> {
     /// The negative ttl this answer sets, if any.
     pub fn negative_ttl_set(&self) -> Option<Duration> {
         self.extras.negative_ttl
+    }
+
+    /// The time-to-idle this answer sets, if any.
+    pub fn tti_set(&self) -> Option<Duration> {
+        self.extras.tti
     }
 
     /// The metadata this answer sets, if any.

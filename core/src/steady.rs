@@ -26,8 +26,8 @@ impl<V: Clone> Cache<V> {
     /// [`now_fast_nanos`](Self::now_fast_nanos)) a read of `key`'s entry as it is now is a
     /// fresh hit that neither XFetch nor refresh-ahead can pick: before it, and while the
     /// [`generation`](Self::generation) stays, `get` and `lookup` answer this value and
-    /// count one hit. `None` for anything else (a miss, a cached absence, a stale entry, a
-    /// bad key). Touches nothing.
+    /// count one hit. `None` for anything else (a miss, a cached absence, a stale entry, an
+    /// entry with a time-to-idle, a bad key). Touches nothing.
     pub fn steady_until(&self, key: &str) -> Option<u64> {
         let t = &self.table;
         t.check_key(key).ok()?;
@@ -35,7 +35,9 @@ impl<V: Clone> Cache<V> {
         let now = t.now_fast();
         let shard = t.shard(hash).read();
         let e = &shard.store.get(hash, key)?.entry;
-        (e.has_value() && e.phase(now, &t.life) == Phase::Fresh)
+        // An entry with an idle clock is never answered from outside the engine: its reads
+        // must reach the clock.
+        (e.has_value() && e.idle().is_none() && e.phase(now, &t.life) == Phase::Fresh)
             .then(|| e.quiet_until().min(e.timing.fresh_until))
     }
 
@@ -57,7 +59,7 @@ impl<V: Clone> Cache<V> {
             }
         }
         if let Some(node) = t.shard(hash).read().store.get(hash, key) {
-            node.touch();
+            t.touch(node, t.now_fast());
         }
     }
 }

@@ -54,13 +54,16 @@ pub(crate) struct Node<V> {
 }
 
 impl<V> Node<V> {
-    /// Marks the entry as used, for SIEVE. A load first: no cache-line write when already set.
+    /// Marks the entry as used, for SIEVE (a load first: no cache-line write when already
+    /// set), and read at `now` for its idle clock. True when a second tier is due to hear
+    /// of the read (see [`IdleReads`](crate::IdleReads)).
     #[inline]
-    pub(crate) fn touch(&self) {
+    pub(crate) fn touch(&self, now: u64) -> bool {
         let visited = &self.entry.visited;
         if !visited.load(Ordering::Relaxed) {
             visited.store(true, Ordering::Relaxed);
         }
+        self.entry.idle().is_some_and(|i| i.read(now))
     }
 
     /// The entry's key.

@@ -168,9 +168,9 @@ fn serve<V: Clone + Send + Sync + 'static>(
         .store
         .get(hash, key)
         .expect("phase came from this node");
-    node.touch();
-    let (value, ns) = (node.entry.value().cloned(), node.entry.ns.clone());
     let n = nanos(now);
+    table.touch(node, n);
+    let (value, ns) = (node.entry.value().cloned(), node.entry.ns.clone());
     let reason = match phase {
         Phase::Fresh if table.ahead_due(&node.entry, n) => LoadReason::RefreshAhead,
         Phase::Fresh => LoadReason::EarlyRefresh,

@@ -87,7 +87,7 @@ fn get(s: &Store<u32>, key: &str) -> Option<u32> {
 }
 
 fn touch(s: &Store<u32>, key: &str) {
-    s.get(hash(key), key).expect("present").touch();
+    s.get(hash(key), key).expect("present").touch(0);
 }
 
 /// The keys from the oldest to the newest, after checking every invariant: the list is

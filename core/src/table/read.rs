@@ -5,6 +5,7 @@ use super::Table;
 use crate::entry::Peek;
 use crate::expiry::{Phase, nanos};
 use crate::key::namespace_of;
+use crate::store::Node;
 
 /// The hit path's answer under the shard's read lock.
 pub(crate) enum Fast<V> {
@@ -13,6 +14,24 @@ pub(crate) enum Fast<V> {
     /// Anything else is decided under the write lock; `early`: XFetch or refresh-ahead chose
     /// this read to refresh a fresh entry.
     Slow { early: bool },
+}
+
+impl<V> Table<V> {
+    /// `node` read at `now`: SIEVE's mark and its idle clock, and the cache's
+    /// [`idle_reads`](crate::Builder::idle_reads) told when its idle clock says so.
+    #[inline]
+    pub(crate) fn touch(&self, node: &Node<V>, now: u64) {
+        if node.touch(now) {
+            self.tell_idle(node);
+        }
+    }
+
+    #[cold]
+    fn tell_idle(&self, node: &Node<V>) {
+        if let (Some(tell), Some(idle)) = (&self.cfg.idle_reads, node.entry.idle()) {
+            tell(node.key(), idle.tti());
+        }
+    }
 }
 
 impl<V: Clone> Table<V> {
@@ -41,7 +60,7 @@ impl<V: Clone> Table<V> {
         {
             return Fast::Slow { early: true };
         }
-        node.touch();
+        self.touch(node, now);
         self.count_hit(e, hash, key);
         Fast::Hit(e.value().cloned())
     }
@@ -69,12 +88,12 @@ impl<V: Clone> Table<V> {
         };
         match phase {
             Phase::Fresh => {
-                node.touch();
+                self.touch(node, fast);
                 self.count_hit(e, hash, key);
                 e.value().map(read)
             }
             Phase::Stale if e.has_value() => {
-                node.touch();
+                self.touch(node, fast);
                 let seen = e.ns.counters().stale_served.add(self.shard_index(hash));
                 if let Some(hot) = &self.hot {
                     hot.hit(seen, key, hash);

@@ -12,6 +12,7 @@ use crate::epoch::Namespace;
 use crate::error::Error;
 use crate::events::EventKind;
 use crate::expiry::{LoadCode, Phase, Timing, nanos};
+use crate::idle::Idle;
 use crate::key::namespace_of;
 use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
 use crate::store::MAX_WEIGHT;
@@ -87,7 +88,8 @@ impl<V: Clone> Table<V> {
             }
             None => timing.fresh_until,
         };
-        let rare = Rare::of(keep.extras, tags, born);
+        let idle = Idle::new(keep.extras.tti.or(cfg.tti), now);
+        let rare = Rare::of(keep.extras, tags, born, idle);
         Entry::new(value, (ns, epoch), timing, quiet_until, load_nanos, rare)
     }
 
