@@ -308,6 +308,15 @@ pub trait Backend: Send + Sync + 'static {
         token: Option<&'a LockToken>,
     ) -> BackendFuture<'a, WriteOutcome>;
 
+    /// Keeps `key`'s entry, which has a time-to-idle of `tti`, in the tier for `tti * 5 / 4`
+    /// more from now, never shortening its life: a process read it (from the tier, or from
+    /// its own copy). True if the entry was there. The default, for a tier that keeps no
+    /// idle times, does nothing.
+    fn touch<'a>(&'a self, key: &'a str, tti: Duration) -> BackendFuture<'a, bool> {
+        let _ = (key, tti);
+        Box::pin(async { Ok(false) })
+    }
+
     /// Deletes `key` (and breaks its lock) in the whole fleet; true if an entry was there.
     fn invalidate<'a>(&'a self, key: &'a str) -> BackendFuture<'a, bool>;
 

@@ -11,8 +11,8 @@
 use core::time::Duration;
 
 use crate::expiry::nanos;
-use crate::sync::{AtomicU64, Ordering};
 use crate::sync::unchecked::Arc as StdArc;
+use crate::sync::{AtomicU64, Ordering};
 
 /// A read stores its time at most once per this share of the tti.
 pub const STEP: u64 = 16;

@@ -35,7 +35,10 @@ fn an_entry_not_read_for_its_tti_is_dropped_within_its_ttl() {
     // The bound: dropped by tti + tti / 16 after the last read, never before tti.
     clock.set(ms(1_063));
     assert_eq!(cache.get("k"), None, "idle for tti (+ a sixteenth): gone");
-    assert!(cache.peek("k").is_none(), "neither stale nor kept for fail-safe");
+    assert!(
+        cache.peek("k").is_none(),
+        "neither stale nor kept for fail-safe"
+    );
 }
 
 #[test]
@@ -86,7 +89,9 @@ fn a_loaders_own_tti_replaces_the_caches() {
         })
         .unwrap();
     cache.set_with("none", Loaded::value(2)).unwrap();
-    cache.set_with("long", Loaded::value(3).tti(secs(10))).unwrap();
+    cache
+        .set_with("long", Loaded::value(3).tti(secs(10)))
+        .unwrap();
     clock.set(ms(200));
     assert_eq!(cache.get("short"), None, "its own tti: 100 ms");
     clock.set(secs(59));

@@ -28,6 +28,7 @@ fn entry(value: &[u8]) -> StoredEntry {
         version: 0,
         epoch: 0,
         ttl: None,
+        tti: None,
         meta: None,
         tags: Vec::new(),
         tag_marks: Vec::new(),

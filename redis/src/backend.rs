@@ -434,7 +434,7 @@ impl Backend for RedisBackend {
                 let _ = self.subscribe_tags().await;
             }
             let n = self.names(key);
-            let px = entry.retain_until_ms.saturating_sub(now_ms()).max(1);
+            let px = crate::lifetimes::key_life_ms(&entry, now_ms());
             let bytes = wire::encode(&entry);
             let max = self.inner.max_entry_bytes;
             if bytes.len() > max {
@@ -467,6 +467,23 @@ impl Backend for RedisBackend {
                 inc(&m.superseded_commits);
                 WriteOutcome::Superseded
             })
+        })
+    }
+
+    fn touch<'a>(&'a self, key: &'a str, tti: Duration) -> BackendFuture<'a, bool> {
+        self.op("touch", async move {
+            let n = self.names(key);
+            let mut live = self.inner.cmd.live().await?;
+            // GT: a touch only lengthens (a retention shorter than it is the reader's to
+            // judge: an entry past its retain_until is a miss whatever its PX).
+            let set: i64 = redis::cmd("PEXPIRE")
+                .arg(&n.value)
+                .arg(crate::lifetimes::idle_life_ms(tti))
+                .arg("GT")
+                .query_async(&mut live)
+                .await?;
+            inc(&self.inner.metrics.idle_touches);
+            Ok(set == 1)
         })
     }
 

@@ -20,6 +20,7 @@ use crate::runtime::block_on;
 use crate::tags::TagTier;
 use crate::wall::{now_ms, random_secret};
 
+mod later;
 mod lock;
 mod many;
 mod tags;
@@ -287,7 +288,10 @@ impl Fleet {
                 Err(e) => return Err(self.failed(key, e)),
             };
             match acquired {
-                Acquired::Fresh(e) => return Ok(FleetOutcome::Fresh(e)),
+                Acquired::Fresh(e) => {
+                    self.read_entry(key, Some(&e));
+                    return Ok(FleetOutcome::Fresh(e));
+                }
                 Acquired::Locked { token, stale } => {
                     return Ok(FleetOutcome::Lead(FleetLease::start(
                         self.clone(),
@@ -334,24 +338,6 @@ impl Fleet {
         }
     }
 
-    /// An acquire whose answer never came (it timed out) may still run when the tier
-    /// answers again and lock the key for a leader that gave up: forget any lock taken with
-    /// `secret` as soon as the tier answers, retrying for at most one lease (the lock runs
-    /// out by itself then). Redis runs a connection's commands in order, so this runs after
-    /// the lost acquire did.
-    fn forget_later(&self, key: &str, secret: [u8; 16]) {
-        let (fleet, key) = (self.clone(), key.to_owned());
-        self.rt.spawn(async move {
-            let give_up = tokio::time::Instant::now() + fleet.opts.lease;
-            while fleet.backend.forget(&key, &secret).await.is_err() {
-                if tokio::time::Instant::now() >= give_up {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        });
-    }
-
     /// Reads `key` (one round trip): a fresh or within-grace entry of the current epoch.
     pub async fn read(&self, key: &str) -> Result<Option<StoredEntry>, herdless::Error> {
         let now = now_ms();
@@ -362,7 +348,9 @@ impl Fleet {
             .map_err(|e| self.failed(key, e))?;
         let Some(e) = found else { return Ok(None) };
         let e = self.judge(e, now).await.map_err(|e| self.failed(key, e))?;
-        Ok(e.filter(|e| e.is_servable(now)))
+        let e = e.filter(|e| e.is_servable(now));
+        self.read_entry(key, e.as_ref());
+        Ok(e)
     }
 
     /// Writes `entry` for the whole fleet (breaking any lock on the key, so a load already

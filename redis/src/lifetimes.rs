@@ -23,6 +23,9 @@ pub struct Lifetimes {
     pub max_stale: Option<Duration>,
     /// TTL jitter fraction, as in [`herdless::jitter`].
     pub jitter: f64,
+    /// Time-to-idle of the entries, if any: a shared entry no process has read for this
+    /// long is dropped by the tier (PROTOCOL.md, "Time-to-idle").
+    pub tti: Option<Duration>,
 }
 
 /// The longest a shared entry may live (ttl, grace, negative ttl, fail-safe retention
@@ -47,6 +50,7 @@ impl From<&herdless::Options> for Lifetimes {
             negative_ttl: o.negative_ttl,
             max_stale: o.max_stale,
             jitter: o.jitter,
+            tti: o.tti,
         }
     }
 }
@@ -63,9 +67,13 @@ impl Lifetimes {
         if let Some(m) = self.max_stale {
             b = b.max_stale(m);
         }
+        if let Some(t) = self.tti {
+            b = b.tti(t);
+        }
         b.build()?;
         let longest = [
             ("ttl", Some(self.ttl)),
+            ("tti", self.tti),
             ("grace", Some(self.grace)),
             ("negative_ttl", Some(self.negative_ttl)),
             ("max_stale", self.max_stale),
@@ -139,6 +147,7 @@ impl Lifetimes {
         );
         entry.epoch = epoch;
         entry.ttl = own.ttl.map(|t| t.min(MAX_TTL));
+        entry.tti = own.tti.or(self.tti).map(|t| t.min(MAX_TTL));
         entry.meta = own.meta.clone();
         (entry, fresh)
     }
@@ -154,6 +163,8 @@ pub struct Own {
     pub grace: Option<Duration>,
     /// An absence's life instead of the cache's negative ttl.
     pub negative_ttl: Option<Duration>,
+    /// Its time-to-idle instead of the cache's.
+    pub tti: Option<Duration>,
     /// Its metadata (an ETag, a version).
     pub meta: Option<String>,
 }
@@ -165,6 +176,7 @@ impl Own {
             ttl: loaded.ttl_set(),
             grace: loaded.grace_set(),
             negative_ttl: loaded.negative_ttl_set(),
+            tti: loaded.tti_set(),
             meta: loaded.meta_set().map(Into::into),
         }
     }
@@ -213,10 +225,30 @@ pub fn new_entry(
         version: 0,
         epoch: 0,
         ttl: None,
+        tti: None,
         meta: None,
         tags: Vec::new(),
         tag_marks: Vec::new(),
     }
+}
+
+/// How long the tier keeps an entry's key (its `PX`) written or read at `now_ms`: until its
+/// retention ends, and, with a time-to-idle, no longer than a quarter past it from now
+/// (a process tells the tier of its own reads once per quarter of the tti: see
+/// [`herdless::Builder::idle_reads`]), so that the fleet's copy outlives the last read
+/// anywhere by `tti` at least and `tti * 5 / 4` at most.
+pub fn key_life_ms(entry: &StoredEntry, now_ms: u64) -> u64 {
+    let retain = entry.retain_until_ms.saturating_sub(now_ms).max(1);
+    match entry.tti {
+        Some(tti) => retain.min(idle_life_ms(tti)),
+        None => retain,
+    }
+}
+
+/// How long a read keeps an entry with time-to-idle `tti` in the tier from now.
+pub fn idle_life_ms(tti: Duration) -> u64 {
+    let ms = u64::try_from(tti.as_millis()).unwrap_or(u64::MAX).max(1);
+    ms.saturating_add(ms / 4)
 }
 
 #[cfg(test)]
@@ -232,6 +264,7 @@ mod tests {
             negative_ttl: s(10),
             max_stale: Some(s(600)),
             jitter: 0.0,
+            tti: None,
         };
         let (e, fresh) = life.entry(Some(b"1".to_vec()), s(1), 7, None);
         assert_eq!(fresh, s(60));
@@ -254,6 +287,7 @@ mod tests {
             negative_ttl: Duration::from_secs(10),
             max_stale: None,
             jitter: 0.25,
+            tti: None,
         };
         let fresh: Vec<_> = (0..200)
             .map(|_| life.entry(Some(vec![]), Duration::ZERO, 0, None).1)

@@ -48,6 +48,7 @@ counters! {
     leases_lost: "Leases found lost (expired, broken by a write or invalidation, or Redis restarted).",
     leases_cut: "Locks handed back at the hard timeout while their loader still ran (the fleet's other processes lead).",
     commits: "Entries written to Redis.",
+    idle_touches: "Reads of entries with a time-to-idle told to Redis to keep them for the fleet (at most one per quarter of the tti per key and process).",
     superseded_commits: "Commits refused: the lease was lost or the namespace bumped meanwhile.",
     notices: "Notifications received from other processes.",
     notices_lost: "Times notifications may have been lost (subscription connection dropped).",

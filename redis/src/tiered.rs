@@ -22,7 +22,7 @@ use crate::fleet::FleetOptions;
 use crate::lifetimes::Lifetimes;
 use crate::metrics::RedisMetrics;
 use crate::runtime::{block_on, on_own_thread};
-use crate::two_tier::{Get, SharedTier, TwoTier, Versioned};
+use crate::two_tier::{Get, IdleReads, SharedTier, TwoTier, Versioned};
 
 mod batch;
 mod lang;
@@ -59,6 +59,12 @@ where
     /// How long a loaded value is fresh, before jitter (default 60 s).
     pub fn ttl(mut self, d: Duration) -> Self {
         self.life.ttl = d;
+        self
+    }
+    /// Time-to-idle (default: none): an entry no process has read for this long is
+    /// dropped, in memory and in Redis, within its ttl (PROTOCOL.md, "Time-to-idle").
+    pub fn tti(mut self, d: Duration) -> Self {
+        self.life.tti = Some(d);
         self
     }
     /// Stale-while-revalidate window after the TTL (default 0).
@@ -147,12 +153,18 @@ where
         if let Some(h) = self.hard_timeout {
             b = b.hard_timeout(h);
         }
+        if let Some(t) = life.tti {
+            b = b.tti(t);
+        }
         self.fleet.hold = self.hard_timeout;
-        let l1 = b.build()?;
+        let idle = IdleReads::new();
+        let l1 = idle.on(b).build()?;
         life.check()?;
         self.fleet.check()?;
+        let tt = TwoTier::shared(l1, self.backend, self.fleet, life);
+        idle.attach(&tt);
         Ok(TieredCache {
-            tt: TwoTier::shared(l1, self.backend, self.fleet, life),
+            tt,
             codec: Arc::new(self.codec),
         })
     }

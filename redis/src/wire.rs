@@ -8,13 +8,16 @@
 //! offset size field
 //!  0      2   magic "hl"
 //!  2      1   format version (1; 2 with the extension; 4 with it and the tags)
-//!  3      1   flags: bit 0 = a value follows (0 = a cached absence); other bits 0
+//!  3      1   flags: bit 0 = a value follows (0 = a cached absence); bit 1 = idle (a
+//!             time-to-idle follows the header); other bits 0
 //!  4      8   fresh_until   Unix ms
 //! 12      8   stale_until   Unix ms (>= fresh_until; end of grace)
 //! 20      8   retain_until  Unix ms (>= stale_until; the key's own PX expiry)
 //! 28      8   load duration, microseconds
 //! 36      8   version (assigned by the commit script)
 //! 44      8   epoch   (assigned by the commit script)
+//! with flag bit 1 (idle), before anything else, and everything below 8 bytes later:
+//! 52      8   tti     the entry's time-to-idle, ms (>= 1)
 //! format 1:
 //! 52      -   value bytes (empty for an absence)
 //! format 2:
@@ -33,7 +36,9 @@
 //! metadata and the entry has no tags, and format 4 only for an entry with tags: one
 //! spelling per entry, so a fleet that does not use them writes what older readers read.
 //! Format 3 (tags dated by the writer's wall clock, compared with stamps of other clocks)
-//! is retired: it is an unknown format, a miss, and the next commit replaces it.
+//! is retired: it is an unknown format, a miss, and the next commit replaces it. The idle
+//! flag is written only for an entry with a time-to-idle, in any format; a reader older than
+//! it sees an unknown flag bit (a miss), as for a new format.
 
 use std::time::Duration;
 
@@ -61,6 +66,11 @@ const EXTENSION_LEN: usize = 10;
 const MARK_LEN: usize = 16;
 const MAGIC: [u8; 2] = *b"hl";
 const HAS_VALUE: u8 = 1;
+/// Flag: the entry has a time-to-idle, in ms, in 8 bytes right after the header (before
+/// any extension, at a fixed offset).
+const IDLE: u8 = 2;
+/// Bytes of the time-to-idle under [`IDLE`].
+const IDLE_LEN: usize = 8;
 
 /// Why bytes under a key are not an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +110,11 @@ pub fn encode(entry: &StoredEntry) -> Vec<u8> {
     let ttl_ms = entry
         .ttl
         .map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
+    // A tti under a millisecond is one: zero would say "none".
+    let tti_ms = entry
+        .tti
+        .filter(|t| !t.is_zero())
+        .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
     // Tags out of the wire's bounds are refused before an entry is encoded (the engine
     // checks them when the load answers); these filters only keep the bytes well formed.
     // A tag without a mark carries the empty one, which no record matches.
@@ -119,15 +134,17 @@ pub fn encode(entry: &StoredEntry) -> Vec<u8> {
     let tagged = !tags.is_empty();
     let extended = tagged || !meta.is_empty() || ttl_ms != 0;
     let tags_len: usize = tags.iter().map(|(t, _)| 1 + t.len() + MARK_LEN).sum();
-    let mut out =
-        Vec::with_capacity(HEADER_LEN + EXTENSION_LEN + meta.len() + 1 + tags_len + value.len());
+    let mut out = Vec::with_capacity(
+        HEADER_LEN + IDLE_LEN + EXTENSION_LEN + meta.len() + 1 + tags_len + value.len(),
+    );
     out.extend_from_slice(&MAGIC);
     out.push(match (tagged, extended) {
         (true, _) => FORMAT_TAGGED,
         (false, true) => FORMAT_EXTENDED,
         (false, false) => FORMAT,
     });
-    out.push(if entry.value.is_some() { HAS_VALUE } else { 0 });
+    let idle = if tti_ms.is_some() { IDLE } else { 0 };
+    out.push(if entry.value.is_some() { HAS_VALUE } else { 0 } | idle);
     let load_us = u64::try_from(entry.load_duration.as_micros()).unwrap_or(u64::MAX);
     for n in [
         entry.fresh_until_ms,
@@ -138,6 +155,9 @@ pub fn encode(entry: &StoredEntry) -> Vec<u8> {
         entry.epoch,
     ] {
         out.extend_from_slice(&n.to_be_bytes());
+    }
+    if let Some(tti) = tti_ms {
+        out.extend_from_slice(&tti.to_be_bytes());
     }
     if extended {
         out.extend_from_slice(&ttl_ms.to_be_bytes());
@@ -184,20 +204,33 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
     if b.len() < HEADER_LEN {
         return Err(DecodeError::Truncated);
     }
+    let flags = b[3];
+    let (tti, at) = if flags & IDLE != 0 {
+        let tti = b
+            .get(HEADER_LEN..HEADER_LEN + IDLE_LEN)
+            .ok_or(DecodeError::Truncated)?;
+        let tti = u64_at(tti, 0);
+        if tti == 0 {
+            return Err(DecodeError::Malformed);
+        }
+        (Some(Duration::from_millis(tti)), HEADER_LEN + IDLE_LEN)
+    } else {
+        (None, HEADER_LEN)
+    };
     let (ttl, meta, body) = match b[2] {
-        FORMAT => (None, None, HEADER_LEN),
-        _ => extension(b, b[2] == FORMAT_TAGGED)?,
+        FORMAT => (None, None, at),
+        _ => extension(b, at, b[2] == FORMAT_TAGGED)?,
     };
     let (tags, tag_marks, body) = match b[2] {
         FORMAT_TAGGED => tags_section(b, body)?,
         _ => (Vec::new(), Vec::new(), body),
     };
-    let flags = b[3];
-    if flags & !HAS_VALUE != 0 || (flags & HAS_VALUE == 0 && b.len() > body) {
+    if flags & !(HAS_VALUE | IDLE) != 0 || (flags & HAS_VALUE == 0 && b.len() > body) {
         return Err(DecodeError::Malformed);
     }
     let entry = StoredEntry {
         ttl,
+        tti,
         meta,
         value: (flags & HAS_VALUE != 0).then(|| b[body..].to_vec()),
         fresh_until_ms: u64_at(b, 4),
@@ -215,19 +248,20 @@ pub fn decode(b: &[u8]) -> Result<StoredEntry, DecodeError> {
     Ok(entry)
 }
 
-/// Format 2's extension (also the start of format 4's): the loader's ttl, its metadata,
-/// and where what follows starts.
+/// Format 2's extension at `at` (also the start of format 4's): the loader's ttl, its
+/// metadata, and where what follows starts.
 #[allow(clippy::type_complexity)]
 fn extension(
     b: &[u8],
+    at: usize,
     tagged: bool,
 ) -> Result<(Option<Duration>, Option<String>, usize), DecodeError> {
-    if b.len() < HEADER_LEN + EXTENSION_LEN {
+    if b.len() < at + EXTENSION_LEN {
         return Err(DecodeError::Truncated);
     }
-    let ttl_ms = u64_at(b, HEADER_LEN);
-    let len = usize::from(u16::from_be_bytes([b[HEADER_LEN + 8], b[HEADER_LEN + 9]]));
-    let start = HEADER_LEN + EXTENSION_LEN;
+    let ttl_ms = u64_at(b, at);
+    let len = usize::from(u16::from_be_bytes([b[at + 8], b[at + 9]]));
+    let start = at + EXTENSION_LEN;
     if len > herdless::MAX_META_BYTES {
         return Err(DecodeError::Malformed);
     }
@@ -288,6 +322,7 @@ mod tests {
             version: 1_700_000_000_000_123,
             epoch: 7,
             ttl: None,
+            tti: None,
             meta: None,
             tags: Vec::new(),
             tag_marks: Vec::new(),
@@ -341,10 +376,13 @@ mod tests {
         let mut tagged = sample(Some(b"value"));
         tagged.tags = vec!["product:42".into(), "é".into()];
         tagged.tag_marks = vec![mark(7, 1_700_000_000_000_000), mark(u64::MAX, 0)];
+        let mut idle = tagged.clone();
+        idle.tti = Some(Duration::from_secs(2));
         for good in [
             encode(&sample(Some(b"value"))),
             encode(&extended),
             encode(&tagged),
+            encode(&idle),
         ] {
             for n in 0..good.len() {
                 let _ = decode(&good[..n]);
@@ -355,6 +393,41 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_idle_flag_carries_the_tti_before_anything_else() {
+        let mut plain = sample(Some(b"v"));
+        plain.tti = Some(Duration::from_millis(1_500));
+        let bytes = encode(&plain);
+        assert_eq!((bytes[2], bytes[3]), (FORMAT, HAS_VALUE | IDLE));
+        assert_eq!(u64_at(&bytes, 52), 1_500);
+        assert_eq!(&bytes[60..], b"v");
+        assert_eq!(decode(&bytes), Ok(plain.clone()));
+        let mut tagged = plain;
+        tagged.ttl = Some(Duration::from_secs(5));
+        tagged.tags = vec!["t".into()];
+        tagged.tag_marks = vec![mark(3, 4)];
+        let bytes = encode(&tagged);
+        assert_eq!(bytes[2], FORMAT_TAGGED);
+        assert_eq!(
+            u64_at(&bytes, 60),
+            5_000,
+            "the extension comes after the tti"
+        );
+        assert_eq!(decode(&bytes), Ok(tagged));
+        // Under a millisecond is one (zero would say none); a zero under the flag, or the
+        // flag with no room for its field, is not an entry.
+        let mut short = sample(None);
+        short.tti = Some(Duration::from_micros(10));
+        assert_eq!(
+            decode(&encode(&short)).unwrap().tti,
+            Some(Duration::from_millis(1))
+        );
+        let mut zero = encode(&short);
+        zero[52..60].copy_from_slice(&0u64.to_be_bytes());
+        assert_eq!(decode(&zero), Err(DecodeError::Malformed));
+        assert_eq!(decode(&zero[..56]), Err(DecodeError::Truncated));
     }
 
     #[test]

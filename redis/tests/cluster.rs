@@ -102,6 +102,7 @@ fn three_node_cluster() {
         version: 0,
         epoch: 0,
         ttl: None,
+        tti: None,
         meta: None,
         tags: Vec::new(),
         tag_marks: Vec::new(),

@@ -68,6 +68,9 @@ impl Tier {
         if let Some(d) = ms("negative_ttl_ms") {
             b = b.negative_ttl(d);
         }
+        if let Some(d) = ms("tti_ms") {
+            b = b.tti(d);
+        }
         if let Some(d) = ms("wait_timeout_ms") {
             b = b.wait_timeout(d);
         }
@@ -216,7 +219,8 @@ fn kind(e: &Error) -> &'static str {
 type Answer = Result<Option<Value>, Error>;
 
 /// The loader's answer of a step: its `value` (null: absent), shaped by `answer`
-/// (`ttl_ms`, `grace_ms`, `negative_ttl_ms`, `meta`, `not_modified`, `no_cache`, `tags`).
+/// (`ttl_ms`, `grace_ms`, `negative_ttl_ms`, `tti_ms`, `meta`, `not_modified`, `no_cache`,
+/// `tags`).
 fn loaded(value: Value, answer: &Value) -> Loaded<Value> {
     // Without `answer`, null is a JSON value like any other (as before this field).
     let mut l = match (answer["not_modified"].as_bool(), value) {
@@ -233,6 +237,9 @@ fn loaded(value: Value, answer: &Value) -> Loaded<Value> {
     }
     if let Some(d) = ms("negative_ttl_ms") {
         l = l.negative_ttl(d);
+    }
+    if let Some(d) = ms("tti_ms") {
+        l = l.tti(d);
     }
     if let Some(m) = answer["meta"].as_str() {
         l = l.meta(m);
@@ -470,7 +477,7 @@ fn tiers_of(s: &Value) -> Vec<String> {
 
 /// The optional features of the format (conformance/README.md, `requires`) this runner
 /// plays.
-const SUPPORTED: &[&str] = &["load_context", "tags"];
+const SUPPORTED: &[&str] = &["load_context", "tags", "tti"];
 
 /// Why this runner does not play `s`, if it does not.
 fn unsupported(s: &Value) -> Option<String> {

@@ -38,6 +38,7 @@ fn entry(value: &[u8], fresh_ms: u64) -> StoredEntry {
         version: 0,
         epoch: 0,
         ttl: None,
+        tti: None,
         meta: None,
         tags: Vec::new(),
         tag_marks: Vec::new(),

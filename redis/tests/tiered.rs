@@ -286,6 +286,7 @@ fn backend_with_stale(srv: &common::Server, key: &str) -> RedisBackend {
         version: 0,
         epoch: 0,
         ttl: None,
+        tti: None,
         meta: None,
         tags: Vec::new(),
         tag_marks: Vec::new(),

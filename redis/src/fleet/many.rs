@@ -117,7 +117,10 @@ impl Fleet {
                 }
                 // Fresh in the tier, not by its tags: asked again alone, later.
                 Ok(Judged::PastFresh(_)) => None,
-                Ok(Judged::Ready(Acquired::Fresh(e))) => Some(Ok(FleetOutcome::Fresh(e))),
+                Ok(Judged::Ready(Acquired::Fresh(e))) => {
+                    self.read_entry(key, Some(&e));
+                    Some(Ok(FleetOutcome::Fresh(e)))
+                }
                 Ok(Judged::Ready(Acquired::Locked { token, stale })) => Some(Ok(
                     FleetOutcome::Lead(FleetLease::start(self.clone(), key, token, stale)),
                 )),

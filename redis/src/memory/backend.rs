@@ -371,7 +371,7 @@ impl Backend for MemoryBackend {
                     let mut e = entry;
                     e.version = version;
                     e.epoch = ep;
-                    let px = e.retain_until_ms.saturating_sub(now).max(1);
+                    let px = crate::lifetimes::key_life_ms(&e, now);
                     d.set(&n.value, wire::encode(&e), Some(px), now);
                     Some((version, ep))
                 }
@@ -394,6 +394,16 @@ impl Backend for MemoryBackend {
                 WriteOutcome::Superseded => &metrics.superseded_commits,
             });
             Ok(r)
+        })
+    }
+
+    fn touch<'a>(&'a self, key: &'a str, tti: Duration) -> BackendFuture<'a, bool> {
+        let key = key.to_owned();
+        let metrics = self.inner.metrics.clone();
+        self.op_on("touch", slot(&key), move |s, now| {
+            inc(&metrics.idle_touches);
+            s.data()
+                .lengthen(&names(&key).value, crate::lifetimes::idle_life_ms(tti), now)
         })
     }
 

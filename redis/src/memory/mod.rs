@@ -91,6 +91,23 @@ impl Data {
         self.keys.insert(name.to_owned(), (Slot::Str(value), at));
     }
 
+    /// `PEXPIRE name px GT`: a live key's expiry moved to `px` from now if that is later.
+    fn lengthen(&mut self, name: &str, px: u64, now: u64) -> bool {
+        if self.live(name, now).is_none() {
+            return false;
+        }
+        let Some((_, at)) = self.keys.get_mut(name) else {
+            return false;
+        };
+        let later = now.saturating_add(px.max(1));
+        // GT: a key without an expiry counts as infinite, as in Redis.
+        let moved = *at != u64::MAX && later > *at;
+        if moved {
+            *at = later;
+        }
+        moved
+    }
+
     fn pttl(&self, name: &str, now: u64) -> i64 {
         match self.keys.get(name) {
             None => -2,

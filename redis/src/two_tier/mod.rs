@@ -32,6 +32,7 @@
 mod batch;
 mod close;
 mod host;
+mod idle;
 mod load;
 mod lock;
 mod many;
@@ -56,6 +57,7 @@ pub use crate::tier::{SharedTier, TierAddress, TierOptions};
 pub use crate::versioned::Versioned;
 pub use batch::{Many, ManyAnswer, ManyStep, Resume};
 pub use host::{Host, Warning};
+pub(crate) use idle::IdleReads;
 pub use load::{Deadline, Load};
 pub use lock::LockAnswer;
 pub use ops::{Get, Read};
@@ -162,10 +164,18 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
             hold: options.hard_timeout,
             ..defaults
         };
-        let l1 = l1.jitter(0.0).build().map_err(BuildError::Config)?;
+        let idle = IdleReads::new();
+        let l1 = idle
+            .on(l1)
+            .jitter(0.0)
+            .build()
+            .map_err(BuildError::Config)?;
         life.check().map_err(BuildError::Config)?;
         fleet.check().map_err(BuildError::Config)?;
-        Self::connect(l1, t.address, t.prefix.as_deref(), fleet, life).map_err(BuildError::Tier)
+        let tt = Self::connect(l1, t.address, t.prefix.as_deref(), fleet, life)
+            .map_err(BuildError::Tier)?;
+        idle.attach(&tt);
+        Ok(tt)
     }
 
     /// The engine with no shared tier: `l1` is the whole cache.

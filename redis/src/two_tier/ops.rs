@@ -60,6 +60,7 @@ impl<V: Clone + Send + Sync + 'static> Read<V> {
             let shared = herdless::driver::SharedEntry {
                 fresh,
                 ttl: e.ttl,
+                tti: e.tti,
                 meta: e.meta.as_deref(),
                 tags: &e.tags,
                 born: Some(self.born),

@@ -298,6 +298,9 @@ fn loaded_of<T>(value: Option<T>, own: &Own, tags: Vec<String>) -> Loaded<T> {
     if let Some(n) = own.negative_ttl {
         loaded = loaded.negative_ttl(n);
     }
+    if let Some(t) = own.tti {
+        loaded = loaded.tti(t);
+    }
     if let Some(m) = &own.meta {
         loaded = loaded.meta(m.clone());
     }
@@ -310,6 +313,7 @@ fn shared_entry(e: &StoredEntry, fresh: Duration) -> driver::SharedEntry<'_> {
     driver::SharedEntry {
         fresh,
         ttl: e.ttl,
+        tti: e.tti,
         meta: e.meta.as_deref(),
         tags: &e.tags,
         born: None,
@@ -398,6 +402,7 @@ fn lead<V: Clone + Send + Sync + 'static>(
         return Load::fleet(tt, guard, lease, ttl, background).start(batch);
     };
     let (took, own_ttl, meta, tags) = (e.load_duration, e.ttl, e.meta.clone(), e.tags.clone());
+    let tti = e.tti;
     // The detached refresh is told the shared entry it refreshes (a conditional refresh
     // sends its ETag).
     let age = Duration::from_micros(crate::wall::now_us().saturating_sub(e.version));
@@ -420,6 +425,7 @@ fn lead<V: Clone + Send + Sync + 'static>(
     let shared = driver::SharedEntry {
         fresh: Duration::ZERO,
         ttl: own_ttl,
+        tti,
         meta: meta.as_deref(),
         tags: &tags,
         born: None,

@@ -84,13 +84,14 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         // keeps the copy out of this L1, as out of every other process's.
         let born = driver::tag_clock(l1);
         Ok(Pending::new(async move {
-            let tags = entry.tags.clone();
+            let (tags, tti) = (entry.tags.clone(), entry.tti);
             let fresh_until_ms = entry.fresh_until_ms;
             match fleet.set(&key, entry).await {
                 Ok(WriteOutcome::Written { version, .. }) => {
                     let shared = SharedEntry {
                         fresh: fresh_left(fresh_until_ms).max(Duration::from_nanos(1)),
                         ttl: own.ttl,
+                        tti,
                         meta: own.meta.as_deref(),
                         tags: &tags,
                         born: Some(born),

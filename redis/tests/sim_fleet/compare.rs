@@ -192,6 +192,7 @@ pub fn start(
         version: 0,
         epoch: 0,
         ttl: None,
+        tti: None,
         meta: None,
         tags: Vec::new(),
         tag_marks: Vec::new(),
