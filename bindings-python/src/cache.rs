@@ -43,14 +43,19 @@ impl Cache {
         &self,
         py: Python<'_>,
         ttl: Option<Bound<'_, PyAny>>,
+        tti: Option<Bound<'_, PyAny>>,
         tags: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<(Option<Duration>, Option<Vec<String>>)> {
+    ) -> PyResult<ops::SetArgs> {
         let ttl = call_ttl(py, ttl.as_ref())?;
+        let tti = tti
+            .filter(|t| !t.is_none())
+            .map(|t| duration(py, "tti", &t, true))
+            .transpose()?;
         let tags = match tags.filter(|t| !t.is_none()) {
             Some(t) => Some(tag_list(py, "tags", &t, self.max_tags_per_entry())?),
             None => None,
         };
-        Ok((ttl, tags))
+        Ok(ops::SetArgs { ttl, tti, tags })
     }
 }
 
@@ -93,7 +98,7 @@ pub(crate) fn call_ttl(
 impl Cache {
     #[new]
     #[pyo3(signature = (
-        *, ttl=None, grace=None, jitter=None, beta=None, negative_ttl=None, wait_timeout=None,
+        *, ttl=None, tti=None, grace=None, jitter=None, beta=None, negative_ttl=None, wait_timeout=None,
         max_stale=None, failsafe_backoff=None, soft_timeout=None, hard_timeout=None,
         capacity=None, origin_budget=None, max_flights=None, max_batch=None, max_key_len=None,
         max_namespaces=None,
@@ -105,6 +110,7 @@ impl Cache {
     fn new<'py>(
         py: Python<'py>,
         ttl: Option<Bound<'py, PyAny>>,
+        tti: Option<Bound<'py, PyAny>>,
         grace: Option<Bound<'py, PyAny>>,
         jitter: Option<Bound<'py, PyAny>>,
         beta: Option<Bound<'py, PyAny>>,
@@ -133,6 +139,7 @@ impl Cache {
     ) -> PyResult<Self> {
         let checked = Options {
             ttl,
+            tti,
             grace,
             jitter,
             beta,
@@ -234,33 +241,35 @@ impl Cache {
     }
 
     /// Stores `value` under `key` (`ABSENT`: caches an absence for `negative_ttl`), with
-    /// `tags` (an iterable of str) if given. With Redis: for the whole fleet (a load running
+    /// its own `ttl` and `tti` (seconds) and `tags` (an iterable of str) if given. With Redis: for the whole fleet (a load running
     /// anywhere will not overwrite it, and other processes drop their copies).
-    #[pyo3(signature = (key, value, *, ttl=None, tags=None))]
+    #[pyo3(signature = (key, value, *, ttl=None, tti=None, tags=None))]
     fn set<'py>(
         &self,
         py: Python<'py>,
         key: &str,
         value: Bound<'_, PyAny>,
         ttl: Option<Bound<'_, PyAny>>,
+        tti: Option<Bound<'_, PyAny>>,
         tags: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (ttl, tags) = self.set_args(py, ttl, tags)?;
-        ops::set(py, &self.handle, key, value, ttl, tags, How::Block)
+        let args = self.set_args(py, ttl, tti, tags)?;
+        ops::set(py, &self.handle, key, value, args, How::Block)
     }
 
     /// `set` for asyncio: an awaitable, done once the write is (Redis awaited on the loop).
-    #[pyo3(signature = (key, value, *, ttl=None, tags=None))]
+    #[pyo3(signature = (key, value, *, ttl=None, tti=None, tags=None))]
     fn aset<'py>(
         &self,
         py: Python<'py>,
         key: &str,
         value: Bound<'_, PyAny>,
         ttl: Option<Bound<'_, PyAny>>,
+        tti: Option<Bound<'_, PyAny>>,
         tags: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let (ttl, tags) = self.set_args(py, ttl, tags)?;
-        ops::set(py, &self.handle, key, value, ttl, tags, How::Await)
+        let args = self.set_args(py, ttl, tti, tags)?;
+        ops::set(py, &self.handle, key, value, args, How::Await)
     }
 
     /// Removes `key` (with Redis: in the whole fleet); a load of it already running will

@@ -37,6 +37,7 @@ struct Choices {
     ttl: Option<Duration>,
     grace: Option<Duration>,
     negative_ttl: Option<Duration>,
+    tti: Option<Duration>,
     meta: Option<String>,
     tags: Option<Vec<String>>,
     no_cache: bool,
@@ -72,6 +73,9 @@ impl LoadContext {
         }
         if let (Some(n), None) = (c.negative_ttl, loaded.negative_ttl_set()) {
             loaded = loaded.negative_ttl(n);
+        }
+        if let (Some(t), None) = (c.tti, loaded.tti_set()) {
+            loaded = loaded.tti(t);
         }
         if let (Some(m), None) = (&c.meta, loaded.meta_set()) {
             loaded = loaded.meta(m.clone());
@@ -139,6 +143,13 @@ impl LoadContext {
     fn set_negative_ttl(&self, py: Python<'_>, seconds: Bound<'_, PyAny>) -> PyResult<()> {
         let d = duration(py, "negative_ttl", &seconds, true)?;
         self.choices.lock().negative_ttl = Some(d);
+        Ok(())
+    }
+
+    /// This entry's time-to-idle, in seconds, instead of the cache's: dropped once nobody
+    /// has read it for this long, even within its ttl.
+    fn set_tti(&self, py: Python<'_>, seconds: Bound<'_, PyAny>) -> PyResult<()> {
+        self.choices.lock().tti = Some(duration(py, "tti", &seconds, true)?);
         Ok(())
     }
 
@@ -289,7 +300,8 @@ impl Previous {
 }
 
 /// A loader's answer with this entry's own lifetimes (seconds), metadata and tags:
-/// `Loaded(value, ttl=5.0, meta='"v7"', tags=["product:42"])`, `Loaded(ABSENT, negative_ttl=1.0)`,
+/// `Loaded(value, ttl=5.0, meta='"v7"', tags=["product:42"])`, `Loaded(value, tti=60.0)`,
+/// `Loaded(ABSENT, negative_ttl=1.0)`,
 /// `Loaded(value, no_cache=True)`, or `Loaded.not_modified()`.
 #[pyclass(frozen, module = "herdless", name = "Loaded")]
 pub(crate) struct Loaded {
@@ -297,6 +309,7 @@ pub(crate) struct Loaded {
     ttl: Option<Duration>,
     grace: Option<Duration>,
     negative_ttl: Option<Duration>,
+    tti: Option<Duration>,
     meta: Option<String>,
     tags: Option<Vec<String>>,
     no_cache: bool,
@@ -309,6 +322,7 @@ impl Loaded {
             ttl: None,
             grace: None,
             negative_ttl: None,
+            tti: None,
             meta: None,
             tags: None,
             no_cache: false,
@@ -319,7 +333,7 @@ impl Loaded {
 #[pymethods]
 impl Loaded {
     #[new]
-    #[pyo3(signature = (value, *, ttl=None, grace=None, negative_ttl=None, meta=None, tags=None, no_cache=false))]
+    #[pyo3(signature = (value, *, ttl=None, grace=None, negative_ttl=None, tti=None, meta=None, tags=None, no_cache=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -327,6 +341,7 @@ impl Loaded {
         ttl: Option<Bound<'_, PyAny>>,
         grace: Option<Bound<'_, PyAny>>,
         negative_ttl: Option<Bound<'_, PyAny>>,
+        tti: Option<Bound<'_, PyAny>>,
         meta: Option<String>,
         tags: Option<Bound<'_, PyAny>>,
         no_cache: bool,
@@ -339,6 +354,7 @@ impl Loaded {
             ttl: d("ttl", ttl, true)?,
             grace: d("grace", grace, false)?,
             negative_ttl: d("negative_ttl", negative_ttl, true)?,
+            tti: d("tti", tti, true)?,
             meta,
             tags: tags
                 .filter(|t| !t.is_none())
@@ -378,6 +394,7 @@ impl Loaded {
             ttl: self.ttl,
             grace: self.grace,
             negative_ttl: self.negative_ttl,
+            tti: self.tti,
             meta: self.meta.clone(),
             tags: Some(tags),
             no_cache: self.no_cache,
@@ -422,6 +439,9 @@ pub(crate) fn to_loaded(value: Bound<'_, PyAny>, copy: bool) -> PyResult<CoreLoa
     }
     if let Some(n) = l.negative_ttl {
         loaded = loaded.negative_ttl(n);
+    }
+    if let Some(t) = l.tti {
+        loaded = loaded.tti(t);
     }
     if let Some(m) = &l.meta {
         loaded = loaded.meta(m.clone());

@@ -98,17 +98,25 @@ pub(crate) fn get<'py>(
     }
 }
 
+/// What a `set` asks beside the value: its own ttl, time-to-idle and tags.
+#[derive(Default)]
+pub(crate) struct SetArgs {
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) tti: Option<Duration>,
+    pub(crate) tags: Option<Vec<String>>,
+}
+
 /// `Cache.set`: `value` (`ABSENT`: an absence) under `key`, with `ttl` and `tags`.
 pub(crate) fn set<'py>(
     py: Python<'py>,
     handle: &Handle,
     key: &str,
     value: Bound<'_, PyAny>,
-    ttl: Option<Duration>,
-    tags: Option<Vec<String>>,
+    args: SetArgs,
     how: How,
 ) -> PyResult<Bound<'py, PyAny>> {
     let value = from_loader(value, handle.codec.copy_values)?;
+    let SetArgs { ttl, tti, tags } = args;
     if value.is_none() && ttl.is_some() {
         return Err(config_error(
             py,
@@ -118,15 +126,21 @@ pub(crate) fn set<'py>(
     let tt = &handle.tt;
     let host = PyHost::new(py, &handle.codec);
     let write = match (value, tags) {
-        (value, Some(tags)) => {
-            let mut loaded = herdless::Loaded::from(value).tags(tags);
+        (value, tags) if tags.is_some() || tti.is_some() => {
+            let mut loaded = herdless::Loaded::from(value);
+            if let Some(tags) = tags {
+                loaded = loaded.tags(tags);
+            }
             if let Some(t) = ttl {
                 loaded = loaded.ttl(t);
             }
+            if let Some(t) = tti {
+                loaded = loaded.tti(t);
+            }
             tt.set_with(key, loaded, &host)
         }
-        (Some(v), None) => tt.set(key, v, ttl, &host),
-        (None, None) => tt.set_absent(key),
+        (Some(v), _) => tt.set(key, v, ttl, &host),
+        (None, _) => tt.set_absent(key),
     };
     if let Some(err) = host.take_interrupt() {
         return Err(err);

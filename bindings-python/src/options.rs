@@ -138,6 +138,7 @@ pub(crate) fn check_namespace(
 /// The options of `Cache(...)`, as given (each `None` keeps the engine's default).
 pub(crate) struct Options<'py> {
     pub(crate) ttl: Option<Bound<'py, PyAny>>,
+    pub(crate) tti: Option<Bound<'py, PyAny>>,
     pub(crate) grace: Option<Bound<'py, PyAny>>,
     pub(crate) jitter: Option<Bound<'py, PyAny>>,
     pub(crate) beta: Option<Bound<'py, PyAny>>,
@@ -245,6 +246,9 @@ impl Options<'_> {
         let ttl = dur("ttl", &self.ttl, true)?;
         if let Some(d) = ttl {
             b = b.ttl(d);
+        }
+        if let Some(d) = dur("tti", &self.tti, true)? {
+            b = b.tti(d);
         }
         let grace = dur("grace", &self.grace, false)?;
         if let Some(d) = grace {

@@ -85,8 +85,8 @@ class Tier:
 
     def process(self, cfg: dict[str, Any]) -> Cache:
         opts: dict[str, Any] = {"jitter": 0, "beta": 0}
-        for field in ("ttl", "grace", "negative_ttl", "wait_timeout", "lease", "max_stale",
-                      "hard_timeout"):
+        for field in ("ttl", "tti", "grace", "negative_ttl", "wait_timeout", "lease",
+                      "max_stale", "hard_timeout"):
             ms = cfg.get(f"{field}_ms")
             if ms is not None:
                 opts[field] = ms / 1000
@@ -395,7 +395,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 # The optional features of the format (conformance/README.md, ``requires``) this runner plays.
-SUPPORTED: frozenset[str] = frozenset({"load_context", "tags"})
+SUPPORTED: frozenset[str] = frozenset({"load_context", "tags", "tti"})
 
 
 def _skip_unsupported(scenario: dict[str, Any]) -> None:

@@ -71,6 +71,8 @@
 //!   [`LoadContext`] says so (a flag, a future, a blocking wait).
 //! - Refresh-ahead ([`Builder::refresh_ahead`]): beside XFetch's random early refresh, a
 //!   fixed one, once an entry has lived a share of its ttl; one refresh per entry.
+//! - Time-to-idle ([`Builder::tti`], [`Loaded::tti`]): an entry nobody reads for its tti is
+//!   dropped within its ttl, `tti` to `tti * 17/16` after its last read.
 //! - Nothing older than `ttl * (1 + jitter / 2) + grace` is served (the jitter spreads a
 //!   TTL up to half its width above it), except fail-safe values (opt-in, up to
 //!   `max_stale`) when a load fails or times out.

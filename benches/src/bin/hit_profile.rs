@@ -5,8 +5,10 @@
 //! ```sh
 //! cargo build --release -p herdless-benches --bin hit_profile
 //! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='hit_profile::run*' \
-//!     target/release/hit_profile get   # or get_or_load
+//!     target/release/hit_profile get   # or get_or_load, or get_tti
 //! ```
+//! `get_tti`: `get` on a cache whose entries have a time-to-idle (their reads keep an idle
+//! clock), beside `get` on one whose entries have none.
 //! Instructions per hit = the total over `N`.
 
 use std::convert::Infallible;
@@ -29,21 +31,23 @@ fn run(read: &dyn Fn(&str) -> Option<u64>, keys: &[String]) {
 fn main() {
     let how = std::env::args().nth(1).unwrap_or_else(|| "get".into());
     let keys = keys(CAPACITY);
-    let c: Cache<u64> = Cache::builder()
+    let mut b = Cache::builder()
         .capacity(CAPACITY as u64 * 2)
-        .ttl(Duration::from_secs(3600))
-        .build()
-        .unwrap();
+        .ttl(Duration::from_secs(3600));
+    if how == "get_tti" {
+        b = b.tti(Duration::from_secs(3600));
+    }
+    let c: Cache<u64> = b.build().unwrap();
     for (i, k) in keys.iter().enumerate() {
         c.set(k, i as u64).unwrap();
     }
     match how.as_str() {
-        "get" => run(&|k| c.get(k), &keys),
+        "get" | "get_tti" => run(&|k| c.get(k), &keys),
         "get_or_load" => run(
             &|k| c.get_or_load(k, || Ok::<_, Infallible>(Some(0))).unwrap(),
             &keys,
         ),
-        other => panic!("unknown path {other}: get or get_or_load"),
+        other => panic!("unknown path {other}: get, get_or_load or get_tti"),
     }
     eprintln!("{how}: {N} hits measured");
 }

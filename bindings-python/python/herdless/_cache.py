@@ -130,6 +130,11 @@ class Cache(_native.Cache):
     Keyword options (all optional; durations in seconds, int or float):
 
     - ``ttl`` (60): how long a loaded value is fresh, before jitter.
+    - ``tti`` (off): time-to-idle: an entry nobody reads for this long is dropped even
+      within its ``ttl`` (neither served stale nor kept for fail-safe). In memory it lives
+      ``tti`` to ``tti * 17/16`` past its last read; over Redis the shared entry stays while
+      any process reads it (each tells Redis once per quarter of the ``tti``). Per entry:
+      ``Loaded(value, tti=...)`` or ``ctx.set_tti(...)``.
     - ``grace`` (0): how long past ``ttl`` a value is still served, stale, while one
       background refresh runs (stale-while-revalidate).
     - ``jitter`` (0.2): every stored TTL becomes ``ttl * (1 + jitter * (u - 0.5))``; in [0, 1).

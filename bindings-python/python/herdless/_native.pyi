@@ -73,6 +73,7 @@ class Loaded:
         ttl: float | None = None,
         grace: float | None = None,
         negative_ttl: float | None = None,
+        tti: float | None = None,
         meta: str | None = None,
         tags: Iterable[str] | None = None,
         no_cache: bool = False,
@@ -102,6 +103,9 @@ class LoadContext:
     def set_ttl(self, seconds: float) -> None: ...
     def set_grace(self, seconds: float) -> None: ...
     def set_negative_ttl(self, seconds: float) -> None: ...
+    def set_tti(self, seconds: float) -> None:
+        """This entry's time-to-idle instead of the cache's: dropped once nobody has read it
+        for this long, even within its ttl."""
     def set_tags(self, tags: Iterable[str]) -> None:
         """The entry's tags (replacing any set before): ``cache.invalidate_tag(tag)`` of
         one of them drops it. Checked by the engine when the loader returns."""
@@ -170,6 +174,7 @@ class Cache:
         cls,
         *,
         ttl: float | None = None,
+        tti: float | None = None,
         grace: float | None = None,
         jitter: float | None = None,
         beta: float | None = None,
@@ -219,6 +224,7 @@ class Cache:
         value: object,
         *,
         ttl: float | None = None,
+        tti: float | None = None,
         tags: Iterable[str] | None = None,
     ) -> None: ...
     def invalidate(self, key: str) -> bool:
@@ -244,6 +250,7 @@ class Cache:
         value: object,
         *,
         ttl: float | None = None,
+        tti: float | None = None,
         tags: Iterable[str] | None = None,
     ) -> Awaitable[None]:
         """``set`` for asyncio: the write to Redis is awaited on the event loop. Arguments
