@@ -180,6 +180,10 @@ pub(crate) trait TagTier: Send + Sync {
     /// This process's stamp cache (notifications update it).
     fn stamp_cache(&self) -> &StampCache;
 
+    /// This process's notification hub: whether its subscription would bring it the
+    /// notices of a key now (PROTOCOL.md section 4, "Subscribed before it keeps anything").
+    fn hub(&self) -> &crate::notify::Hub;
+
     /// How long a tag's record is kept after its last invalidation or use (a tagged entry
     /// lives at most this long after its birth, so it never outlives its record unless the
     /// record is evicted).

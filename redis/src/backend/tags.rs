@@ -246,6 +246,10 @@ impl TagTier for RedisBackend {
         &self.inner.hub.stamps
     }
 
+    fn hub(&self) -> &crate::notify::Hub {
+        &self.inner.hub
+    }
+
     fn tag_retention(&self) -> Duration {
         self.inner.tag_retention
     }

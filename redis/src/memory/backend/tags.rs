@@ -150,6 +150,10 @@ impl TagTier for MemoryBackend {
         &self.inner.hub.stamps
     }
 
+    fn hub(&self) -> &crate::notify::Hub {
+        &self.inner.hub
+    }
+
     fn tag_retention(&self) -> Duration {
         self.inner.tag_retention
     }
