@@ -180,9 +180,12 @@ pub(crate) trait TagTier: Send + Sync {
     /// This process's stamp cache (notifications update it).
     fn stamp_cache(&self) -> &StampCache;
 
-    /// This process's notification hub: whether its subscription would bring it the
-    /// notices of a key now (PROTOCOL.md section 4, "Subscribed before it keeps anything").
-    fn hub(&self) -> &crate::notify::Hub;
+    /// Drops and losses of this process's subscription so far (read before a write).
+    fn bus_generation(&self) -> u64;
+
+    /// Whether a copy of `key` written since `generation` may be kept: its notices reach
+    /// this process now and its subscription did not drop since (PROTOCOL.md section 4).
+    fn keeps(&self, key: &str, generation: u64) -> bool;
 
     /// How long a tag's record is kept after its last invalidation or use (a tagged entry
     /// lives at most this long after its birth, so it never outlives its record unless the

@@ -246,8 +246,12 @@ impl TagTier for RedisBackend {
         &self.inner.hub.stamps
     }
 
-    fn hub(&self) -> &crate::notify::Hub {
-        &self.inner.hub
+    fn bus_generation(&self) -> u64 {
+        self.inner.hub.generation()
+    }
+
+    fn keeps(&self, key: &str, generation: u64) -> bool {
+        self.inner.hub.keeps(key, generation)
     }
 
     fn tag_retention(&self) -> Duration {

@@ -26,7 +26,7 @@ impl Fleet {
     /// Drops and losses of this process's subscription so far: read before a write whose
     /// value the L1 may keep, and given to [`keeps`](Self::keeps) after it.
     pub(crate) fn bus_generation(&self) -> u64 {
-        self.tags.hub().generation()
+        self.tags.bus_generation()
     }
 
     /// Whether this process may keep a copy of `key` it wrote since `generation`: only
@@ -34,7 +34,7 @@ impl Fleet {
     /// meanwhile (PROTOCOL.md section 4). A write made unheard is still the fleet's; only
     /// the local copy is not kept.
     pub(crate) fn keeps(&self, key: &str, generation: u64) -> bool {
-        self.tags.hub().keeps(key, generation)
+        self.tags.keeps(key, generation)
     }
 
     /// Invalidates every entry carrying one of `tags`, for the whole fleet (`soft`: expires
