@@ -56,7 +56,8 @@ pub enum Fault {
     /// The processes' subscription connections are down (killed, as by `CLIENT KILL TYPE
     /// pubsub`, and not yet resubscribed): messages reach nobody, and each process knows
     /// its subscription is down. When the fault ends, every subscription is confirmed
-    /// again. Whole store only (a namespace's is [`LoseNotifications`](Self::LoseNotifications)).
+    /// again. A whole store's fault: as one namespace's, it only loses that namespace's
+    /// messages (as [`LoseNotifications`](Self::LoseNotifications)).
     BusDown,
 }
 
