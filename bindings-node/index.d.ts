@@ -946,6 +946,8 @@ export interface RedisCounters {
   notices: number
   /** Times notifications may have been lost. */
   noticesLost: number
+  /** Times the subscription connection was seen to drop. */
+  subscriptionDrops: number
   /** Waits for another process's load. */
   fleetWaits: number
   /** Re-checks of a waited key without a notification. */
@@ -1032,11 +1034,12 @@ export declare namespace testing {
      * `'down'` (every operation fails at once, as a refused connection), `'stall'`
      * (operations wait; callers give up at their 1 s operation timeout, and what they sent
      * runs when the stall is cleared, as on a stopped Redis), `'lose_notifications'`
-     * (published notifications reach nobody). With `namespace`, the fault of that
+     * (published notifications reach nobody), `'bus_down'` (every cache's notice connection
+     * is down until the fault is cleared, then confirmed again). With `namespace`, the fault of that
      * namespace's operations alone, as when the Redis Cluster node that holds its slot
      * fails while the others serve.
      */
-    setFault(fault: 'down' | 'stall' | 'lose_notifications' | null, namespace?: string): void
+    setFault(fault: 'down' | 'stall' | 'lose_notifications' | 'bus_down' | null, namespace?: string): void
     /**
      * Tells every cache of the store that its notifications may have been lost (a
      * subscription that dropped and came back): each drops its whole memory tier.

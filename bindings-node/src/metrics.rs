@@ -123,6 +123,8 @@ pub struct RedisCounters {
     pub notices: f64,
     /// Times notifications may have been lost.
     pub notices_lost: f64,
+    /// Times the subscription connection was seen to drop.
+    pub subscription_drops: f64,
     /// Waits for another process's load.
     pub fleet_waits: f64,
     /// Re-checks of a waited key without a notification.
@@ -160,6 +162,7 @@ pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
         superseded_commits: m.superseded_commits as f64,
         notices: m.notices as f64,
         notices_lost: m.notices_lost as f64,
+        subscription_drops: m.subscription_drops as f64,
         fleet_waits: m.fleet_waits as f64,
         fleet_wait_rechecks: m.fleet_wait_rechecks as f64,
         fleet_wait_timeouts: m.fleet_wait_timeouts as f64,

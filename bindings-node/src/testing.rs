@@ -26,11 +26,12 @@ impl MemoryStore {
     /// `'down'` (every operation fails at once, as a refused connection), `'stall'`
     /// (operations wait; callers give up at their 1 s operation timeout, and what they sent
     /// runs when the stall is cleared, as on a stopped Redis), `'lose_notifications'`
-    /// (published notifications reach nobody). With `namespace`, the fault of that
+    /// (published notifications reach nobody), `'bus_down'` (every cache's notice connection
+    /// is down until the fault is cleared, then confirmed again). With `namespace`, the fault of that
     /// namespace's operations alone, as when the Redis Cluster node that holds its slot
     /// fails while the others serve.
     #[napi(
-        ts_args_type = "fault: 'down' | 'stall' | 'lose_notifications' | null, namespace?: string"
+        ts_args_type = "fault: 'down' | 'stall' | 'lose_notifications' | 'bus_down' | null, namespace?: string"
     )]
     pub fn set_fault(
         &self,
@@ -43,9 +44,10 @@ impl MemoryStore {
             Some("down") => Some(Fault::Down),
             Some("stall") => Some(Fault::Stall),
             Some("lose_notifications") => Some(Fault::LoseNotifications),
+            Some("bus_down") => Some(Fault::BusDown),
             Some(other) => {
                 let message = format!(
-                    "the fault must be 'down', 'stall', 'lose_notifications' or null, got {other:?}"
+                    "the fault must be 'down', 'stall', 'lose_notifications', 'bus_down' or null, got {other:?}"
                 );
                 return Err(throw_new(
                     Js(env.raw()),

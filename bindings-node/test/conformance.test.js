@@ -146,7 +146,7 @@ class MemoryTier {
 
   // `fault` of the whole tier, or with `ns` of that namespace's slot alone (its Cluster node).
   async fault(fault, ns) {
-    const faults = { down: 'down', stall: 'stall', lose_notifications: 'lose_notifications', up: null }
+    const faults = { down: 'down', stall: 'stall', lose_notifications: 'lose_notifications', bus_down: 'bus_down', up: null }
     assert.ok(fault in faults, `unknown fault ${fault}`)
     this.store.setFault(faults[fault], ns)
   }
@@ -265,9 +265,18 @@ class RedisTier {
     return new Cache({ ...cacheOptions(cfg), redis: this.server.url, redisPrefix: this.prefix })
   }
 
-  async fault(fault, ns) {
+  // `bus`: the notice connections are down (`bus_down`).
+  async fault(fault, ns, bus) {
     assert.ok(ns === undefined, "a namespace's fault is memory only (one server has one node)")
-    if (fault === 'down') await this.server.kill()
+    const port = this.server.port
+    const subscribing = ['psubscribe', 'ssubscribe', 'subscribe']
+    // The notice connections are killed, and their resubscription refused until `up` (so the
+    // gap lasts until then, however fast they reconnect).
+    if (fault === 'bus_down') {
+      await command(port, 'ACL', 'SETUSER', 'default', ...subscribing.map((c) => `-${c}`))
+      await command(port, 'CLIENT', 'KILL', 'TYPE', 'pubsub')
+    } else if (fault === 'up' && bus) await command(port, 'ACL', 'SETUSER', 'default', ...subscribing.map((c) => `+${c}`))
+    else if (fault === 'down') await this.server.kill()
     else if (fault === 'stall') this.server.signal('SIGSTOP')
     else if (fault === 'up' && this.server.child) this.server.signal('SIGCONT')
     else if (fault === 'up') await this.server.start()
@@ -318,6 +327,17 @@ class RedisTier {
 }
 
 // ---- playing a scenario -------------------------------------------------------------------
+
+/** Waits until the tier counter `counter` of every process passed its value in `before`. */
+async function waitFor(procs, before, counter, what) {
+  const until = Date.now() + 10_000
+  for (const [i, p] of procs.entries()) {
+    while (p.metrics().redis[counter] <= before[i]) {
+      assert.ok(Date.now() < until, what)
+      await sleep(5)
+    }
+  }
+}
 
 /** After the tier comes back, every process reaches it again (a probe write succeeds). */
 async function waitUntilReachable(procs) {
@@ -380,6 +400,8 @@ async function play(name, scenario, tier) {
   // What each context-aware loader was told (load_context), checked by `expect_context`.
   const told = []
   const running = new Map()
+  // While the bus is down: each process's `noticesLost` when it went down.
+  let bus = null
   try {
     for (const [i, step] of scenario.steps.entries()) {
       const at = `${name} step ${i}: ${JSON.stringify(step)}`
@@ -434,10 +456,24 @@ async function play(name, scenario, tier) {
         case 'sleep':
           await sleep(step.ms)
           break
-        case 'fault':
-          await tier.fault(step.fault, step.ns)
-          if (step.fault === 'up') await waitUntilReachable(procs)
+        case 'fault': {
+          const drops = procs.map((q) => q.metrics().redis.subscriptionDrops)
+          await tier.fault(step.fault, step.ns, bus !== null)
+          if (step.fault === 'bus_down') {
+            // Every process saw its subscription drop before the scenario goes on.
+            await waitFor(procs, drops, 'subscriptionDrops', 'the bus drop was not seen')
+            bus = procs.map((q) => q.metrics().redis.noticesLost)
+          }
+          if (step.fault === 'up') {
+            await waitUntilReachable(procs)
+            if (bus !== null) {
+              // Every subscription was confirmed again (and the gap counted lost).
+              await waitFor(procs, bus, 'noticesLost', 'the bus was not repaired')
+              bus = null
+            }
+          }
           break
+        }
         case 'resubscribe':
           tier.resubscribe()
           break

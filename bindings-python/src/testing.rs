@@ -25,7 +25,9 @@ impl MemoryStore {
 
     /// Sets the fault: `"down"` (every call fails at once), `"stall"` (calls hang; a caller
     /// gives up after 1 s, and what it sent still runs when the stall ends),
-    /// `"lose_notifications"`, or `None` to clear it (with no `namespace`: every fault).
+    /// `"lose_notifications"`, `"bus_down"` (every cache's notice connection is down until
+    /// the fault is cleared, then confirmed again), or `None` to clear it (with no
+    /// `namespace`: every fault).
     /// With `namespace`, the fault of that namespace's operations alone, as when the Redis
     /// Cluster node that holds its slot fails while the others serve.
     #[pyo3(signature = (fault, namespace=None))]
@@ -40,11 +42,12 @@ impl MemoryStore {
             Some("down") => Some(Fault::Down),
             Some("stall") => Some(Fault::Stall),
             Some("lose_notifications") => Some(Fault::LoseNotifications),
+            Some("bus_down") => Some(Fault::BusDown),
             Some(other) => {
                 return Err(config_error(
                     py,
                     format!(
-                        "unknown fault {other:?}: \"down\", \"stall\", \"lose_notifications\" or None"
+                        "unknown fault {other:?}: \"down\", \"stall\", \"lose_notifications\", \"bus_down\" or None"
                     ),
                 ));
             }

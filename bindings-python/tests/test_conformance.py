@@ -94,15 +94,24 @@ class Tier:
             return Cache(redis=f"memory://{self.name}", **opts)
         return Cache(redis=self.server.url, redis_prefix=self.prefix, **opts)
 
-    def fault(self, fault: str, ns: str | None = None) -> None:
+    def fault(self, fault: str, ns: str | None = None, bus: bool = False) -> None:
         """`fault` of the whole tier, or with `ns` (memory only) of that namespace's slot
-        alone (its Cluster node)."""
+        alone (its Cluster node); `bus`: the notice connections are down (`bus_down`)."""
         if self.store is not None:
             self.store.set_fault(None if fault == "up" else fault, ns)
             return
         assert self.server is not None
         assert ns is None, "a namespace's fault is memory only (one server has one node)"
-        if fault == "down":
+        port = self.server.port
+        subscribing = ("psubscribe", "ssubscribe", "subscribe")
+        if fault == "bus_down":
+            # The notice connections are killed, and their resubscription refused until `up`
+            # (so the gap lasts until then, however fast they reconnect).
+            command(port, "ACL", "SETUSER", "default", *(f"-{c}" for c in subscribing))
+            command(port, "CLIENT", "KILL", "TYPE", "pubsub")
+        elif fault == "up" and bus:
+            command(port, "ACL", "SETUSER", "default", *(f"+{c}" for c in subscribing))
+        elif fault == "down":
             self.server.kill()
         elif fault == "stall":
             self.server.pause()
@@ -206,6 +215,8 @@ def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads")
     loads = 0
     lock = threading.Lock()
     running: dict[str, tuple[float, list[Future[tuple[Any, BaseException | None, float]]]]] = {}
+    # While the bus is down: each process's `notices_lost` when it went down.
+    bus: list[int] | None = None
 
     def progress(cache: Cache) -> tuple[int, int]:
         """How far a process has got: loads run, fleet locks asked for, tier errors."""
@@ -349,9 +360,18 @@ def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads")
             elif op == "sleep":
                 time.sleep(step["ms"] / 1000)
             elif op == "fault":
-                tier.fault(step["fault"], step.get("ns"))
+                drops = [p.metrics().redis["subscription_drops"] for p in procs]  # type: ignore[index]
+                tier.fault(step["fault"], step.get("ns"), bus is not None)
+                if step["fault"] == "bus_down":
+                    # Every process saw its subscription drop before the scenario goes on.
+                    _wait_for(procs, drops, "subscription_drops", "the bus drop was not seen")
+                    bus = [p.metrics().redis["notices_lost"] for p in procs]  # type: ignore[index]
                 if step["fault"] == "up":
                     _wait_until_reachable(procs)
+                    if bus is not None:
+                        # Every subscription was confirmed again (and the gap counted lost).
+                        _wait_for(procs, bus, "notices_lost", "the bus was not repaired")
+                        bus = None
             elif op == "resubscribe":
                 assert tier.store is not None, "resubscribe is memory only"
                 tier.store.restart_subscriptions()
@@ -375,6 +395,15 @@ def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads")
         for _, futures in running.values():
             for f in futures:
                 f.exception()
+
+
+def _wait_for(procs: list[Cache], before: list[int], counter: str, what: str) -> None:
+    """Waits until the tier counter `counter` of every process passed its value in `before`."""
+    deadline = time.monotonic() + 10
+    for p, b in zip(procs, before):
+        while p.metrics().redis[counter] <= b:  # type: ignore[index]
+            assert time.monotonic() < deadline, what
+            time.sleep(0.005)
 
 
 def _wait_until_reachable(procs: list[Cache]) -> None:

@@ -52,6 +52,7 @@ counters! {
     superseded_commits: "Commits refused: the lease was lost or the namespace bumped meanwhile.",
     notices: "Notifications received from other processes.",
     notices_lost: "Times notifications may have been lost (subscription connection dropped).",
+    subscription_drops: "Times the subscription connection was seen to drop (until it is confirmed again, reads are not kept; then notices_lost).",
     fleet_waits: "Waits for another process's load.",
     fleet_wait_rechecks: "Re-checks of a waited key without a notification (timer).",
     fleet_wait_timeouts: "Waits for another process's load that ended at wait_timeout.",

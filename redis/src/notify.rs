@@ -89,6 +89,9 @@ pub(crate) struct Hub {
     subscriptions: Mutex<Subscriptions>,
     /// The subscription connection dropped and has not confirmed a resubscription yet.
     disconnected: AtomicBool,
+    /// Drops and losses so far: a copy written while it stayed the same, and heard, can be
+    /// kept (`hearing`).
+    generation: AtomicU64,
     metrics: Arc<Metrics>,
     /// The tag records this process learned (notices update them, a loss drops them).
     pub(crate) stamps: StampCache,
@@ -105,6 +108,7 @@ impl Hub {
             listeners: RwLock::default(),
             subscriptions: Mutex::default(),
             disconnected: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
             metrics,
             stamps: StampCache::default(),
             echoes: Echoes::default(),
@@ -129,19 +133,53 @@ impl Hub {
         if self.is_disconnected() {
             return false;
         }
+        self.made(&crate::keys::channel_pattern(&self.prefix)) || self.made(channel)
+    }
+
+    /// Whether the subscription of `channel` (or pattern) was confirmed once (it may have
+    /// dropped since).
+    pub(crate) fn made(&self, channel: &str) -> bool {
         let subs = self.subscriptions.lock().expect("subscriptions lock");
-        let confirmed = |c: &str| {
-            subs.cells
-                .get(c)
-                .is_some_and(|(cell, _)| cell.initialized())
-        };
-        confirmed(&crate::keys::channel_pattern(&self.prefix)) || confirmed(channel)
+        subs.cells
+            .get(channel)
+            .is_some_and(|(cell, _)| cell.initialized())
     }
 
     /// Whether the subscription connection is known to be down: a disconnection seen,
     /// its resubscription not yet confirmed.
     pub(crate) fn is_disconnected(&self) -> bool {
         self.disconnected.load(Ordering::Acquire)
+    }
+
+    /// Drops and losses seen so far. A writer reads it before its write and passes it to
+    /// [`keeps`](Self::keeps) after: a drop in between means a notice of a later change may
+    /// have been missed.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Whether a copy of `key` written since `generation` may be kept in the L1: the
+    /// subscription that brings its notices is confirmed now, and did not drop (nor lose
+    /// messages) since.
+    pub(crate) fn keeps(&self, key: &str, generation: u64) -> bool {
+        self.hears(&self.channel_of('w', key)) && self.generation() == generation
+    }
+
+    /// The subscription is known to be down (a dropped connection, a bus killed): waiters
+    /// re-check Redis, reads are not kept, the L1's copies keep serving until [`confirmed`](Self::confirmed).
+    pub(crate) fn disconnect(&self) {
+        inc(&self.metrics.subscription_drops);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.disconnected.store(true, Ordering::Release);
+        self.wake_all();
+    }
+
+    /// A subscription was confirmed: if it had dropped, messages of the gap may have been
+    /// lost ([`lost`](Self::lost)).
+    pub(crate) fn confirmed(&self) {
+        if self.disconnected.swap(false, Ordering::AcqRel) {
+            self.lost();
+        }
     }
 
     pub(crate) fn listen(&self, l: Listener) {
@@ -256,15 +294,8 @@ impl Hub {
                     self.on_channel_message(channel, payload);
                 }
             }
-            PushKind::Disconnection => {
-                self.disconnected.store(true, Ordering::Release);
-                self.wake_all();
-            }
-            PushKind::Subscribe | PushKind::SSubscribe | PushKind::PSubscribe
-                if self.disconnected.swap(false, Ordering::AcqRel) =>
-            {
-                self.lost();
-            }
+            PushKind::Disconnection => self.disconnect(),
+            PushKind::Subscribe | PushKind::SSubscribe | PushKind::PSubscribe => self.confirmed(),
             _ => {}
         }
     }
@@ -272,6 +303,7 @@ impl Hub {
     /// Messages may have been lost (a resubscription after a drop, a store restarted):
     /// every waiter re-checks, and the listeners drop whatever they keep.
     pub(crate) fn lost(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
         inc(&self.metrics.notices_lost);
         self.stamps.clear();
         self.echoes.clear();

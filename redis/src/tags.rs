@@ -180,6 +180,13 @@ pub(crate) trait TagTier: Send + Sync {
     /// This process's stamp cache (notifications update it).
     fn stamp_cache(&self) -> &StampCache;
 
+    /// Drops and losses of this process's subscription so far (read before a write).
+    fn bus_generation(&self) -> u64;
+
+    /// Whether a copy of `key` written since `generation` may be kept: its notices reach
+    /// this process now and its subscription did not drop since (PROTOCOL.md section 4).
+    fn keeps(&self, key: &str, generation: u64) -> bool;
+
     /// How long a tag's record is kept after its last invalidation or use (a tagged entry
     /// lives at most this long after its birth, so it never outlives its record unless the
     /// record is evicted).

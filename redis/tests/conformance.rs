@@ -87,14 +87,15 @@ impl Tier {
     }
 
     /// `fault` of the whole tier, or with `ns` (memory only) of that namespace's slot
-    /// alone (its Cluster node).
-    fn fault(&mut self, fault: &str, ns: Option<&str>) {
+    /// alone (its Cluster node); `bus`: the notice connections are down (`bus_down`).
+    fn fault(&mut self, fault: &str, ns: Option<&str>, bus: bool) {
         match self {
             Tier::Memory(store) => {
                 let fault = match fault {
                     "down" => Some(Fault::Down),
                     "stall" => Some(Fault::Stall),
                     "lose_notifications" => Some(Fault::LoseNotifications),
+                    "bus_down" => Some(Fault::BusDown),
                     "up" => None,
                     other => panic!("unknown fault {other}"),
                 };
@@ -109,6 +110,38 @@ impl Tier {
             Tier::Redis(srv, _) => match fault {
                 "down" => srv.kill(),
                 "stall" => srv.stop(),
+                // The notice connections are killed, and their resubscription refused until
+                // `up` (so the gap lasts until then, however fast redis-rs reconnects).
+                "bus_down" => {
+                    let mut c = srv.client();
+                    let () = redis::cmd("ACL")
+                        .arg(&[
+                            "SETUSER",
+                            "default",
+                            "-psubscribe",
+                            "-ssubscribe",
+                            "-subscribe",
+                        ])
+                        .query(&mut c)
+                        .expect("ACL SETUSER");
+                    let _: i64 = redis::cmd("CLIENT")
+                        .arg(&["KILL", "TYPE", "pubsub"])
+                        .query(&mut c)
+                        .expect("CLIENT KILL");
+                }
+                "up" if bus => {
+                    let mut c = srv.client();
+                    let () = redis::cmd("ACL")
+                        .arg(&[
+                            "SETUSER",
+                            "default",
+                            "+psubscribe",
+                            "+ssubscribe",
+                            "+subscribe",
+                        ])
+                        .query(&mut c)
+                        .expect("ACL SETUSER");
+                }
                 "up" if srv.is_running() => srv.resume(),
                 "up" => srv.restart(),
                 other => panic!("fault {other} is not available on Redis"),
@@ -309,6 +342,8 @@ fn play(name: &str, scenario: &Value, mut tier: Tier, mode: &Arc<Mode>) {
     let procs: Vec<Cache> = (0..n).map(|_| tier.process(&scenario["cache"])).collect();
     let loads = Arc::new(AtomicUsize::new(0));
     let mut running: HashMap<String, Running> = HashMap::new();
+    // While the bus is down: each process's `notices_lost` when it went down.
+    let mut bus: Option<Vec<u64>> = None;
     for step in scenario["steps"].as_array().expect("steps") {
         let p = &procs[step["p"].as_u64().unwrap_or(0) as usize];
         let text = |f: &str| step[f].as_str().unwrap_or_default().to_owned();
@@ -380,9 +415,22 @@ fn play(name: &str, scenario: &Value, mut tier: Tier, mode: &Arc<Mode>) {
             "bump" => check(name, step, &mode.bump(p, &text("ns")), started.elapsed()),
             "sleep" => std::thread::sleep(ms(step, "ms")),
             "fault" => {
-                tier.fault(&text("fault"), step["ns"].as_str());
-                if text("fault") == "up" {
+                let fault = text("fault");
+                let lost = |p: &Cache| p.metrics().1.notices_lost;
+                let drops = |p: &Cache| p.metrics().1.subscription_drops;
+                let before: Vec<u64> = procs.iter().map(drops).collect();
+                tier.fault(&fault, step["ns"].as_str(), bus.is_some());
+                if fault == "bus_down" {
+                    // Every process saw its subscription drop before the scenario goes on.
+                    wait_for(&procs, &before, drops, "the bus drop was not seen");
+                    bus = Some(procs.iter().map(lost).collect());
+                }
+                if fault == "up" {
                     wait_until_reachable(&procs);
+                    if let Some(lost_before) = bus.take() {
+                        // Every subscription was confirmed again (and the gap counted lost).
+                        wait_for(&procs, &lost_before, lost, "the bus was not repaired");
+                    }
                 }
             }
             "resubscribe" => tier.resubscribe(),
@@ -441,6 +489,17 @@ fn wait_until_reachable(procs: &[Cache]) {
         while p.set("conformance-probe:k", Value::Null).is_err() {
             assert!(Instant::now() < until, "the tier did not come back");
             std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Waits until `counter` of every process passed its value in `before`.
+fn wait_for(procs: &[Cache], before: &[u64], counter: impl Fn(&Cache) -> u64, what: &str) {
+    let until = Instant::now() + Duration::from_secs(10);
+    for (p, b) in procs.iter().zip(before) {
+        while counter(p) <= *b {
+            assert!(Instant::now() < until, "{what}");
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }

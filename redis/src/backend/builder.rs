@@ -169,7 +169,9 @@ impl RedisBuilder {
 }
 
 /// Keeps the subscription connection alive: a failed PING makes redis-rs reconnect it (and
-/// resubscribe), however long Redis was away.
+/// resubscribe), however long Redis was away. A resubscription the server refused (redis-rs
+/// sends it once, after the reconnect) is sent again here while the subscription is known
+/// down, so a refused or lost one is repaired within a heartbeat of the server accepting it.
 async fn heartbeat(inner: Weak<Inner>, every: Duration, cluster: bool) {
     loop {
         tokio::time::sleep(every).await;
@@ -182,6 +184,13 @@ async fn heartbeat(inner: Weak<Inner>, every: Duration, cluster: bool) {
             let cmd = redis::cmd("PING");
             let ping = cmd.query_async::<Option<String>>(&mut live);
             let _ = tokio::time::timeout(inner.op_timeout, ping).await;
+        }
+        let pattern = crate::keys::channel_pattern(&inner.prefix);
+        // Only a subscription made before: a process that never subscribed has no copy.
+        if inner.hub.is_disconnected() && inner.hub.made(&pattern) {
+            // Its confirmation ends the gap (`Hub::confirmed`).
+            let again = inner.sub.psubscribe(&pattern);
+            let _ = tokio::time::timeout(inner.op_timeout, again).await;
         }
     }
 }

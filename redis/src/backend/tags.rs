@@ -246,6 +246,14 @@ impl TagTier for RedisBackend {
         &self.inner.hub.stamps
     }
 
+    fn bus_generation(&self) -> u64 {
+        self.inner.hub.generation()
+    }
+
+    fn keeps(&self, key: &str, generation: u64) -> bool {
+        self.inner.hub.keeps(key, generation)
+    }
+
     fn tag_retention(&self) -> Duration {
         self.inner.tag_retention
     }

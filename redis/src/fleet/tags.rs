@@ -23,6 +23,20 @@ fn wall_us_at(at: Instant) -> u64 {
 }
 
 impl Fleet {
+    /// Drops and losses of this process's subscription so far: read before a write whose
+    /// value the L1 may keep, and given to [`keeps`](Self::keeps) after it.
+    pub(crate) fn bus_generation(&self) -> u64 {
+        self.tags.bus_generation()
+    }
+
+    /// Whether this process may keep a copy of `key` it wrote since `generation`: only
+    /// while it hears of later changes to it, its subscription confirmed and not dropped
+    /// meanwhile (PROTOCOL.md section 4). A write made unheard is still the fleet's; only
+    /// the local copy is not kept.
+    pub(crate) fn keeps(&self, key: &str, generation: u64) -> bool {
+        self.tags.keeps(key, generation)
+    }
+
     /// Invalidates every entry carrying one of `tags`, for the whole fleet (`soft`: expires
     /// them instead: stale within their grace while one refresh runs), in O(1) per tag:
     /// one round trip per Cluster slot group of the tags and per

@@ -187,12 +187,18 @@ impl MemoryBackend {
         let metrics = self.inner.metrics.clone();
         let handle = self.handle().clone();
         let subscriber = SUBSCRIBING.contains(&name).then(|| self.clone());
+        // As a Redis process's: while its subscription is known down, what a read hands
+        // over could not be kept coherent, so the read fails.
+        let unheard = matches!(name, "read" | "acquire") && self.inner.hub.is_disconnected();
         let op = async move {
             let store_fault = store.fault_of(namespace.as_deref());
             let failed = |e: Error| {
                 inc(&metrics.backend_errors);
                 Err(herdless::LoadError::new(e))
             };
+            if unheard {
+                return failed(Error::Unsubscribed);
+            }
             // During a stall, what was sent runs when the stall ends, whether or not the
             // caller still waits for it (as a script does on a Redis that was stopped). It is
             // queued when the caller first polls it, so operations run in the order they were
@@ -239,6 +245,9 @@ impl MemoryBackend {
         use std::sync::atomic::Ordering;
         if !self.inner.subscribed.swap(true, Ordering::AcqRel) {
             self.inner.store.subscribe(&self.inner.hub);
+            // Confirmed at once, as Redis confirms the one pattern of a single server.
+            let pattern = crate::keys::channel_pattern(PREFIX);
+            let _ = self.inner.hub.subscription(&pattern, usize::MAX).0.set(());
         }
     }
 }

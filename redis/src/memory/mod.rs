@@ -13,6 +13,9 @@
 //!   Redis script does after `SIGSTOP`/`DEBUG SLEEP`);
 //! - [`Fault::Delay`]: every operation takes this long first (a slow network);
 //! - [`Fault::LoseNotifications`]: published messages reach nobody;
+//! - [`Fault::BusDown`]: every process's subscription is known down (its connection was
+//!   killed) and messages reach nobody; when it ends, each subscription is confirmed
+//!   again and its process told that messages may have been lost;
 //! - [`MemoryStore::set_namespace_fault`]: any of these for one namespace's operations
 //!   only, as when the Cluster node that holds its slot fails (a namespace is one slot:
 //!   PROTOCOL.md section 1) while the other nodes serve;
@@ -50,6 +53,12 @@ pub enum Fault {
     Delay(Duration),
     /// Published messages reach nobody.
     LoseNotifications,
+    /// The processes' subscription connections are down (killed, as by `CLIENT KILL TYPE
+    /// pubsub`, and not yet resubscribed): messages reach nobody, and each process knows
+    /// its subscription is down. When the fault ends, every subscription is confirmed
+    /// again. A whole store's fault: as one namespace's, it only loses that namespace's
+    /// messages (as [`LoseNotifications`](Self::LoseNotifications)).
+    BusDown,
 }
 
 /// What a key of the store holds: a string, or something of another Redis type (a list, a
@@ -225,14 +234,25 @@ impl MemoryStore {
     /// Sets the whole store's fault; `None` ends every fault, the namespaces' too (all
     /// is well again). Ending a stall runs what was sent meanwhile, in order.
     pub fn set_fault(&self, fault: Option<Fault>) {
-        let held = {
+        let (held, was) = {
             let mut f = self.lock_fault();
-            f.all = fault;
+            let was = std::mem::replace(&mut f.all, fault);
             if fault.is_none() {
                 f.namespaces.clear();
             }
-            f.unstalled()
+            (f.unstalled(), was)
         };
+        let bus_down = |f: Option<Fault>| f == Some(Fault::BusDown);
+        if bus_down(fault) && !bus_down(was) {
+            for hub in self.hubs() {
+                hub.disconnect();
+            }
+        }
+        if bus_down(was) && !bus_down(fault) {
+            for hub in self.hubs() {
+                hub.confirmed();
+            }
+        }
         for op in held {
             op();
         }
@@ -390,7 +410,10 @@ impl MemoryStore {
     fn publish(&self, kind: char, origin: &str, number: u64, key: &str) {
         // A tag's notice ('t', 'x') is on the tags channel, no namespace's.
         let namespace = (!matches!(kind, 't' | 'x')).then(|| namespace_of(key));
-        if self.fault_of(namespace) == Some(Fault::LoseNotifications) {
+        if matches!(
+            self.fault_of(namespace),
+            Some(Fault::LoseNotifications | Fault::BusDown)
+        ) {
             return;
         }
         let message = format!("{kind}:{origin}:{number}:{key}");

@@ -161,7 +161,14 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let fresh_until_ms = entry.fresh_until_ms;
         let (fleet, tt, key) = (self.fleet().expect("shared"), self.clone(), key.to_owned());
         Ok(Pending::new(async move {
+            let generation = fleet.bus_generation();
             match fleet.set(&key, entry).await {
+                // Written for the fleet, but this process would not hear of later changes
+                // to it (its subscription is down or failed): no copy is kept.
+                Ok(WriteOutcome::Written { .. }) if !fleet.keeps(&key, generation) => {
+                    let _ = tt.l1().invalidate(&key);
+                    Ok(())
+                }
                 Ok(WriteOutcome::Written { version, .. }) => match value {
                     Some(value) => {
                         let fresh = fresh_left(fresh_until_ms).max(Duration::from_nanos(1));

@@ -86,7 +86,13 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         Ok(Pending::new(async move {
             let (tags, tti) = (entry.tags.clone(), entry.tti);
             let fresh_until_ms = entry.fresh_until_ms;
+            let generation = fleet.bus_generation();
             match fleet.set(&key, entry).await {
+                // Unheard here (subscription down or failed): written, no copy kept.
+                Ok(WriteOutcome::Written { .. }) if !fleet.keeps(&key, generation) => {
+                    let _ = tt.l1().invalidate(&key);
+                    Ok(())
+                }
                 Ok(WriteOutcome::Written { version, .. }) => {
                     let shared = SharedEntry {
                         fresh: fresh_left(fresh_until_ms).max(Duration::from_nanos(1)),
