@@ -263,9 +263,10 @@ impl<V> Builder<V> {
         /// kept for fail-safe. A read stores its time once per sixteenth of the tti, so an
         /// entry is dropped between `tti` and `tti * 17 / 16` after its last read (a
         /// [`peek`](crate::Cache::peek) is not a read). Per entry:
-        /// [`Loaded::tti`](crate::Loaded::tti). Entries with a tti carry 24 bytes more
-        /// (and their rare part, ~100 bytes, when they had none); others pay one branch per
-        /// hit.
+        /// [`Loaded::tti`](crate::Loaded::tti). An entry with a tti carries the part of an
+        /// entry few have (160 bytes: its idle clock, and room for tags and a loader's own
+        /// lifetimes); entries without one pay a branch per hit (BENCHMARKS.md,
+        /// "Time-to-idle").
         tti: Duration => tti as Some;
         /// How long after `ttl` a value may still be served stale while one background
         /// refresh runs (stale-while-revalidate; default 0: off).
