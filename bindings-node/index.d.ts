@@ -58,6 +58,11 @@ export interface LoadContext<T = unknown> {
   /** This absence's lifetime in milliseconds (> 0), when the loader answers `ABSENT`. */
   setNegativeTtl(ms: number): void
   /**
+   * This entry's time-to-idle in milliseconds (> 0), instead of the cache's `tti`: it is
+   * dropped once not read for this long, even within its TTL.
+   */
+  setTti(ms: number): void
+  /**
    * This entry's tags (replacing any set before): `invalidateTag` of one of them drops it.
    * At most 16 distinct tags of 1 to 128 bytes; checked when the loader returns
    * (`HERDLESS_INVALID_TAG`, `HERDLESS_TOO_MANY_TAGS`).
@@ -163,14 +168,15 @@ export declare class Cache {
   /**
    * Stores `value` under `key` (`ABSENT` caches an absence for `negativeTtl`).
    * `options.ttl` (ms) replaces the cache's TTL for this entry; `options.tags` (an array
-   * of strings) tags it: `invalidateTag` of one of them drops it. A load of `key` already
+   * of strings) tags it: `invalidateTag` of one of them drops it; `options.tti` (ms)
+   * replaces the cache's time-to-idle for this entry. A load of `key` already
    * running anywhere will not overwrite it. Without a shared tier this process has it at
    * once. With one, the promise resolves when the fleet has it (and this process with
    * it); when the tier fails it rejects (code `HERDLESS_BACKEND`) after dropping this
    * process's copy, and a value the codec cannot encode is refused (a `TypeError`, or
    * what your codec's `encode` threw).
    */
-  set(key: string, value: unknown, options?: { ttl?: number; tags?: readonly string[] }): Promise<void>
+  set(key: string, value: unknown, options?: { ttl?: number; tti?: number; tags?: readonly string[] }): Promise<void>
   /**
    * Removes `key`'s entry (in the whole fleet with a shared tier); a load of `key`
    * already running will not write back its (older) result. Resolves to whether an
@@ -467,6 +473,14 @@ export declare function buildKey(parts: KeyParts): string
 export interface CacheOptions {
   /** How long a loaded value is fresh, before jitter (default 60000). */
   ttl?: number
+  /**
+   * Time-to-idle (sliding expiration; default: none): an entry not read for this long is
+   * dropped even within its `ttl`, and is neither served stale nor kept for fail-safe. In
+   * memory it lives `tti` to `tti * 17 / 16` past its last read; with `redis` the shared
+   * entry is kept while any process reads it. Such entries are never answered by the
+   * front: their hits go through the engine. A loader may set its own (`ctx.setTti`).
+   */
+  tti?: number
   /**
    * How long after `ttl` a value may still be served stale while one background refresh
    * runs (stale-while-revalidate; default 0: off).
@@ -940,6 +954,11 @@ export interface RedisCounters {
   leasesCut: number
   /** Entries written to Redis. */
   commits: number
+  /**
+   * Reads of entries with a time-to-idle told to Redis to keep them for the fleet (at
+   * most one per quarter of the tti per key and process).
+   */
+  idleTouches: number
   /** Commits refused: the lease was lost or the namespace bumped meanwhile. */
   supersededCommits: number
   /** Notifications received from other processes. */

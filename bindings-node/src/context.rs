@@ -3,7 +3,8 @@
 //! a context object: `ctx.key`, `ctx.reason`, `ctx.previous` (`{ value, age, meta }`, age
 //! in ms), `ctx.signal` (an `AbortSignal` aborted when the engine's cancellation signal
 //! fires), and the answers `ctx.setTtl(ms)`, `ctx.setGrace(ms)`, `ctx.setNegativeTtl(ms)`,
-//! `ctx.setTags([...])`, `ctx.meta = '...'`, `ctx.noCache()`, `return ctx.notModified()`. What the answer means
+//! `ctx.setTti(ms)`, `ctx.setTags([...])`, `ctx.meta = '...'`, `ctx.noCache()`,
+//! `return ctx.notModified()`. What the answer means
 //! is decided by the engine; this module only translates.
 
 use std::cell::RefCell;
@@ -44,6 +45,7 @@ struct Choices {
     ttl: Option<Duration>,
     grace: Option<Duration>,
     negative_ttl: Option<Duration>,
+    tti: Option<Duration>,
     tags: Option<Vec<String>>,
     no_cache: bool,
 }
@@ -88,10 +90,11 @@ impl Ctx {
 
         let choices = Rc::new(RefCell::new(Choices::default()));
         let env = napi::Env::from_raw(js.raw());
-        let setters: [(&str, Setter, bool); 3] = [
+        let setters: [(&str, Setter, bool); 4] = [
             ("setTtl", |c, d| c.ttl = Some(d), false),
             ("setGrace", |c, d| c.grace = Some(d), true),
             ("setNegativeTtl", |c, d| c.negative_ttl = Some(d), false),
+            ("setTti", |c, d| c.tti = Some(d), false),
         ];
         for (name, set, zero_ok) in setters {
             let c = Rc::clone(&choices);
@@ -184,6 +187,9 @@ impl Ctx {
         }
         if let Some(n) = c.negative_ttl {
             loaded = loaded.negative_ttl(n);
+        }
+        if let Some(t) = c.tti {
+            loaded = loaded.tti(t);
         }
         let meta = js.get(self.object.get(js)?, "meta")?;
         match js.type_of(meta)? {

@@ -117,6 +117,9 @@ pub struct RedisCounters {
     pub leases_cut: f64,
     /// Entries written to Redis.
     pub commits: f64,
+    /// Reads of entries with a time-to-idle told to Redis to keep them for the fleet (at
+    /// most one per quarter of the tti per key and process).
+    pub idle_touches: f64,
     /// Commits refused: the lease was lost or the namespace bumped meanwhile.
     pub superseded_commits: f64,
     /// Notifications received from other processes.
@@ -159,6 +162,7 @@ pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
         leases_lost: m.leases_lost as f64,
         leases_cut: m.leases_cut as f64,
         commits: m.commits as f64,
+        idle_touches: m.idle_touches as f64,
         superseded_commits: m.superseded_commits as f64,
         notices: m.notices as f64,
         notices_lost: m.notices_lost as f64,

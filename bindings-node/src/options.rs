@@ -12,4 +12,4 @@ pub mod read;
 pub mod shape;
 
 pub(crate) use self::parse::{Parsed, parse};
-pub(crate) use self::read::{known_fields, timeout, ttl};
+pub(crate) use self::read::{known_fields, timeout, tti, ttl};

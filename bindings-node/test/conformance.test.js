@@ -41,6 +41,7 @@ const OPTIONS = {
   ttl_ms: 'ttl',
   grace_ms: 'grace',
   negative_ttl_ms: 'negativeTtl',
+  tti_ms: 'tti',
   wait_timeout_ms: 'waitTimeout',
   lease_ms: 'lease',
   max_stale_ms: 'maxStale',
@@ -81,6 +82,7 @@ function answer(ctx, step) {
   if (a.ttl_ms !== undefined) ctx.setTtl(a.ttl_ms)
   if (a.grace_ms !== undefined) ctx.setGrace(a.grace_ms)
   if (a.negative_ttl_ms !== undefined) ctx.setNegativeTtl(a.negative_ttl_ms)
+  if (a.tti_ms !== undefined) ctx.setTti(a.tti_ms)
   if (a.meta !== undefined) ctx.meta = a.meta
   if (a.tags !== undefined) ctx.setTags(a.tags)
   if (a.no_cache) ctx.noCache()
@@ -514,7 +516,7 @@ async function play(name, scenario, tier) {
 }
 
 // The optional features of the format (conformance/README.md, `requires`) this runner plays.
-const SUPPORTED = new Set(['load_context', 'tags'])
+const SUPPORTED = new Set(['load_context', 'tags', 'tti'])
 
 for (const [name, scenario] of scenarios) {
   const missing = (scenario.requires ?? []).filter((f) => !SUPPORTED.has(f))

@@ -58,6 +58,11 @@ export interface LoadContext<T = unknown> {
   /** This absence's lifetime in milliseconds (> 0), when the loader answers `ABSENT`. */
   setNegativeTtl(ms: number): void
   /**
+   * This entry's time-to-idle in milliseconds (> 0), instead of the cache's `tti`: it is
+   * dropped once not read for this long, even within its TTL.
+   */
+  setTti(ms: number): void
+  /**
    * This entry's tags (replacing any set before): `invalidateTag` of one of them drops it.
    * At most 16 distinct tags of 1 to 128 bytes; checked when the loader returns
    * (`HERDLESS_INVALID_TAG`, `HERDLESS_TOO_MANY_TAGS`).

@@ -16,9 +16,10 @@ impl Cache {
         self.inner.fold_front();
         let mut room = StrRoom::new();
         let key = key_arg(js, key, &mut room)?;
-        let (mut ttl, mut tags) = (None, None);
-        if let Some(o) = options_arg(js, options, "set", &["ttl", "tags"])? {
+        let (mut ttl, mut tti, mut tags) = (None, None, None);
+        if let Some(o) = options_arg(js, options, "set", &["ttl", "tti", "tags"])? {
             ttl = options::ttl(js, o)?;
+            tti = options::tti(js, o)?;
             let t = js.get(o, "tags")?;
             if js.type_of(t)? != Type::Undefined {
                 tags = Some(crate::tags::tag_list(js, t, "option `tags`")?);
@@ -29,16 +30,24 @@ impl Cache {
             true => None,
             false => Some(inner.table.store(js, value)?),
         };
-        let r = match (value, tags) {
-            (value, Some(tags)) => {
-                let mut loaded = herdless::Loaded::from(value).tags(tags);
-                if let Some(t) = ttl {
-                    loaded = loaded.ttl(t);
-                }
-                inner.tt.set_with(key.as_str(), loaded, &inner.host(js))
+        // Tags or a tti ride on a `Loaded`, which only `set_with` takes.
+        let r = if tags.is_some() || tti.is_some() {
+            let mut loaded = herdless::Loaded::from(value);
+            if let Some(tags) = tags {
+                loaded = loaded.tags(tags);
             }
-            (Some(v), None) => inner.tt.set(key.as_str(), v, ttl, &inner.host(js)),
-            (None, None) => inner.tt.set_absent(key.as_str()),
+            if let Some(t) = ttl {
+                loaded = loaded.ttl(t);
+            }
+            if let Some(t) = tti {
+                loaded = loaded.tti(t);
+            }
+            inner.tt.set_with(key.as_str(), loaded, &inner.host(js))
+        } else {
+            match value {
+                Some(v) => inner.tt.set(key.as_str(), v, ttl, &inner.host(js)),
+                None => inner.tt.set_absent(key.as_str()),
+            }
         };
         inner.run_woken(js)?;
         let pending = r.map_err(|e| errors::throw(js, &inner.table, &e))?;
@@ -52,14 +61,15 @@ impl Cache {
 impl Cache {
     /// Stores `value` under `key` (`ABSENT` caches an absence for `negativeTtl`).
     /// `options.ttl` (ms) replaces the cache's TTL for this entry; `options.tags` (an array
-    /// of strings) tags it: `invalidateTag` of one of them drops it. A load of `key` already
+    /// of strings) tags it: `invalidateTag` of one of them drops it; `options.tti` (ms)
+    /// replaces the cache's time-to-idle for this entry. A load of `key` already
     /// running anywhere will not overwrite it. Without a shared tier this process has it at
     /// once. With one, the promise resolves when the fleet has it (and this process with
     /// it); when the tier fails it rejects (code `HERDLESS_BACKEND`) after dropping this
     /// process's copy, and a value the codec cannot encode is refused (a `TypeError`, or
     /// what your codec's `encode` threw).
     #[napi(
-        ts_args_type = "key: string, value: unknown, options?: { ttl?: number; tags?: readonly string[] }",
+        ts_args_type = "key: string, value: unknown, options?: { ttl?: number; tti?: number; tags?: readonly string[] }",
         ts_return_type = "Promise<void>"
     )]
     pub fn set<'env>(

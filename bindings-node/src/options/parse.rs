@@ -47,8 +47,9 @@ pub(crate) struct RedisOptions {
     pub(crate) lease: Option<Duration>,
 }
 
-const DURATIONS: [&str; 9] = [
+const DURATIONS: [&str; 10] = [
     "ttl",
+    "tti",
     "grace",
     "negativeTtl",
     "waitTimeout",
@@ -199,6 +200,10 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     let ttl = d("ttl", false)?;
     if let Some(v) = ttl {
         b = b.ttl(v);
+    }
+    // Zero is refused; a positive value under a nanosecond is too, by the builder.
+    if let Some(v) = d("tti", false)? {
+        b = b.tti(v);
     }
     let grace = d("grace", true)?;
     if let Some(v) = grace {

@@ -112,6 +112,20 @@ pub(crate) fn ttl(js: Js, obj: Value) -> Result<Option<Duration>> {
     duration(js, obj, "ttl", false)
 }
 
+/// A per-write time-to-idle in milliseconds (`set` options). A positive value under a
+/// nanosecond is refused here: `Loaded::tti` would take its zero for "the cache's own".
+pub(crate) fn tti(js: Js, obj: Value) -> Result<Option<Duration>> {
+    let d = duration(js, obj, "tti", false)?;
+    if d.is_some_and(|d| d.is_zero()) {
+        return Err(bad(
+            js,
+            ErrorKind::Range,
+            "option `tti` must be at least one nanosecond",
+        ));
+    }
+    Ok(d)
+}
+
 /// How long a lock call waits for the lock's holder, in milliseconds (0: it only tries).
 pub(crate) fn timeout(js: Js, obj: Value) -> Result<Option<Duration>> {
     duration(js, obj, "timeout", true)

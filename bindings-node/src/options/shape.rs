@@ -8,6 +8,12 @@ use napi_derive::napi;
 pub struct CacheOptions {
     /// How long a loaded value is fresh, before jitter (default 60000).
     pub ttl: Option<f64>,
+    /// Time-to-idle (sliding expiration; default: none): an entry not read for this long is
+    /// dropped even within its `ttl`, and is neither served stale nor kept for fail-safe. In
+    /// memory it lives `tti` to `tti * 17 / 16` past its last read; with `redis` the shared
+    /// entry is kept while any process reads it. Such entries are never answered by the
+    /// front: their hits go through the engine. A loader may set its own (`ctx.setTti`).
+    pub tti: Option<f64>,
     /// How long after `ttl` a value may still be served stale while one background refresh
     /// runs (stale-while-revalidate; default 0: off).
     pub grace: Option<f64>,

@@ -156,6 +156,17 @@ async function contextUsage(): Promise<string> {
 void contextUsage
 // @ts-expect-error setTtl takes milliseconds as a number
 void cache.getOrLoad('k', (ctx) => ctx.setTtl('1s'))
+// Time-to-idle (issue 31): a cache option, a loader's own, a write's own.
+void new Cache({ ttl: 3_600_000, tti: 60_000 })
+void cache.getOrLoad('k', (ctx) => {
+  ctx.setTti(5_000)
+  return 'v'
+})
+void cache.set('k', 'v', { tti: 5_000 })
+// @ts-expect-error setTti takes milliseconds as a number
+void cache.getOrLoad('k', (ctx) => ctx.setTti('5s'))
+// @ts-expect-error tti is in milliseconds (a number)
+void new Cache({ tti: '1m' })
 
 // Listeners (issue #20): on/once/off return the cache, the event is typed.
 const listened: Cache = cache
