@@ -2,7 +2,8 @@
 //!
 //! Invariants:
 //! - `decode` never panics;
-//! - it accepts exactly the bytes §2 calls an entry (formats 1, 2 and 4; 3 is retired) (checked against an independent reading
+//! - it accepts exactly the bytes §2 calls an entry (formats 1, 2 and 4; 3 is retired; the
+//!   idle flag's tti field before anything else) (checked against an independent reading
 //!   of the table, not against the decoder's own code);
 //! - an accepted entry re-encodes to the very same bytes (the format has one spelling per
 //!   entry), and any entry with ordered times and a whole number of microseconds survives
@@ -20,9 +21,25 @@ fn be(b: &[u8], at: usize) -> u64 {
     u64::from_be_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// Where format 2's value starts, if its extension is whole (ttl, meta length, meta).
-fn extension_end(b: &[u8]) -> Option<usize> {
-    let at = HEADER_LEN + 10;
+/// Where what follows the header starts: 8 bytes later under the idle flag (bit 1), whose
+/// field (a tti in ms) must be whole and not zero; or the rule it breaks.
+fn after_idle(b: &[u8]) -> Result<usize, DecodeError> {
+    if b[3] & 2 == 0 {
+        return Ok(HEADER_LEN);
+    }
+    if b.len() < HEADER_LEN + 8 {
+        return Err(DecodeError::Truncated);
+    }
+    if be(b, HEADER_LEN) == 0 {
+        return Err(DecodeError::Malformed);
+    }
+    Ok(HEADER_LEN + 8)
+}
+
+/// Where format 2's value starts, if its extension at `base` is whole (ttl, meta length,
+/// meta).
+fn extension_end(b: &[u8], base: usize) -> Option<usize> {
+    let at = base + 10;
     let len = usize::from(u16::from_be_bytes([*b.get(at - 2)?, *b.get(at - 1)?]));
     (b.len() >= at + len).then_some(at + len)
 }
@@ -64,14 +81,17 @@ fn is_entry(b: &[u8]) -> bool {
     if b.len() < HEADER_LEN || b[0] != b'h' || b[1] != b'l' {
         return false;
     }
+    let Ok(base) = after_idle(b) else {
+        return false;
+    };
     let body = match b[2] {
-        1 => HEADER_LEN,
-        2 | 4 => match extension_end(b) {
+        1 => base,
+        2 | 4 => match extension_end(b, base) {
             Some(end) => {
-                let meta = &b[HEADER_LEN + 10..end];
+                let meta = &b[base + 10..end];
                 if meta.len() > herdless::MAX_META_BYTES
                     || std::str::from_utf8(meta).is_err()
-                    || (b[2] == 2 && be(b, HEADER_LEN) == 0 && meta.is_empty())
+                    || (b[2] == 2 && be(b, base) == 0 && meta.is_empty())
                 {
                     return false;
                 }
@@ -88,7 +108,11 @@ fn is_entry(b: &[u8]) -> bool {
         },
         _ => return false,
     };
-    (b[3] == 1 || (b[3] == 0 && b.len() == body)) && be(b, 4) <= be(b, 12) && be(b, 12) <= be(b, 20)
+    let flags = b[3];
+    flags & !3 == 0
+        && (flags & 1 == 1 || b.len() == body)
+        && be(b, 4) <= be(b, 12)
+        && be(b, 12) <= be(b, 20)
 }
 
 /// An entry built from the fuzzer's bytes, with its times put in order.
@@ -105,6 +129,10 @@ fn entry_from(u: &mut Unstructured<'_>) -> arbitrary::Result<StoredEntry> {
         epoch: u64::arbitrary(u)?,
         // Whole milliseconds, not zero (zero is "the cache's ttl", spelled None).
         ttl: Option::<u32>::arbitrary(u)?
+            .filter(|&ms| ms != 0)
+            .map(|ms| Duration::from_millis(u64::from(ms))),
+        // The same for a time-to-idle.
+        tti: Option::<u32>::arbitrary(u)?
             .filter(|&ms| ms != 0)
             .map(|ms| Duration::from_millis(u64::from(ms))),
         // Not empty (an empty meta is None) and within the cap.
@@ -129,10 +157,10 @@ fn entry_from(u: &mut Unstructured<'_>) -> arbitrary::Result<StoredEntry> {
     })
 }
 
-/// The first rule of format 2's (or 4's) extension and tags section that `b` breaks (its
-/// header is whole).
-fn extension_error(b: &[u8]) -> DecodeError {
-    let at = HEADER_LEN + 10;
+/// The first rule of format 2's (or 4's) extension at `base` and tags section that `b`
+/// breaks (its header is whole).
+fn extension_error(b: &[u8], base: usize) -> DecodeError {
+    let at = base + 10;
     if b.len() < at {
         return DecodeError::Truncated;
     }
@@ -155,7 +183,8 @@ fuzz_target!(|data: &[u8]| {
         Ok(entry) => {
             assert!(is_entry(data), "accepted bytes that are not an entry");
             assert_eq!(wire::encode(&entry), data, "re-encoding changed the bytes");
-            assert_eq!(entry.value.is_some(), data[3] == 1);
+            assert_eq!(entry.value.is_some(), data[3] & 1 == 1);
+            assert_eq!(entry.tti.is_some(), data[3] & 2 == 2);
         }
         Err(e) => {
             assert!(!is_entry(data), "rejected an entry: {e:?}");
@@ -170,8 +199,10 @@ fuzz_target!(|data: &[u8]| {
                 DecodeError::UnknownFormat(data[2])
             } else if data.len() < HEADER_LEN {
                 DecodeError::Truncated
+            } else if let Err(e) = after_idle(data) {
+                e
             } else if data[2] != wire::FORMAT {
-                extension_error(data)
+                extension_error(data, after_idle(data).expect("checked"))
             } else {
                 DecodeError::Malformed
             };
@@ -186,9 +217,10 @@ fuzz_target!(|data: &[u8]| {
             (_, meta, true) => 10 + meta.as_ref().map_or(0, String::len),
             (_, meta, false) => 10 + meta.as_ref().map_or(0, String::len) + 1 + tags,
         };
+        let idle = if entry.tti.is_some() { 8 } else { 0 };
         assert_eq!(
             bytes.len(),
-            HEADER_LEN + extension + entry.value.as_ref().map_or(0, Vec::len)
+            HEADER_LEN + idle + extension + entry.value.as_ref().map_or(0, Vec::len)
         );
         assert_eq!(wire::decode(&bytes), Ok(entry));
     }
