@@ -218,7 +218,8 @@ export declare class Cache {
    * error object. `options.signal` stops this caller waiting (rejecting with the
    * signal's reason) without cancelling the shared load (once every caller left, the
    * load's `ctx.signal` aborts and its result is not stored); `options.ttl` (ms) replaces
-   * the cache's TTL for the loaded value. When a stale value is served (grace, XFetch),
+   * the cache's TTL for the loaded value, `options.tti` (ms) its time-to-idle (a
+   * loader's own `ctx.setTti` wins). When a stale value is served (grace, XFetch),
    * the loader runs once in the background and nobody waits for it. A loader that
    * declares a parameter is handed a `LoadContext` (key, reason, previous value, an
    * `AbortSignal`; per-entry TTL, grace, metadata, "not modified", "no cache"). The
@@ -846,6 +847,11 @@ export interface LoadOptions {
   signal?: AbortSignal
   /** TTL in milliseconds for the value this call loads (default: the cache's). */
   ttl?: number
+  /**
+   * Time-to-idle in milliseconds for the value this call loads (default: the cache's;
+   * the loader's `ctx.setTti` wins).
+   */
+  tti?: number
 }
 
 /** What `cache.metrics()` returns. */

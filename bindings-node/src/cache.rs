@@ -74,12 +74,13 @@ fn options_arg(js: Js, v: Option<Value>, what: &str, known: &[&str]) -> Result<O
     }
 }
 
-/// The `{ signal, ttl }` options of one call.
+/// The `{ signal, ttl, tti }` options of one call.
 pub(crate) fn call_options(js: Js, opts: Option<Value>) -> Result<CallOptions> {
     let Some(obj) = opts else {
         return Ok(CallOptions::default());
     };
     let ttl = options::ttl(js, obj)?;
+    let tti = options::tti(js, obj)?;
     let signal = js.get(obj, "signal")?;
     let signal = match js.type_of(signal)? {
         Type::Undefined => None,
@@ -97,6 +98,7 @@ pub(crate) fn call_options(js: Js, opts: Option<Value>) -> Result<CallOptions> {
     };
     Ok(CallOptions {
         ttl,
+        tti,
         tags: None,
         signal,
     })
@@ -153,7 +155,10 @@ fn get_or_load_impl(
     if js.type_of(loader)? != Type::Function {
         return Err(type_error(js, "the loader must be a function"));
     }
-    let options = call_options(js, options_arg(js, opts, "getOrLoad", &["signal", "ttl"])?)?;
+    let options = call_options(
+        js,
+        options_arg(js, opts, "getOrLoad", &["signal", "ttl", "tti"])?,
+    )?;
     if let Some(f) = &inner.front {
         f.begin(js, &inner.l1)?;
     }

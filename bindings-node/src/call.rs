@@ -165,6 +165,9 @@ impl Answer {
 #[derive(Default)]
 pub(crate) struct CallOptions {
     pub(crate) ttl: Option<Duration>,
+    /// The time-to-idle of the value this call loads, unless the loader's context sets its
+    /// own.
+    pub(crate) tti: Option<Duration>,
     /// The tags of the value this call loads (`wrap`'s `tags`), unless the loader's
     /// context sets its own.
     pub(crate) tags: Option<std::rc::Rc<[String]>>,

@@ -264,6 +264,7 @@ impl Inner {
     ) -> Result<()> {
         let engine = herdless_redis::call::CallOptions::default()
             .ttl(options.ttl)
+            .tti(options.tti)
             .tags(options.tags.map(|t| Arc::from(t.to_vec())));
         let call = Call::new(&self.tt, &key, first, loader, engine);
         self.begin(js, answer, options.signal, || {

@@ -159,6 +159,7 @@ impl Wrapped {
         let (deferred, promise) = js.promise()?;
         let options = CallOptions {
             ttl: self.ttl,
+            tti: None,
             tags,
             signal: None,
         };

@@ -178,3 +178,20 @@ test('Redis: a process that keeps reading keeps the shared entry for the others;
     server.kill('SIGKILL')
   }
 })
+
+test("getOrLoad's tti gives the value it loads its own tti; the loader's ctx.setTti wins", { timeout: 20_000 }, async () => {
+  const cache = new Cache({ ttl: 600_000 })
+  assert.equal(await cache.getOrLoad('call:a', () => 'a', { tti: 300 }), 'a')
+  const own = (ctx) => {
+    ctx.setTti(600_000)
+    return 'o'
+  }
+  assert.equal(await cache.getOrLoad('call:own', own, { tti: 300 }), 'o')
+  await cache.getOrLoad('call:none', () => 'n')
+  await sleep(1_000) // past 300 * 17 / 16 twice over
+  assert.equal(cache.get('call:a'), undefined, 'idle past the call tti')
+  assert.equal(cache.get('call:own'), 'o', "the loader's own tti wins")
+  assert.equal(cache.get('call:none'), 'n', 'no tti: lives its ttl')
+  await assert.rejects(cache.getOrLoad('call:bad', () => 'x', { tti: -1 }), { code: 'HERDLESS_INVALID_OPTION' })
+  cache.close()
+})

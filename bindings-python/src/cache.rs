@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use herdless::HitState;
 use herdless_redis::BuildError;
+use herdless_redis::call::CallOptions;
 use herdless_redis::two_tier::TwoTier;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -82,6 +83,19 @@ fn batch_keys(keys: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
 #[inline]
 pub(crate) fn check_open(py: Python<'_>, handle: &Handle) -> PyResult<()> {
     handle.tt.check_open().map_err(|e| map_error(py, e))
+}
+
+/// A call's options: its ttl and time-to-idle in seconds (None: the cache's).
+pub(crate) fn call_options(
+    py: Python<'_>,
+    ttl: Option<&Bound<'_, PyAny>>,
+    tti: Option<&Bound<'_, PyAny>>,
+) -> PyResult<CallOptions> {
+    let tti = tti
+        .filter(|t| !t.is_none())
+        .map(|t| duration(py, "tti", t, true))
+        .transpose()?;
+    Ok(CallOptions::default().ttl(call_ttl(py, ttl)?).tti(tti))
 }
 
 /// A per-call TTL in seconds, or None for the cache's.
@@ -360,17 +374,18 @@ impl Cache {
 
     /// The value of `key`, calling `loader()` when it must be loaded; concurrent callers of
     /// one key share one call. See the README for the full contract.
-    #[pyo3(signature = (key, loader, *, ttl=None))]
+    #[pyo3(signature = (key, loader, *, ttl=None, tti=None))]
     fn get_or_load(
         &self,
         py: Python<'_>,
         key: &str,
         loader: Py<PyAny>,
         ttl: Option<Bound<'_, PyAny>>,
+        tti: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         check_open(py, &self.handle)?;
-        let ttl = call_ttl(py, ttl.as_ref())?;
-        get_or_load(&self.handle, py, key, || Loader::Call0(loader), ttl)
+        let options = call_options(py, ttl.as_ref(), tti.as_ref())?;
+        get_or_load(&self.handle, py, key, || Loader::Call0(loader), options)
     }
 
     /// The values of `keys`, in their order, loading the misses with one call of
@@ -401,17 +416,18 @@ impl Cache {
 
     /// The first step of `aget_or_load` (and of an async decorated function): `_Done` for
     /// a plain hit, else a `_Call` to run with the loader (`await call.run(loader)`).
-    /// `ttl` (seconds) is the TTL a load started by the call stores its value with.
-    #[pyo3(signature = (key, ttl=None))]
+    /// `ttl` and `tti` (seconds) are those a load started by the call stores its value with.
+    #[pyo3(signature = (key, ttl=None, tti=None))]
     fn _lookup(
         &self,
         py: Python<'_>,
         key: &str,
         ttl: Option<Bound<'_, PyAny>>,
+        tti: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         check_open(py, &self.handle)?;
-        let ttl = call_ttl(py, ttl.as_ref())?;
-        crate::driver::event_loop::lookup(py, &self.handle, key, ttl)
+        let options = call_options(py, ttl.as_ref(), tti.as_ref())?;
+        crate::driver::event_loop::lookup(py, &self.handle, key, options)
     }
 
     /// Closes the cache now: with Redis, its connections (commands, subscription) and its

@@ -54,6 +54,11 @@ enum KeyFn {
 }
 
 impl CachedFunction {
+    /// The options of the calls it makes: its ttl.
+    fn options(&self) -> herdless_redis::call::CallOptions {
+        herdless_redis::call::CallOptions::default().ttl(self.ttl)
+    }
+
     /// A call with its arguments as a tuple and a dict (`tp_call`, a bound method, and a
     /// vectorcall the fast path does not key).
     fn call(
@@ -72,7 +77,7 @@ impl CachedFunction {
         let KeyFn::Native(keyer) = &self.keyer else {
             let key = self.key_of(args, kwargs)?;
             check_open(py, &self.cache)?;
-            return get_or_load(&self.cache, py, &key, loader, self.ttl);
+            return get_or_load(&self.cache, py, &key, loader, self.options());
         };
         let mut key = take_buffer();
         if let Err(e) = keyer.get().write_key(args, kwargs, &mut key) {
@@ -156,7 +161,7 @@ impl CachedFunction {
             }
             step => {
                 let answer = loader().and_then(|loader| {
-                    get_or_load_from(&self.cache, py, &key, step, || loader, self.ttl)
+                    get_or_load_from(&self.cache, py, &key, step, || loader, self.options())
                 });
                 give_back(key);
                 answer

@@ -8,6 +8,7 @@ those bounds, and the reads that keep an entry alive come every quarter of the t
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Iterator
@@ -49,7 +50,7 @@ def test_reads_keep_an_entry_past_its_tti() -> None:
         assert _loads(cache, "k", "other") == ("v", 0)
 
 
-def test_a_loader_or_a_write_gives_an_entry_its_own_tti() -> None:
+def test_a_loader_a_call_or_a_write_gives_an_entry_its_own_tti() -> None:
     cache = Cache(ttl=60, jitter=0)
     cache.get_or_load("short", lambda k: Loaded("s", tti=TTI))
 
@@ -59,9 +60,17 @@ def test_a_loader_or_a_write_gives_an_entry_its_own_tti() -> None:
 
     cache.get_or_load("ctx", with_context)
     cache.set("written", "w", tti=TTI)
+    cache.get_or_load("per-call", lambda: "c", tti=TTI)
+    cache.get_or_load("own-wins", lambda: Loaded("o", tti=60), tti=TTI)
+
+    async def aload() -> str:
+        return "a"
+
+    asyncio.run(cache.aget_or_load("async", aload, tti=TTI))
     cache.set("plain", "p")
     time.sleep(TTI * 2.5)
-    for key in ("short", "ctx", "written"):
+    assert cache.get("own-wins") == "o", "the loader's own tti beats the call's"
+    for key in ("short", "ctx", "written", "per-call", "async"):
         assert cache.get(key) is None, key
     assert cache.get("plain") == "p", "no tti: lives its ttl"
 

@@ -133,8 +133,9 @@ class Cache(_native.Cache):
     - ``tti`` (off): time-to-idle: an entry nobody reads for this long is dropped even
       within its ``ttl`` (neither served stale nor kept for fail-safe). In memory it lives
       ``tti`` to ``tti * 17/16`` past its last read; over Redis the shared entry stays while
-      any process reads it (each tells Redis once per quarter of the ``tti``). Per entry:
-      ``Loaded(value, tti=...)`` or ``ctx.set_tti(...)``.
+      any process reads it (each tells Redis once per quarter of the ``tti``). Per call:
+      ``get_or_load(..., tti=...)``, ``aget_or_load(..., tti=...)``, ``set(..., tti=...)``;
+      per loader answer: ``Loaded(value, tti=...)`` or ``ctx.set_tti(...)`` (which win).
     - ``grace`` (0): how long past ``ttl`` a value is still served, stale, while one
       background refresh runs (stale-while-revalidate).
     - ``jitter`` (0.2): every stored TTL becomes ``ttl * (1 + jitter * (u - 0.5))``; in [0, 1).
@@ -231,6 +232,7 @@ class Cache(_native.Cache):
         loader: Callable[[], Awaitable[T]] | Callable[[LoadContext], Awaitable[T]],
         *,
         ttl: float | None = None,
+        tti: float | None = None,
     ) -> T:
         """The value of ``key``, awaiting ``loader()`` when it must be loaded; concurrent
         callers of one key (tasks of any event loop, threads) share one call.
@@ -244,7 +246,7 @@ class Cache(_native.Cache):
         ``.age``, ``.meta``), ``ctx.set_ttl(seconds)`` and friends, ``ctx.meta = etag``; it
         may ``return ctx.not_modified()`` or a ``Loaded(value, ttl=..., meta=...)``.
         """
-        step = self._lookup(key, ttl)
+        step = self._lookup(key, ttl, tti)
         if type(step) is _native._Done:
             return step.value  # type: ignore[no-any-return]  # the hit path: no extra coroutine
         return await step.run(loader)  # type: ignore[no-any-return]

@@ -275,6 +275,7 @@ class Cache:
         loader: Callable[[], _T] | Callable[[LoadContext], _T],
         *,
         ttl: float | None = None,
+        tti: float | None = None,
     ) -> _T: ...
     def get_or_load_many(
         self, keys: Iterable[str], loader: Callable[[list[str]], Mapping[str, _T]]
@@ -300,7 +301,9 @@ class Cache:
     def _set_load_observer(
         self, observer: Callable[[str, bool, Callable[[], Any]], Any] | None
     ) -> None: ...
-    def _lookup(self, key: str, ttl: float | None = None) -> _Done | _Call: ...
+    def _lookup(
+        self, key: str, ttl: float | None = None, tti: float | None = None
+    ) -> _Done | _Call: ...
     def _metrics(self) -> dict[str, Any]: ...
     def _peek(
         self, key: str

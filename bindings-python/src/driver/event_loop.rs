@@ -15,7 +15,6 @@
 
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 use herdless::{Error, Loaded, Lookup};
 use herdless_redis::CodecError;
@@ -312,7 +311,7 @@ pub(crate) fn lookup(
     py: Python<'_>,
     handle: &Handle,
     key: &str,
-    ttl: Option<Duration>,
+    options: CallOptions,
 ) -> PyResult<Py<PyAny>> {
     match handle.tt.l1().lookup(key) {
         Ok(Lookup::Hit(herdless::Hit {
@@ -325,7 +324,7 @@ pub(crate) fn lookup(
             let call = PendingCall {
                 handle: handle.clone(),
                 key: key.to_owned(),
-                ttl,
+                options,
                 first: Mutex::new(Some(first)),
             };
             Ok(Py::new(py, call)?.into_any())
@@ -352,7 +351,7 @@ impl Done {
 pub(crate) struct PendingCall {
     handle: Handle,
     key: String,
-    ttl: Option<Duration>,
+    options: CallOptions,
     first: Mutex<Option<Result<Lookup<Held>, Error>>>,
 }
 
@@ -366,7 +365,7 @@ impl PendingCall {
             .lock()
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("herdless: this call already ran"))?;
-        let options = CallOptions::default().ttl(self.ttl);
+        let options = self.options.clone();
         let loader = Loader::Call0(loader);
         let call =
             Call::<PyValue, Asyncio>::new(&self.handle.tt, &self.key, first, loader, options);

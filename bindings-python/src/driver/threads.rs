@@ -12,7 +12,6 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use herdless::{Error, Hit, Loaded, Lookup};
 use herdless_redis::CodecError;
@@ -176,10 +175,10 @@ pub(crate) fn get_or_load(
     py: Python<'_>,
     key: &str,
     loader: impl FnOnce() -> Loader,
-    ttl: Option<Duration>,
+    options: CallOptions,
 ) -> PyResult<Py<PyAny>> {
     let first = handle.tt.l1().lookup(key);
-    get_or_load_from(handle, py, key, first, loader, ttl)
+    get_or_load_from(handle, py, key, first, loader, options)
 }
 
 /// [`get_or_load`] from the first lookup's answer, `first`.
@@ -189,7 +188,7 @@ pub(crate) fn get_or_load_from(
     key: &str,
     first: Result<Lookup<Held>, Error>,
     loader: impl FnOnce() -> Loader,
-    ttl: Option<Duration>,
+    options: CallOptions,
 ) -> PyResult<Py<PyAny>> {
     let first = match first {
         // A plain hit makes no call.
@@ -200,7 +199,6 @@ pub(crate) fn get_or_load_from(
         })) => return to_caller(py, value.map(|v| v.value)),
         first => first,
     };
-    let options = CallOptions::default().ttl(ttl);
     let mut call = Call::<PyValue, Threads>::new(&handle.tt, key, first, loader(), options);
     match Blocking::new(py, handle).run(|cx, rt| call.poll_call(cx, rt))? {
         Ok(v) => to_caller(py, v),

@@ -149,6 +149,7 @@ pub trait Runtime<V: Clone + Send + Sync + 'static, L: Lang<V>>: Host<V> {
 #[derive(Clone, Debug, Default)]
 pub struct CallOptions {
     ttl: Option<Duration>,
+    tti: Option<Duration>,
     tags: Option<Arc<[String]>>,
     /// A key of a warm-up: a stale hit is refreshed in the foreground, and the loader is
     /// told `LoadReason::Warm`.
@@ -162,16 +163,27 @@ impl CallOptions {
         self
     }
 
+    /// The time-to-idle of the value this call loads, unless its loader sets its own
+    /// ([`herdless::Loaded::tti`]).
+    pub fn tti(mut self, tti: Option<Duration>) -> Self {
+        self.tti = tti;
+        self
+    }
+
     /// The tags of the value this call loads, unless its loader sets its own.
     pub fn tags(mut self, tags: Option<Arc<[String]>>) -> Self {
         self.tags = tags;
         self
     }
 
-    /// `loaded` with the call's tags, unless the loader set its own.
-    fn tag<V>(&self, loaded: Loaded<V>) -> Loaded<V> {
-        match &self.tags {
+    /// `loaded` with the call's tags and time-to-idle, unless the loader set its own.
+    fn shape<V>(&self, loaded: Loaded<V>) -> Loaded<V> {
+        let loaded = match &self.tags {
             Some(tags) if loaded.tags_set().is_none() => loaded.tags(tags.iter().cloned()),
+            _ => loaded,
+        };
+        match self.tti {
+            Some(tti) if loaded.tti_set().is_none() => loaded.tti(tti),
             _ => loaded,
         }
     }

@@ -265,7 +265,7 @@ impl<V: Clone + Send + Sync + 'static, L: Lang<V>> Call<V, L> {
     ) -> Result<Option<Step<V>>, Answer<V, L::Raise>> {
         match rt.poll_loader(&mut running, cx) {
             Poll::Ready(Called::Answered(r)) => {
-                let r = r.map(|loaded| self.options.tag(loaded));
+                let r = r.map(|loaded| self.options.shape(loaded));
                 return Ok(Some(load.loaded_with(r, rt)));
             }
             Poll::Ready(Called::Panicked { message, raise }) => {
