@@ -440,7 +440,10 @@ impl Sim {
         let mut hit = [false; KEYS.len()];
         for &k in &keys {
             match self.entries[k] {
-                Some(w) if w.expired && !w.surely_live(now) => {}
+                // Expired by a tag without grace: dead. With grace it is stale until its own
+                // `ttl + grace` (crate docs, Tags: "served stale within its grace"), which a
+                // batch serves like any stale hit: the arms below judge it by that bound.
+                Some(w) if w.expired && (w.grace.is_zero() || w.value.is_none()) => {}
                 Some(w) if now + SLACK < w.at + w.fresh_min && !w.expired => hit[k] = true,
                 Some(w) if now < w.stale_max() => return,
                 _ => {}
