@@ -27,6 +27,9 @@ pub struct WrapOptions {
     pub version: Option<u32>,
     /// TTL in milliseconds of the memoised results (default: the cache's).
     pub ttl: Option<f64>,
+    /// Time-to-idle in milliseconds of the memoised results (default: the cache's): a
+    /// result nobody asks for that long is dropped.
+    pub tti: Option<f64>,
     /// Maps the arguments to the key's id (a key value) or to `{ id?, params? }`.
     #[napi(
         ts_type = "(...args: any[]) => KeyValue | { id?: KeyValue; params?: Record<string, KeyValue> }"
@@ -53,6 +56,7 @@ struct Wrapped {
     entity: String,
     version: u32,
     ttl: Option<Duration>,
+    tti: Option<Duration>,
     key: Option<Ref>,
     tags: Option<Tags>,
 }
@@ -159,7 +163,7 @@ impl Wrapped {
         let (deferred, promise) = js.promise()?;
         let options = CallOptions {
             ttl: self.ttl,
-            tti: None,
+            tti: self.tti,
             tags,
             signal: None,
         };
@@ -193,7 +197,7 @@ pub(crate) fn wrap(js: Js, inner: &Rc<Inner>, func: Value, opts: Option<Value>) 
             "wrap needs `entity`: the function has no name",
         ));
     }
-    let (mut ver, mut ttl, mut key, mut tags) = (1, None, None, None);
+    let (mut ver, mut ttl, mut tti, mut key, mut tags) = (1, None, None, None, None);
     if let Some(o) = opts {
         let t = js.get(o, "tags")?;
         tags = match js.type_of(t)? {
@@ -205,6 +209,7 @@ pub(crate) fn wrap(js: Js, inner: &Rc<Inner>, func: Value, opts: Option<Value>) 
         };
         ver = version(js, o)?.unwrap_or(1);
         ttl = options::ttl(js, o)?;
+        tti = options::tti(js, o)?;
         let k = js.get(o, "key")?;
         match js.type_of(k)? {
             Type::Undefined => {}
@@ -224,6 +229,7 @@ pub(crate) fn wrap(js: Js, inner: &Rc<Inner>, func: Value, opts: Option<Value>) 
         entity,
         version: ver,
         ttl,
+        tti,
         key,
         tags,
     };

@@ -195,3 +195,20 @@ test("getOrLoad's tti gives the value it loads its own tti; the loader's ctx.set
   await assert.rejects(cache.getOrLoad('call:bad', () => 'x', { tti: -1 }), { code: 'HERDLESS_INVALID_OPTION' })
   cache.close()
 })
+
+test("wrap's tti: a memoised result nobody asks for is dropped", { timeout: 20_000 }, async () => {
+  const cache = new Cache({ ttl: 600_000, namespace: 'tti' })
+  let calls = 0
+  const price = cache.wrap(async function price(id) {
+    calls++
+    return id * 2
+  }, { tti: 300 })
+  assert.equal(await price(1), 2)
+  assert.equal(await price(1), 2)
+  assert.equal(calls, 1)
+  await sleep(1_000)
+  assert.equal(await price(1), 2)
+  assert.equal(calls, 2, 'idle past the tti: called again')
+  assert.throws(() => cache.wrap(async function f() {}, { tti: -5 }), { code: 'HERDLESS_INVALID_OPTION' })
+  cache.close()
+})

@@ -1,13 +1,12 @@
 //! `@cache.cached(...)` on a sync function: a native callable, so that a hit costs a key
 //! written into a reusable buffer and one lookup, and a cached method bound to an instance.
 
-use std::time::Duration;
-
 use herdless::{Hit, Lookup};
+use herdless_redis::call::CallOptions;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
-use crate::cache::{Cache, call_ttl, check_open};
+use crate::cache::{Cache, call_options, check_open};
 use crate::driver::Handle;
 use crate::driver::threads::{get_or_load, get_or_load_from};
 use crate::loader::Loader;
@@ -22,7 +21,8 @@ pub(crate) struct CachedFunction {
     cache: Handle,
     func: Py<PyAny>,
     keyer: KeyFn,
-    ttl: Option<Duration>,
+    /// Its calls' ttl and time-to-idle.
+    options: CallOptions,
 }
 
 thread_local! {
@@ -54,9 +54,9 @@ enum KeyFn {
 }
 
 impl CachedFunction {
-    /// The options of the calls it makes: its ttl.
-    fn options(&self) -> herdless_redis::call::CallOptions {
-        herdless_redis::call::CallOptions::default().ttl(self.ttl)
+    /// The options of the calls it makes: its ttl and time-to-idle.
+    fn options(&self) -> CallOptions {
+        self.options.clone()
     }
 
     /// A call with its arguments as a tuple and a dict (`tp_call`, a bound method, and a
@@ -192,16 +192,18 @@ impl CachedFunction {
 #[pymethods]
 impl CachedFunction {
     /// `cache` is a `Cache`; `keyer` a `Keyer` or any callable returning the key (a str)
-    /// from the call's arguments; `ttl` seconds or None.
+    /// from the call's arguments; `ttl` and `tti` seconds or None.
     #[new]
-    #[pyo3(signature = (cache, func, keyer, ttl=None))]
+    #[pyo3(signature = (cache, func, keyer, ttl=None, tti=None))]
     fn new(
         py: Python<'_>,
         cache: &Bound<'_, Cache>,
         func: Py<PyAny>,
         keyer: Bound<'_, PyAny>,
         ttl: Option<Bound<'_, PyAny>>,
+        tti: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let options = call_options(py, ttl.as_ref(), tti.as_ref())?;
         let keyer = match keyer.cast::<crate::keys::Keyer>() {
             Ok(k) => KeyFn::Native(k.clone().unbind()),
             Err(_) => KeyFn::Python(keyer.unbind()),
@@ -211,7 +213,7 @@ impl CachedFunction {
             cache: cache.get().handle.clone(),
             func,
             keyer,
-            ttl: call_ttl(py, ttl.as_ref())?,
+            options,
         })
     }
 

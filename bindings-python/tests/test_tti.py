@@ -120,3 +120,27 @@ def test_over_redis_a_reader_of_its_own_copy_keeps_the_shared_entry(
     finally:
         a.close()
         b.close()
+
+
+def test_a_decorated_functions_results_idle_out() -> None:
+    cache = Cache(ttl=60, jitter=0, namespace="tti")
+    calls: list[int] = []
+
+    @cache.cached(tti=TTI)
+    def price(product: int) -> int:
+        calls.append(product)
+        return product * 2
+
+    @cache.cached(tti=TTI)
+    async def aprice(product: int) -> int:
+        calls.append(-product)
+        return product * 3
+
+    assert price(1) == 2 and price(1) == 2
+    assert asyncio.run(aprice(1)) == 3 and asyncio.run(aprice(1)) == 3
+    assert calls == [1, -1]
+    time.sleep(TTI * 2.5)
+    assert price(1) == 2 and asyncio.run(aprice(1)) == 3
+    assert calls == [1, -1, 1, -1], "idle past the tti: called again"
+    with pytest.raises((ConfigError, TypeError)):
+        cache.cached(tti=-1)

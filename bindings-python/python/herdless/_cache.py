@@ -299,6 +299,7 @@ class Cache(_native.Cache):
         /,
         *,
         ttl: float | None = None,
+        tti: float | None = None,
         key: Callable[..., str] | None = None,
         namespace: str | None = None,
         version: int = 1,
@@ -313,6 +314,7 @@ class Cache(_native.Cache):
         /,
         *,
         ttl: float | None = None,
+        tti: float | None = None,
         key: Callable[..., str] | None = None,
         namespace: str | None = None,
         version: int = 1,
@@ -322,6 +324,8 @@ class Cache(_native.Cache):
         """Caches a sync or async function's results, one key per distinct call.
 
         - ``ttl``: seconds the results stay fresh (default: the cache's ``ttl``).
+        - ``tti``: seconds a result nobody asks for is kept (time-to-idle; default: the
+          cache's ``tti``); a function that returns ``Loaded(..., tti=...)`` keeps its own.
         - ``key``: a function of the call's arguments returning the key (a str, e.g. from
           ``KeyBuilder``); by default the key is built from the arguments (see below).
         - ``namespace``: the key's namespace (default: the cache's ``namespace``, else the
@@ -352,6 +356,8 @@ class Cache(_native.Cache):
             raise ConfigTypeError("`key` must be a callable returning the key (a str)")
         if ttl is not None:
             _native.check_seconds("ttl", ttl)
+        if tti is not None:
+            _native.check_seconds("tti", tti)
         if namespace is not None:
             _native.check_namespace("namespace", namespace)
         if isinstance(tags, str):
@@ -369,9 +375,9 @@ class Cache(_native.Cache):
                 ns = namespace or self.namespace or fn.__module__
                 keyer = _decorator.make_keyer(fn, ns, version, frozenset(ignore))
             if _is_async(fn):
-                return _decorator.wrap_async(self, fn, keyer, ttl, tags)
+                return _decorator.wrap_async(self, fn, keyer, ttl, tags, tti)
             load = fn if tags is None else _decorator.tagging(fn, tags)
-            wrapper = _native.CachedFunction(self, load, keyer, ttl)
+            wrapper = _native.CachedFunction(self, load, keyer, ttl, tti)
             functools.update_wrapper(wrapper, fn)
             return wrapper
 

@@ -121,6 +121,7 @@ def wrap_async(
     keyer: Callable[..., str],
     ttl: float | None,
     tags: Tags | None = None,
+    tti: float | None = None,
 ) -> AsyncCachedFunction[P, R]:
     """The async twin of the native ``CachedFunction``: a real ``async def``, so that
     frameworks inspecting it see a coroutine function."""
@@ -143,7 +144,7 @@ def wrap_async(
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         k = keyer(*args, **kwargs) if native else key(*args, **kwargs)
         # The hit path: one lookup, no loader made.
-        step = cache._lookup(k, ttl)
+        step = cache._lookup(k, ttl, tti)
         if type(step) is _native._Done:
             return step.value  # type: ignore[no-any-return]
         if tags is None:

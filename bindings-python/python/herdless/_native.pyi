@@ -325,6 +325,7 @@ class CachedFunction(Generic[_P, _R]):
         func: Callable[_P, _R],
         keyer: Callable[..., str],
         ttl: float | None = None,
+        tti: float | None = None,
     ) -> Self: ...
     def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R: ...
     def key(self, *args: _P.args, **kwargs: _P.kwargs) -> str:
