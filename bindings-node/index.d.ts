@@ -1036,6 +1036,11 @@ export interface WrapOptions {
   version?: number
   /** TTL in milliseconds of the memoised results (default: the cache's). */
   ttl?: number
+  /**
+   * Time-to-idle in milliseconds of the memoised results (default: the cache's): a
+   * result nobody asks for that long is dropped.
+   */
+  tti?: number
   /** Maps the arguments to the key's id (a key value) or to `{ id?, params? }`. */
   key?: (...args: any[]) => KeyValue | { id?: KeyValue; params?: Record<string, KeyValue> }
   /**
