@@ -136,7 +136,15 @@ impl Cache {
         self.inner.fold_front();
         let js = Js(env.raw());
         check_open(js, &self.inner)?;
-        let known = ["namespace", "entity", "version", "ttl", "key", "tags"];
+        let known = [
+            "namespace",
+            "entity",
+            "version",
+            "ttl",
+            "tti",
+            "key",
+            "tags",
+        ];
         let opts = options_arg(js, options.map(|o| o.raw()), "wrap", &known)?;
         let f = crate::wrap::wrap(js, &self.inner, func.raw(), opts)?;
         // SAFETY: a value of this env, returned to it at once.
