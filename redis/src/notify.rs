@@ -301,14 +301,15 @@ impl Hub {
     }
 
     /// Messages may have been lost (a resubscription after a drop, a store restarted):
-    /// every waiter re-checks, and the listeners drop whatever they keep.
+    /// the listeners drop whatever they keep, then every waiter re-checks. Counted last, so
+    /// that whoever sees `notices_lost` move finds the copies of the gap already gone.
     pub(crate) fn lost(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
-        inc(&self.metrics.notices_lost);
         self.stamps.clear();
         self.echoes.clear();
-        self.wake_all();
         self.tell(Notice::Lost);
+        inc(&self.metrics.notices_lost);
+        self.wake_all();
     }
 
     /// A message received on `channel`: acted on only if it names a key (or, for a bump,
