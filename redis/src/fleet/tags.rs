@@ -37,6 +37,23 @@ impl Fleet {
         self.tags.keeps(key, generation)
     }
 
+    /// What a write of `key` sent at bus `generation` answered, as this process's L1 takes
+    /// it: written for the fleet but unheard here ([`keeps`](Self::keeps) says no) is
+    /// `Superseded` for this process: served, never kept.
+    pub(crate) fn heard(
+        &self,
+        key: &str,
+        generation: u64,
+        outcome: Result<WriteOutcome, herdless::Error>,
+    ) -> Result<WriteOutcome, herdless::Error> {
+        match outcome {
+            Ok(WriteOutcome::Written { .. }) if !self.keeps(key, generation) => {
+                Ok(WriteOutcome::Superseded)
+            }
+            other => other,
+        }
+    }
+
     /// Invalidates every entry carrying one of `tags`, for the whole fleet (`soft`: expires
     /// them instead: stale within their grace while one refresh runs), in O(1) per tag:
     /// one round trip per Cluster slot group of the tags and per

@@ -13,7 +13,6 @@ use super::step::unwrap;
 use super::{Host, Pending, Reply, Step, TwoTier, Versioned};
 use crate::fleet::FleetLease;
 use crate::lifetimes::Own;
-use herdless::backend::WriteOutcome;
 
 /// Which of a load's deadlines passed (see [`Load::poll_deadline`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -370,14 +369,12 @@ impl<V: Clone + Send + Sync + 'static> Load<V> {
         Step::Tier(Pending::new(async move {
             let generation = fleet.as_ref().map(|f| (f, f.bus_generation()));
             let key = lease.key().to_owned();
-            let mut published = lease.publish_dated(entry, began).await;
-            // Published for the fleet, but unheard here (the subscription down or failed):
-            // served, not kept, as a superseded load.
-            if matches!(published, Ok(WriteOutcome::Written { .. }))
-                && generation.is_some_and(|(f, g)| !f.keeps(&key, g))
-            {
-                published = Ok(WriteOutcome::Superseded);
-            }
+            let published = lease.publish_dated(entry, began).await;
+            // Published for the fleet, but unheard here: served, not kept.
+            let published = match generation {
+                Some((f, g)) => f.heard(&key, g, published),
+                None => published,
+            };
             // Held until published: the budget counts the whole refresh.
             drop(permit);
             Reply::published(tt, guard, (value, own, tags), fresh_until_ms, published)

@@ -162,13 +162,8 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let (fleet, tt, key) = (self.fleet().expect("shared"), self.clone(), key.to_owned());
         Ok(Pending::new(async move {
             let generation = fleet.bus_generation();
-            match fleet.set(&key, entry).await {
-                // Written for the fleet, but this process would not hear of later changes
-                // to it (its subscription is down or failed): no copy is kept.
-                Ok(WriteOutcome::Written { .. }) if !fleet.keeps(&key, generation) => {
-                    let _ = tt.l1().invalidate(&key);
-                    Ok(())
-                }
+            let outcome = fleet.set(&key, entry).await;
+            match fleet.heard(&key, generation, outcome) {
                 Ok(WriteOutcome::Written { version, .. }) => match value {
                     Some(value) => {
                         let fresh = fresh_left(fresh_until_ms).max(Duration::from_nanos(1));
@@ -177,7 +172,8 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                     }
                     None => tt.l1().set_absent(&key),
                 },
-                // A newer write won the race in the tier: it is what every process reads.
+                // A newer write won the race in the tier (what every process reads), or this
+                // one is unheard here: no copy is kept.
                 Ok(WriteOutcome::Superseded) => {
                     let _ = tt.l1().invalidate(&key);
                     Ok(())

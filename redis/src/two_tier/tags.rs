@@ -87,12 +87,8 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
             let (tags, tti) = (entry.tags.clone(), entry.tti);
             let fresh_until_ms = entry.fresh_until_ms;
             let generation = fleet.bus_generation();
-            match fleet.set(&key, entry).await {
-                // Unheard here (subscription down or failed): written, no copy kept.
-                Ok(WriteOutcome::Written { .. }) if !fleet.keeps(&key, generation) => {
-                    let _ = tt.l1().invalidate(&key);
-                    Ok(())
-                }
+            let outcome = fleet.set(&key, entry).await;
+            match fleet.heard(&key, generation, outcome) {
                 Ok(WriteOutcome::Written { version, .. }) => {
                     let shared = SharedEntry {
                         fresh: fresh_left(fresh_until_ms).max(Duration::from_nanos(1)),
@@ -105,7 +101,8 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                     let value = value.map(|v| Versioned::shared(v, version));
                     driver::set_shared_entry(tt.l1(), &key, value, shared)
                 }
-                // A newer write won the race in the tier: it is what every process reads.
+                // A newer write won the race in the tier (what every process reads), or this
+                // one is unheard here: no copy is kept.
                 Ok(WriteOutcome::Superseded) => {
                     let _ = tt.l1().invalidate(&key);
                     Ok(())
