@@ -128,6 +128,12 @@ pub struct RedisCounters {
     pub notices_lost: f64,
     /// Times the subscription connection was seen to drop.
     pub subscription_drops: f64,
+    /// Copies dropped because the server reported a change of their value key that no
+    /// notice announced: a write from outside herdless, an expiry or an eviction.
+    pub outside_invalidations: f64,
+    /// Times the server refused key tracking (writes from outside herdless then not
+    /// followed).
+    pub tracking_refused: f64,
     /// Waits for another process's load.
     pub fleet_waits: f64,
     /// Re-checks of a waited key without a notification.
@@ -167,6 +173,8 @@ pub(crate) fn redis(m: &herdless_redis::RedisMetrics) -> RedisCounters {
         notices: m.notices as f64,
         notices_lost: m.notices_lost as f64,
         subscription_drops: m.subscription_drops as f64,
+        outside_invalidations: m.outside_invalidations as f64,
+        tracking_refused: m.tracking_refused as f64,
         fleet_waits: m.fleet_waits as f64,
         fleet_wait_rechecks: m.fleet_wait_rechecks as f64,
         fleet_wait_timeouts: m.fleet_wait_timeouts as f64,

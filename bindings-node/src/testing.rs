@@ -71,11 +71,25 @@ impl MemoryStore {
         self.store.restart_subscriptions();
     }
 
-    /// Plants `text` as the raw bytes under `key`'s value (no expiry), as a bug or an
-    /// attacker would: bytes that are not an entry are a miss for every reader.
+    /// Plants `text` as the raw bytes under `key`'s value (no expiry), as a bug, an
+    /// attacker or another program would: bytes that are not an entry are a miss for every
+    /// reader, and every cache's copy of `key` is dropped (as Redis's key tracking reports
+    /// such a write).
     #[napi]
     pub fn plant(&self, key: String, text: String) {
         self.store.put_raw(&key, text.as_bytes());
+    }
+
+    /// Deletes `key`'s value as a program that is not herdless would (`DEL`).
+    #[napi]
+    pub fn delete_raw(&self, key: String) {
+        self.store.delete_raw(&key);
+    }
+
+    /// Empties the store as `FLUSHDB` would: every cache drops its copies.
+    #[napi]
+    pub fn flush(&self) {
+        self.store.flush();
     }
 
     /// Plants `text` as the epoch of `namespace` (a corrupt epoch is repaired forward).

@@ -166,6 +166,12 @@ class MemoryTier {
     else this.store.plantTag(step.tag, step.text)
   }
 
+  /** `outside_delete` (the value deleted by a program that is not herdless) and `outside_flush` (`FLUSHDB`). */
+  async outside(step) {
+    if (step.op === 'outside_flush') this.store.flush()
+    else this.store.deleteRaw(step.key)
+  }
+
   resubscribe() {
     this.store.restartSubscriptions()
   }
@@ -315,6 +321,13 @@ class RedisTier {
     const n = this.names(step.key)
     const epoch = (await command(port, 'GET', n.epoch)) ?? '0'
     return command(port, 'SET', n.lock, `${epoch}:${'0'.repeat(32)}`, 'PX', step.ms)
+  }
+
+  /** `outside_delete` (`DEL` of the value, by a program that is not herdless) and `outside_flush` (`FLUSHDB`). */
+  async outside(step) {
+    const port = this.server.port
+    if (step.op === 'outside_flush') return command(port, 'FLUSHDB')
+    return command(port, 'DEL', this.names(step.key).value)
   }
 
   resubscribe() {
@@ -488,6 +501,10 @@ async function play(name, scenario, tier) {
         case 'evict_tag':
           await tier.plantTag(step)
           break
+        case 'outside_delete':
+        case 'outside_flush':
+          await tier.outside(step)
+          break
         case 'expect_loads':
           assert.equal(loads, step.n, `${at}: loads`)
           break
@@ -516,7 +533,7 @@ async function play(name, scenario, tier) {
 }
 
 // The optional features of the format (conformance/README.md, `requires`) this runner plays.
-const SUPPORTED = new Set(['load_context', 'tags', 'tti'])
+const SUPPORTED = new Set(['load_context', 'tags', 'tti', 'outside_writes'])
 
 for (const [name, scenario] of scenarios) {
   const missing = (scenario.requires ?? []).filter((f) => !SUPPORTED.has(f))

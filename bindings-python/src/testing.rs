@@ -70,9 +70,21 @@ impl MemoryStore {
         self.0.restart();
     }
 
-    /// Plants `data` under `key` (not an entry: corrupt state).
+    /// Plants `data` under `key` (not an entry: corrupt state), as a program that is not
+    /// herdless would: every cache's copy of `key` is dropped, as Redis's key tracking
+    /// reports such a write.
     fn plant(&self, key: &str, data: &[u8]) {
         self.0.put_raw(key, data);
+    }
+
+    /// Deletes `key`'s value as a program that is not herdless would (`DEL`).
+    fn delete_raw(&self, key: &str) {
+        self.0.delete_raw(key);
+    }
+
+    /// Empties the store as `FLUSHDB` would: every cache drops its copies.
+    fn flush(&self) {
+        self.0.flush();
     }
 
     /// Plants `text` as `namespace`'s epoch.

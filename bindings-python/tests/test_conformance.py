@@ -145,6 +145,22 @@ class Tier:
             command(port, "SET", lock_key(self.prefix, step["key"]), f"{epoch}:{'0' * 32}",
                     "PX", step["ms"])
 
+    def outside(self, step: dict[str, Any]) -> None:
+        """``outside_delete`` (the value deleted by a program that is not herdless) and
+        ``outside_flush`` (``FLUSHDB``)."""
+        flush = step["op"] == "outside_flush"
+        if self.store is not None:
+            if flush:
+                self.store.flush()
+            else:
+                self.store.delete_raw(step["key"])
+            return
+        assert self.server is not None
+        if flush:
+            command(self.server.port, "FLUSHDB")
+        else:
+            command(self.server.port, "DEL", value_key(self.prefix, step["key"]))
+
     def plant_tag(self, step: dict[str, Any]) -> None:
         """``plant_tag`` (raw ``text``, or with ``wrong_type`` a key of another Redis type, as
         a tag's record) and ``evict_tag`` (the record deleted, as eviction would)."""
@@ -377,6 +393,8 @@ def play(name: str, scenario: dict[str, Any], tier: Tier, mode: str = "threads")
                 tier.store.restart_subscriptions()
             elif op in ("plant", "plant_epoch", "plant_lock"):
                 tier.plant(step)
+            elif op in ("outside_delete", "outside_flush"):
+                tier.outside(step)
             elif op in ("plant_tag", "evict_tag"):
                 tier.plant_tag(step)
             elif op == "expect_loads":
@@ -424,7 +442,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 # The optional features of the format (conformance/README.md, ``requires``) this runner plays.
-SUPPORTED: frozenset[str] = frozenset({"load_context", "tags", "tti"})
+SUPPORTED: frozenset[str] = frozenset({"load_context", "tags", "tti", "outside_writes"})
 
 
 def _skip_unsupported(scenario: dict[str, Any]) -> None:

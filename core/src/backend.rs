@@ -199,6 +199,14 @@ pub enum Notice<'a> {
         /// The key.
         key: &'a str,
     },
+    /// `key`'s shared value was changed by a writer that is not herdless (another program's
+    /// write or delete), or its shared entry expired or was evicted: the tier cannot tell
+    /// which. A first tier drops a copy it could still serve; a copy at the end of its
+    /// servable life (the expiry of its shared entry) or kept only for fail-safe stays.
+    Changed {
+        /// The key.
+        key: &'a str,
+    },
     /// `namespace` moved to `epoch`.
     Bumped {
         /// The namespace.

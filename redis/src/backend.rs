@@ -55,6 +55,8 @@ struct Inner {
     /// bounded ones: it is never dropped).
     tags_subscription: tokio::sync::OnceCell<()>,
     sharded: bool,
+    /// Ask the server to track the value keys (single server, `outside_writes`).
+    track: bool,
     // Last: connections and tasks go before their runtime.
     rt: Runtime,
 }
@@ -279,8 +281,25 @@ impl RedisBackend {
             // subscription however many namespaces it touches.
             let pattern = keys::channel_pattern(&self.inner.prefix);
             let (cell, _) = hub.subscription(&pattern, usize::MAX);
-            cell.get_or_try_init(|| self.inner.sub.psubscribe(&pattern))
-                .await?;
+            cell.get_or_try_init(|| async {
+                self.inner.sub.psubscribe(&pattern).await?;
+                self.track().await
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Asks the server to track the value keys for the subscription connection, where it
+    /// should (`crate::tracking`); a refusal is remembered and counted, not an error.
+    pub(crate) async fn track(&self) -> Result<(), Error> {
+        if !self.inner.track {
+            return Ok(());
+        }
+        if self.inner.sub.track(&self.inner.prefix).await? {
+            self.inner.hub.tracked();
+        } else {
+            self.inner.hub.tracking_refused();
         }
         Ok(())
     }
@@ -476,11 +495,15 @@ impl Backend for RedisBackend {
             let mut live = self.inner.cmd.live().await?;
             // GT: a touch only lengthens (a retention shorter than it is the reader's to
             // judge: an entry past its retain_until is a miss whatever its PX).
-            let set: i64 = redis::cmd("PEXPIRE")
-                .arg(&n.value)
+            let set: i64 = SCRIPTS
+                .touch
+                .key(&n.value)
                 .arg(crate::lifetimes::idle_life_ms(tti))
-                .arg("GT")
-                .query_async(&mut live)
+                .arg(&n.channel)
+                .arg(&self.inner.hub.origin)
+                .arg(if self.inner.sharded { "1" } else { "0" })
+                .arg(key)
+                .invoke_async(&mut live)
                 .await?;
             inc(&self.inner.metrics.idle_touches);
             Ok(set == 1)

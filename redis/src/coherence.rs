@@ -2,9 +2,18 @@
 //! notification of another process's change does to them. Shared by the Rust tiered cache
 //! and the Python and Node tiers.
 
+use std::time::Duration;
+
+use herdless::HitState;
 use herdless::backend::Notice;
 
 use crate::versioned::Versioned;
+
+/// A copy whose servable life ends within this is left to end by itself on a
+/// [`Notice::Changed`]: the expiry of its shared entry (which ends no sooner than the copy's
+/// servable life, but may be reported a moment before the copy the writer stored after its
+/// commit ends) is reported like a write from outside herdless.
+pub const EXPIRY_SLACK: Duration = Duration::from_millis(200);
 
 /// Applies a notification to `l1`.
 pub fn apply_notice<V: Clone + Send + Sync + 'static>(
@@ -17,6 +26,17 @@ pub fn apply_notice<V: Clone + Send + Sync + 'static>(
         Notice::Written { awaited: true, .. } | Notice::Released { .. } => {}
         Notice::Written { key, .. } | Notice::Invalidated { key } => {
             let _ = l1.invalidate(key);
+        }
+        // Kept for fail-safe, or about to end anyway: what an expiry looks like (and the
+        // previous value a conditional refresh is told stays).
+        Notice::Changed { key } => {
+            let servable = l1.peek(key).is_some_and(|p| {
+                matches!(p.state, HitState::Fresh | HitState::Stale)
+                    && p.stale_until.saturating_sub(p.age) > EXPIRY_SLACK
+            });
+            if servable {
+                let _ = l1.invalidate(key);
+            }
         }
         // No more notices will come for an unwatched namespace: its copies are dropped too.
         Notice::Bumped { namespace, .. } | Notice::Unwatched { namespace } => {
@@ -92,5 +112,24 @@ mod tests {
         apply_notice(&l1, Notice::Lost);
         assert_eq!((get("c:1"), get("d:1")), (None, Some(2)));
         assert_eq!(l1.metrics().entries, 1);
+    }
+
+    #[test]
+    fn an_outside_change_drops_servable_copies_and_leaves_ending_ones() {
+        let clock = herdless::ManualClock::new();
+        let l1: herdless::Cache<Versioned<u32>> = herdless::Cache::builder()
+            .ttl(Duration::from_secs(10))
+            .jitter(0.0)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        l1.set("a:1", Versioned::shared(1, 7)).unwrap();
+        l1.set("a:2", Versioned::shared(2, 7)).unwrap();
+        apply_notice(&l1, Notice::Changed { key: "a:1" });
+        assert!(l1.peek("a:1").is_none(), "a servable copy goes");
+        // Its shared entry expires as the copy ends: left to end by itself.
+        clock.advance(Duration::from_secs(10) - EXPIRY_SLACK / 2);
+        apply_notice(&l1, Notice::Changed { key: "a:2" });
+        assert!(l1.peek("a:2").is_some());
     }
 }

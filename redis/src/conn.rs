@@ -158,6 +158,25 @@ impl Conn {
         Ok(())
     }
 
+    /// Asks the server to report every change of a key under `<prefix>:{` on this
+    /// (RESP3) connection: `CLIENT TRACKING ON BCAST PREFIX`. `Ok(false)` when the server
+    /// refuses (before Redis 6, or an ACL); a Cluster is not asked (`Ok(false)`).
+    pub(crate) async fn track(&self, prefix: &str) -> Result<bool, Error> {
+        let Self::Single(m) = self else {
+            return Ok(false);
+        };
+        let mut m = m.clone();
+        let answer = redis::cmd("CLIENT")
+            .arg("TRACKING")
+            .arg("ON")
+            .arg("BCAST")
+            .arg("PREFIX")
+            .arg(format!("{prefix}:{{"))
+            .query_async::<()>(&mut m)
+            .await;
+        Ok(crate::tracking::accepted(answer)?)
+    }
+
     /// Drops a sharded subscription.
     pub(crate) async fn sunsubscribe(&self, channel: &str) -> Result<(), Error> {
         match self.live().await? {

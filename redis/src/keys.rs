@@ -124,6 +124,17 @@ pub fn namespace_of_channel(prefix: &str, channel: &str) -> Option<String> {
     Some(out)
 }
 
+/// The herdless key whose value name (`<prefix>:{<tag>}:v:<key>`) is `name`, if it is one
+/// of `prefix` (its tag the key's own namespace): what a tracking invalidation names.
+pub fn key_of_value<'a>(prefix: &str, name: &'a str) -> Option<&'a str> {
+    let rest = name.strip_prefix(prefix)?.strip_prefix(":{")?;
+    // A tag escapes `}`, so its first `}` ends it.
+    let end = rest.find('}')?;
+    let key = rest[end + 1..].strip_prefix(":v:")?;
+    let stem = stem(prefix, namespace_of(key));
+    (name.len() == stem.len() + 3 + key.len() && name.starts_with(&stem)).then_some(key)
+}
+
 /// All Redis names of `key`.
 pub fn names(prefix: &str, key: &str) -> KeyNames {
     let stem = stem(prefix, namespace_of(key));
@@ -206,6 +217,19 @@ mod tests {
         assert_ne!(slot(&tag_key("hl", "x{")), slot(&tag_key("hl", "x")));
         // The standalone pattern subscription hears the tags channel too.
         assert_eq!(channel_pattern("hl"), "hl:{*}:n");
+        for key in ["users:42", "a{b}:1", "%:x", "noname", ":lead", "ns:v:1"] {
+            assert_eq!(key_of_value("hl", &names("hl", key).value), Some(key));
+        }
+        for other in [
+            names("hl", "users:1").lock,
+            names("hl", "users:1").epoch,
+            names("hl2", "users:1").value,
+            "hl:{users}:v:other:1".into(),
+            "hl:{users".into(),
+            tag_key("hl", "users"),
+        ] {
+            assert_eq!(key_of_value("hl", &other), None, "{other}");
+        }
         assert_eq!(namespace_of_channel("hl", &tags_channel("hl")), None);
         for ns in ["t", "%tags", "", "%"] {
             assert_ne!(channel("hl", ns), tags_channel("hl"));

@@ -96,6 +96,7 @@ pub mod scripts;
 pub mod tags;
 mod tier;
 mod tiered;
+mod tracking;
 pub mod two_tier;
 mod versioned;
 mod wall;

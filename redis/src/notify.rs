@@ -18,16 +18,18 @@ use tokio::sync::{Notify, OnceCell};
 use crate::local::{Echoes, Peer};
 use crate::metrics::{Metrics, inc};
 use crate::tags::StampCache;
+use crate::tracking::{Invalidation, Tracking};
 
 /// One parsed message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Message<'a> {
     /// `w` written, `r` released, `d` deleted (invalidated), `e` epoch bumped, `t` a tag
-    /// removed, `x` a tag expired.
+    /// removed, `x` a tag expired, `i` an idle entry's life lengthened by a read.
     pub kind: char,
     /// The publishing process's origin id.
     pub origin: &'a str,
-    /// The new version (`w`), the new epoch (`e`), the tag's stamp (`t`, `x`), else 0.
+    /// The new version (`w`), the new epoch (`e`), the tag's stamp (`t`, `x`), 1 when the
+    /// command changed the value key (`d`, `i`), else 0.
     pub number: u64,
     /// The key (`w`, `r`, `d`), the namespace (`e`) or the tag (`t`, `x`).
     pub key: &'a str,
@@ -42,7 +44,7 @@ pub fn parse(payload: &[u8]) -> Option<Message<'_>> {
     let number = it.next()?.parse().ok()?;
     let key = it.next()?;
     let kind = match kind {
-        "w" | "r" | "d" | "e" | "t" | "x" => kind.chars().next()?,
+        "w" | "r" | "d" | "e" | "t" | "x" | "i" => kind.chars().next()?,
         _ => return None,
     };
     Some(Message {
@@ -97,6 +99,8 @@ pub(crate) struct Hub {
     pub(crate) stamps: StampCache,
     /// The changes other caches of this process tell it (`crate::local`).
     pub(crate) echoes: Echoes,
+    /// The server's key tracking on the subscription connection (`crate::tracking`).
+    pub(crate) tracking: Tracking,
 }
 
 impl Hub {
@@ -112,6 +116,7 @@ impl Hub {
             metrics,
             stamps: StampCache::default(),
             echoes: Echoes::default(),
+            tracking: Tracking::default(),
         }
     }
 
@@ -146,8 +151,14 @@ impl Hub {
     }
 
     /// Whether the subscription connection is known to be down: a disconnection seen,
-    /// its resubscription not yet confirmed.
+    /// its resubscription (or, where the server tracks keys for it, its tracking) not yet
+    /// confirmed.
     pub(crate) fn is_disconnected(&self) -> bool {
+        self.disconnected.load(Ordering::Acquire) || self.tracking.is_untracked()
+    }
+
+    /// Whether the subscription itself is known to be down (its tracking aside).
+    pub(crate) fn is_unsubscribed(&self) -> bool {
         self.disconnected.load(Ordering::Acquire)
     }
 
@@ -170,6 +181,7 @@ impl Hub {
     pub(crate) fn disconnect(&self) {
         inc(&self.metrics.subscription_drops);
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.tracking.dropped();
         self.disconnected.store(true, Ordering::Release);
         self.wake_all();
     }
@@ -178,8 +190,52 @@ impl Hub {
     /// lost ([`lost`](Self::lost)).
     pub(crate) fn confirmed(&self) {
         if self.disconnected.swap(false, Ordering::AcqRel) {
+            if self.tracking.is_untracked() {
+                // The gap ends when the new connection tracks keys too (`tracked`).
+                self.tracking.kick.notify_one();
+            } else {
+                self.lost();
+            }
+        }
+    }
+
+    /// The server tracks the value keys for the subscription connection now: if the
+    /// connection had dropped, outside writes of the gap may have been missed.
+    pub(crate) fn tracked(&self) {
+        if self.tracking.on() && !self.disconnected.load(Ordering::Acquire) {
             self.lost();
         }
+    }
+
+    /// The server refused key tracking: writes from outside herdless are not followed.
+    pub(crate) fn tracking_refused(&self) {
+        if !self.tracking.is_refused() {
+            inc(&self.metrics.tracking_refused);
+        }
+        let gap = self.tracking.is_untracked();
+        self.tracking.refused();
+        if gap && !self.disconnected.load(Ordering::Acquire) {
+            self.lost();
+        }
+    }
+
+    /// An `invalidate` push (`data`: the changed keys, or null for a flush): the copies of
+    /// value keys changed from outside herdless are dropped; a flush drops every copy.
+    pub(crate) fn on_invalidate(&self, data: &[Value]) {
+        match self.tracking.invalidation(&self.prefix, data) {
+            Invalidation::Flushed => self.lost(),
+            Invalidation::Outside(keys) => {
+                for key in keys {
+                    self.outside(key);
+                }
+            }
+        }
+    }
+
+    /// `key`'s value was changed by a writer that is not herdless: copies are dropped.
+    pub(crate) fn outside(&self, key: &str) {
+        inc(&self.metrics.outside_invalidations);
+        self.tell(Notice::Changed { key });
     }
 
     pub(crate) fn listen(&self, l: Listener) {
@@ -294,6 +350,7 @@ impl Hub {
                     self.on_channel_message(channel, payload);
                 }
             }
+            PushKind::Invalidate => self.on_invalidate(&push.data),
             PushKind::Disconnection => self.disconnect(),
             PushKind::Subscribe | PushKind::SSubscribe | PushKind::PSubscribe => self.confirmed(),
             _ => {}
@@ -320,6 +377,9 @@ impl Hub {
         if self.channel_of(m.kind, m.key).as_bytes() != channel {
             return;
         }
+        // Before the echo check: whoever told this process first, the server's
+        // invalidation of this change follows on this connection.
+        self.tracking.announce(m.kind, m.number, m.key);
         // Another cache of this process told it already (its copy from Redis is not news).
         if !self.echoes.first(payload, m.origin, false) {
             return;
@@ -338,6 +398,10 @@ impl Hub {
         let own = m.origin == self.origin;
         if !own && count {
             inc(&self.metrics.notices);
+        }
+        if m.kind == 'i' {
+            // Only the life of the shared entry changed: nothing to drop or wake.
+            return;
         }
         if matches!(m.kind, 't' | 'x') {
             let soft = m.kind == 'x';

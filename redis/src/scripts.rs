@@ -189,11 +189,21 @@ return 0
 "#;
 
 /// `invalidate`: KEYS value, lock. ARGV channel, origin, sharded, key. Returns 1 when an
-/// entry was deleted.
+/// entry was deleted (and publishes `d` with it: key tracking then reports the delete).
 const INVALIDATE: &str = r#"
 local n = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2])
-notify(ARGV[3], ARGV[1], 'd', ARGV[2], 0, ARGV[4])
+notify(ARGV[3], ARGV[1], 'd', ARGV[2], n, ARGV[4])
+return n
+"#;
+
+/// `touch`: KEYS value. ARGV life_ms, channel, origin, sharded, key. Lengthens a live
+/// entry's life to life_ms from now if that is later (`PEXPIRE ... GT`); when it did, publishes
+/// `i` with 1, so that the invalidation key tracking reports for it is known for herdless's
+/// own. Returns 1 when lengthened.
+const TOUCH: &str = r#"
+local n = redis.call('PEXPIRE', KEYS[1], ARGV[1], 'GT')
+if n == 1 then notify(ARGV[4], ARGV[2], 'i', ARGV[3], 1, ARGV[5]) end
 return n
 "#;
 
@@ -268,6 +278,8 @@ pub struct Scripts {
     pub unshare: Script,
     /// The `invalidate` script (PROTOCOL.md, section 6).
     pub invalidate: Script,
+    /// The `touch` script (PROTOCOL.md, section 6).
+    pub touch: Script,
     /// The `bump` script (PROTOCOL.md, section 6).
     pub bump: Script,
     /// The `tag` script (PROTOCOL.md, section 6).
@@ -285,6 +297,7 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     forget: script(FORGET),
     unshare: script(UNSHARE),
     invalidate: script(INVALIDATE),
+    touch: script(TOUCH),
     bump: script(BUMP),
     tag: script(TAG),
     tag_use: script(TAG_USE),
@@ -292,7 +305,7 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
 
 /// The prelude shared by all scripts and each script's own body, by name, as PROTOCOL.md
 /// quotes them (a test checks that it does, verbatim).
-pub fn parts() -> (&'static str, [(&'static str, &'static str); 10]) {
+pub fn parts() -> (&'static str, [(&'static str, &'static str); 11]) {
     (
         PRELUDE,
         [
@@ -303,6 +316,7 @@ pub fn parts() -> (&'static str, [(&'static str, &'static str); 10]) {
             ("forget", FORGET),
             ("unshare", UNSHARE),
             ("invalidate", INVALIDATE),
+            ("touch", TOUCH),
             ("bump", BUMP),
             ("tag", TAG),
             ("tag_use", TAG_USE),
@@ -311,7 +325,7 @@ pub fn parts() -> (&'static str, [(&'static str, &'static str); 10]) {
 }
 
 /// The full source of every script, by name: the prelude followed by the body.
-pub fn sources() -> [(&'static str, String); 10] {
+pub fn sources() -> [(&'static str, String); 11] {
     [
         ("acquire", format!("{PRELUDE}{ACQUIRE}")),
         ("commit", format!("{PRELUDE}{COMMIT}")),
@@ -320,6 +334,7 @@ pub fn sources() -> [(&'static str, String); 10] {
         ("forget", format!("{PRELUDE}{FORGET}")),
         ("unshare", format!("{PRELUDE}{UNSHARE}")),
         ("invalidate", format!("{PRELUDE}{INVALIDATE}")),
+        ("touch", format!("{PRELUDE}{TOUCH}")),
         ("bump", format!("{PRELUDE}{BUMP}")),
         ("tag", format!("{PRELUDE}{TAG}")),
         ("tag_use", format!("{PRELUDE}{TAG_USE}")),

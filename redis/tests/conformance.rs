@@ -190,6 +190,25 @@ impl Tier {
         }
     }
 
+    /// `outside_delete` (the value deleted by a program that is not herdless) and
+    /// `outside_flush` (`FLUSHDB`).
+    fn outside(&self, step: &Value) {
+        let flush = step["op"] == "outside_flush";
+        match self {
+            Tier::Memory(store) if flush => store.flush(),
+            Tier::Memory(store) => store.delete_raw(step["key"].as_str().expect("key")),
+            Tier::Redis(srv, _) => {
+                let mut c = srv.client();
+                if flush {
+                    let () = redis::cmd("FLUSHDB").query(&mut c).expect("FLUSHDB");
+                } else {
+                    let name = self.names(step["key"].as_str().expect("key")).value;
+                    let _: i64 = redis::cmd("DEL").arg(name).query(&mut c).expect("DEL");
+                }
+            }
+        }
+    }
+
     /// `plant_tag` (raw `text`, or with `wrong_type` a key of another Redis type, as a tag's
     /// record) and `evict_tag` (the record deleted, as `maxmemory` eviction would).
     fn plant_tag(&self, step: &Value) {
@@ -435,6 +454,7 @@ fn play(name: &str, scenario: &Value, mut tier: Tier, mode: &Arc<Mode>) {
             }
             "resubscribe" => tier.resubscribe(),
             "plant" | "plant_epoch" | "plant_lock" => tier.plant(step),
+            "outside_delete" | "outside_flush" => tier.outside(step),
             "plant_tag" | "evict_tag" => tier.plant_tag(step),
             "expect_loads" => {
                 let want = step["n"].as_u64().unwrap() as usize;
@@ -536,7 +556,7 @@ fn tiers_of(s: &Value) -> Vec<String> {
 
 /// The optional features of the format (conformance/README.md, `requires`) this runner
 /// plays.
-const SUPPORTED: &[&str] = &["load_context", "tags", "tti"];
+const SUPPORTED: &[&str] = &["load_context", "tags", "tti", "outside_writes"];
 
 /// Why this runner does not play `s`, if it does not.
 fn unsupported(s: &Value) -> Option<String> {

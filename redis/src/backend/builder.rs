@@ -26,6 +26,7 @@ pub struct RedisBuilder {
     max_entry_bytes: usize,
     tag_retention: Duration,
     isolated: bool,
+    outside_writes: bool,
 }
 
 /// Default of [`RedisBuilder::max_entry_bytes`]: 8 MiB.
@@ -93,6 +94,18 @@ impl RedisBuilder {
         self
     }
 
+    /// Whether copies follow writes made outside herdless (default on): on a single server
+    /// the subscription connection asks for the server's key tracking over the prefix
+    /// (`CLIENT TRACKING ON BCAST`), so a `SET`, `DEL` or `EXPIRE` of a value key by
+    /// another program, or a `FLUSHDB`, drops this process's copies (PROTOCOL.md section 4,
+    /// "Writes from outside herdless"). It costs every process one push per change of a
+    /// key under the prefix. A Cluster, or a server that refuses it (before Redis 6),
+    /// follows such writes only at the copies' fresh time.
+    pub fn outside_writes(mut self, follow: bool) -> Self {
+        self.outside_writes = follow;
+        self
+    }
+
     /// Runs connections and timers on this tokio runtime instead of an own one. Its worker
     /// threads must keep running; the blocking API must not be called on them.
     pub fn runtime(mut self, handle: Handle) -> Self {
@@ -141,6 +154,7 @@ impl RedisBuilder {
             )
         };
         let sharded = matches!(self.target, Target::Cluster(_));
+        let track = self.outside_writes && !sharded;
         // Caches of this process over the same keys hear each other's changes at once.
         if !self.isolated {
             let keyspace = format!("{} {}", self.target.keyspace(), self.prefix);
@@ -157,13 +171,15 @@ impl RedisBuilder {
             tag_retention: self.tag_retention.min(crate::MAX_TTL),
             tags_subscription: tokio::sync::OnceCell::new(),
             sharded,
+            track,
             rt,
         });
         let weak = Arc::downgrade(&inner);
+        let hub = inner.hub.clone();
         inner
             .rt
             .handle()
-            .spawn(heartbeat(weak, self.heartbeat, sharded));
+            .spawn(heartbeat(weak, hub, self.heartbeat, sharded));
         Ok(RedisBackend { inner })
     }
 }
@@ -172,9 +188,12 @@ impl RedisBuilder {
 /// resubscribe), however long Redis was away. A resubscription the server refused (redis-rs
 /// sends it once, after the reconnect) is sent again here while the subscription is known
 /// down, so a refused or lost one is repaired within a heartbeat of the server accepting it.
-async fn heartbeat(inner: Weak<Inner>, every: Duration, cluster: bool) {
+/// A new connection is asked for key tracking again as soon as its subscription is back
+/// (the hub kicks), so the gap of outside writes ends with it.
+async fn heartbeat(inner: Weak<Inner>, hub: Arc<Hub>, every: Duration, cluster: bool) {
     loop {
-        tokio::time::sleep(every).await;
+        // A heartbeat, or sooner when kicked.
+        let _ = tokio::time::timeout(every, hub.tracking.kick.notified()).await;
         let Some(inner) = inner.upgrade() else { return };
         if cluster {
             // The cluster connection repairs its nodes itself; nothing to poke.
@@ -187,10 +206,15 @@ async fn heartbeat(inner: Weak<Inner>, every: Duration, cluster: bool) {
         }
         let pattern = crate::keys::channel_pattern(&inner.prefix);
         // Only a subscription made before: a process that never subscribed has no copy.
-        if inner.hub.is_disconnected() && inner.hub.made(&pattern) {
+        if inner.hub.is_unsubscribed() && inner.hub.made(&pattern) {
             // Its confirmation ends the gap (`Hub::confirmed`).
             let again = inner.sub.psubscribe(&pattern);
             let _ = tokio::time::timeout(inner.op_timeout, again).await;
+        } else if inner.hub.tracking.is_untracked() && inner.hub.made(&pattern) {
+            let backend = RedisBackend {
+                inner: inner.clone(),
+            };
+            let _ = tokio::time::timeout(inner.op_timeout, backend.track()).await;
         }
     }
 }
@@ -207,6 +231,7 @@ fn builder(target: Target) -> RedisBuilder {
         max_entry_bytes: DEFAULT_MAX_ENTRY_BYTES,
         tag_retention: crate::tags::DEFAULT_TAG_RETENTION,
         isolated: false,
+        outside_writes: true,
     }
 }
 

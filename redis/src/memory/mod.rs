@@ -22,7 +22,9 @@
 //! - [`MemoryStore::restart`]: everything is gone, and every process is told its
 //!   notifications may have been lost (as after a resubscription);
 //! - [`MemoryStore::put_raw`] and friends: bytes, epochs, tag records and keys of the wrong
-//!   type, planted as an attacker or a bug would; [`MemoryStore::evict_tag`]: a tag's record
+//!   type, planted as an attacker or a bug would (a value planted or
+//!   [deleted](MemoryStore::delete_raw) is reported to every process as Redis's key
+//!   tracking reports a write from outside herdless; [`MemoryStore::flush`] as `FLUSHDB`); [`MemoryStore::evict_tag`]: a tag's record
 //!   gone as under `maxmemory` eviction.
 
 use std::collections::HashMap;
@@ -325,10 +327,41 @@ impl MemoryStore {
         }
     }
 
-    /// Plants `bytes` under `key`'s value name (no TTL), as a bug or an attacker would.
+    /// Plants `bytes` under `key`'s value name (no TTL), as a bug, an attacker or another
+    /// program would: every process's copies of `key` are dropped, as the server's key
+    /// tracking reports such a write (PROTOCOL.md section 4, "Writes from outside herdless").
     pub fn put_raw(&self, key: &str, bytes: &[u8]) {
         let n = crate::keys::names(PREFIX, key);
         self.data().set(&n.value, bytes.to_vec(), None, now_ms());
+        self.outside(key);
+    }
+
+    /// Deletes `key`'s value as another program would (`DEL`): copies are dropped, as for
+    /// [`put_raw`](Self::put_raw).
+    pub fn delete_raw(&self, key: &str) {
+        let n = crate::keys::names(PREFIX, key);
+        self.data().keys.remove(&n.value);
+        self.outside(key);
+    }
+
+    /// Empties the store as `FLUSHDB` would: every process is told its copies may be
+    /// outdated (key tracking reports a flush), and keeps its subscriptions.
+    pub fn flush(&self) {
+        self.restart();
+    }
+
+    /// Key tracking's report of an outside change of `key`'s value, unless the bus is down
+    /// (then the processes hear of the gap when it is back).
+    fn outside(&self, key: &str) {
+        if matches!(
+            self.fault_of(Some(namespace_of(key))),
+            Some(Fault::LoseNotifications | Fault::BusDown)
+        ) {
+            return;
+        }
+        for hub in self.hubs() {
+            hub.outside(key);
+        }
     }
 
     /// Plants raw text as `namespace`'s epoch.
