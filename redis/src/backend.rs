@@ -524,7 +524,9 @@ impl Backend for RedisBackend {
                 .arg(key)
                 .invoke_async(&mut live)
                 .await?;
-            crate::local::tell(&*self.inner.hub, 'd', 0, key);
+            // The script's own message (its number says whether it deleted), so the copy
+            // Redis delivers afterwards is recognised.
+            crate::local::tell(&*self.inner.hub, 'd', deleted.clamp(0, 1) as u64, key);
             Ok(deleted == 1)
         })
     }

@@ -42,7 +42,10 @@
 //!   read (value and namespace epoch in one `MGET`, one slot), an atomic read-or-lock script
 //!   (SET NX PX semantics with a 128-bit random token), token-checked extend / release /
 //!   commit scripts, INCR epochs, per-namespace notifications published by the scripts, and
-//!   repairs of corrupt shared state. [`memory::MemoryBackend`] is the same tier in memory,
+//!   repairs of corrupt shared state. On a single server its subscription connection also
+//!   asks for the server's key tracking, so a write, delete or flush by a program that is
+//!   not herdless drops the copies too ([`RedisBuilder::outside_writes`], PROTOCOL.md
+//!   "Writes from outside herdless"). [`memory::MemoryBackend`] is the same tier in memory,
 //!   with faults on demand, for tests (`memory://` in every language).
 //! - [`Fleet`]: the lock protocol itself ([`Fleet::lead`] answers who loads a key for the
 //!   fleet, with a [`FleetLease`] that extends itself; [`Fleet::lead_many`] for the

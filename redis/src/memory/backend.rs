@@ -427,7 +427,7 @@ impl Backend for MemoryBackend {
                 d.keys.remove(&n.lock);
                 had
             };
-            s.publish('d', &origin, 0, &key);
+            s.publish('d', &origin, u64::from(had), &key);
             had
         })
     }
