@@ -973,6 +973,16 @@ export interface RedisCounters {
   noticesLost: number
   /** Times the subscription connection was seen to drop. */
   subscriptionDrops: number
+  /**
+   * Copies dropped because the server reported a change of their value key that no
+   * notice announced: a write from outside herdless, an expiry or an eviction.
+   */
+  outsideInvalidations: number
+  /**
+   * Times the server refused key tracking (writes from outside herdless then not
+   * followed).
+   */
+  trackingRefused: number
   /** Waits for another process's load. */
   fleetWaits: number
   /** Re-checks of a waited key without a notification. */
@@ -1076,10 +1086,16 @@ export declare namespace testing {
      */
     restartSubscriptions(): void
     /**
-     * Plants `text` as the raw bytes under `key`'s value (no expiry), as a bug or an
-     * attacker would: bytes that are not an entry are a miss for every reader.
+     * Plants `text` as the raw bytes under `key`'s value (no expiry), as a bug, an
+     * attacker or another program would: bytes that are not an entry are a miss for every
+     * reader, and every cache's copy of `key` is dropped (as Redis's key tracking reports
+     * such a write).
      */
     plant(key: string, text: string): void
+    /** Deletes `key`'s value as a program that is not herdless would (`DEL`). */
+    deleteRaw(key: string): void
+    /** Empties the store as `FLUSHDB` would: every cache drops its copies. */
+    flush(): void
     /** Plants `text` as the epoch of `namespace` (a corrupt epoch is repaired forward). */
     plantEpoch(namespace: string, text: string): void
     /**
