@@ -149,8 +149,10 @@ impl<V: Clone> Table<V> {
                 self.emit(&e.ns, kind, key, None);
             });
         // A refused entry is the last one `insert` put in `dropped`.
-        if let Some(refused) = dropped.last().filter(|_| !stored) {
-            refused.ns.counters().admission_rejections.inc();
+        if !stored {
+            if let Some(refused) = dropped.last() {
+                refused.ns.counters().admission_rejections.inc();
+            }
         }
         // Advanced even on a refusal: a `set` still superseded the key's load, and a
         // generation that moves without a change only costs a copy a re-read.
