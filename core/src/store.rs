@@ -3,7 +3,8 @@
 //! oldest entry, sparing visited ones once. A hit only sets a bit (no list surgery, so reads
 //! share the shard's read lock), and one-hit wonders, such as a flood of random keys, leave
 //! first. Dead entries (expired past retention, or of a bumped epoch) are evicted when the
-//! hand reaches them, visited or not.
+//! hand reaches them, visited or not. With an admission sketch (`crate::admission`), a new
+//! key may be refused instead of evicting the entry the hand stops at.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -195,8 +196,8 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
             }
             None => true,
         };
-        // Without a sketch (the default) this is one test of an `Option`, and the miss path
-        // is what it was (BENCHMARKS.md, goal 6).
+        // Without a sketch (the default) the filter is this one test of an `Option` (a miss
+        // costs +0.5% in all; BENCHMARKS.md, goal 6); a hit never comes here.
         if let Some(sketch) = &mut self.sketch {
             sketch.record(hash);
             if new && self.weight + weight > self.capacity && !self.admits(hash, now) {
