@@ -529,6 +529,14 @@ export interface CacheOptions {
   refreshAhead?: number
   /** Most entries held (values and absences; default 10000). */
   capacity?: number
+  /**
+   * `true`: a TinyLFU admission filter in front of the engine's SIEVE eviction, for loops
+   * and scans (default `false`). A full cache keeps a new key only if it was stored more
+   * often than the entry it would evict; a refused value still answers its caller and
+   * waiters and a refused `set` resolves as usual, but neither is kept (counted in
+   * `admissionRejections`). Slower to follow popular keys that move.
+   */
+  admission?: boolean
   /** At most this many loader calls at once across all keys (default: unlimited). */
   originBudget?: number
   /** At most this many keys loading at once (default 100000). */
@@ -666,6 +674,11 @@ export interface Counters {
   backendErrors: number
   /** Entries evicted to stay within capacity. */
   evictions: number
+  /**
+   * New keys not kept because the admission filter (`admission: true`) found them less
+   * frequent than the entry they would have evicted; their callers were answered.
+   */
+  admissionRejections: number
   /**
    * Events (`cache.on`) dropped because listeners fell behind: the engine's queue was
    * full, or (in `total` only) the way to the event loop was.

@@ -6,7 +6,7 @@ use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use herdless::Cache;
+use herdless::{Admission, Cache};
 
 /// Keys in the key space of every Zipf workload.
 pub const KEY_SPACE: usize = 100_000;
@@ -24,28 +24,32 @@ pub static LOADS: AtomicU64 = AtomicU64::new(0);
 /// One read of a key, loading the given value on a miss; answers the value read.
 pub type Read = Box<dyn FnMut(&str, u64) -> u64>;
 
-/// The contenders, each with room for `capacity` entries, counting loader calls in [`LOADS`].
-pub fn contenders(capacity: usize) -> Vec<(&'static str, Read)> {
-    let herdless: Cache<u64> = Cache::builder()
+/// herdless with room for `capacity` entries and the given admission policy, as a [`Read`]
+/// counting loader calls in [`LOADS`].
+pub fn herdless(capacity: usize, admission: Admission) -> Read {
+    let cache: Cache<u64> = Cache::builder()
         .capacity(capacity as u64)
         .ttl(Duration::from_secs(3600))
+        .admission(admission)
         .build()
         .unwrap();
+    Box::new(move |k, v| {
+        cache
+            .get_or_load(k, move || {
+                LOADS.fetch_add(1, Ordering::Relaxed);
+                Ok::<_, Infallible>(Some(v))
+            })
+            .unwrap()
+            .unwrap()
+    })
+}
+
+/// The contenders, each with room for `capacity` entries, counting loader calls in [`LOADS`].
+pub fn contenders(capacity: usize) -> Vec<(&'static str, Read)> {
     let quick = quick_cache::sync::Cache::<String, u64>::new(capacity);
     let moka = moka::sync::Cache::<String, u64>::new(capacity as u64);
     vec![
-        (
-            "herdless",
-            Box::new(move |k, v| {
-                herdless
-                    .get_or_load(k, move || {
-                        LOADS.fetch_add(1, Ordering::Relaxed);
-                        Ok::<_, Infallible>(Some(v))
-                    })
-                    .unwrap()
-                    .unwrap()
-            }),
-        ),
+        ("herdless", herdless(capacity, Admission::Always)),
         (
             "quick_cache",
             Box::new(move |k, v| {

@@ -52,6 +52,9 @@ pub struct Counters {
     pub backend_errors: f64,
     /// Entries evicted to stay within capacity.
     pub evictions: f64,
+    /// New keys not kept because the admission filter (`admission: true`) found them less
+    /// frequent than the entry they would have evicted; their callers were answered.
+    pub admission_rejections: f64,
     /// Events (`cache.on`) dropped because listeners fell behind: the engine's queue was
     /// full, or (in `total` only) the way to the event loop was.
     pub events_dropped: f64,
@@ -236,6 +239,7 @@ fn counters(c: &CounterSnapshot) -> Counters {
         not_modified: c.not_modified as f64,
         backend_errors: c.backend_errors as f64,
         evictions: c.evictions as f64,
+        admission_rejections: c.admission_rejections as f64,
         events_dropped: c.events_dropped as f64,
     }
 }

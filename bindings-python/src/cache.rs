@@ -118,7 +118,7 @@ impl Cache {
         max_namespaces=None,
         namespace=None,
         redis=None, redis_prefix=None, codec=None, lease=None, detector_tick=None,
-        detector=None, refresh_ahead=None, on_event=None, copy_values=None,
+        detector=None, refresh_ahead=None, on_event=None, copy_values=None, admission=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
@@ -150,6 +150,7 @@ impl Cache {
         refresh_ahead: Option<f64>,
         on_event: Option<Bound<'py, PyAny>>,
         copy_values: Option<Bound<'py, PyAny>>,
+        admission: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         let checked = Options {
             ttl,
@@ -177,6 +178,7 @@ impl Cache {
             detector_tick,
             detector,
             copy_values,
+            admission,
         }
         .check(py)?;
         let shared = checked.redis.is_some();

@@ -162,6 +162,22 @@ pub(crate) struct Options<'py> {
     pub(crate) detector_tick: Option<Bound<'py, PyAny>>,
     pub(crate) detector: Option<Bound<'py, PyAny>>,
     pub(crate) copy_values: Option<Bound<'py, PyAny>>,
+    pub(crate) admission: Option<Bound<'py, PyAny>>,
+}
+
+/// A bool option (`copy_values`, `admission`): a bool or nothing, never a truthy object.
+fn flag(py: Python<'_>, name: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<bool>> {
+    match v {
+        Some(v) if v.is_instance_of::<PyBool>() => Ok(Some(v.extract::<bool>()?)),
+        Some(v) => {
+            let ty = v.get_type().qualname()?;
+            Err(config_type_error(
+                py,
+                format!("`{name}` must be a bool, got {ty}"),
+            ))
+        }
+        None => Ok(None),
+    }
 }
 
 /// The `detector` option: `False` (off), `True` (the defaults) or a `DetectorOptions` (any
@@ -327,17 +343,12 @@ impl Options<'_> {
         let lease = dur("lease", &self.lease, true)?;
         // `redis_prefix`, `codec` and `lease` are checked even without `redis=` (so that
         // `redis=os.environ.get(...)` configurations fail early), and used only with it.
-        let copy_values = match &self.copy_values {
-            Some(v) if v.is_instance_of::<PyBool>() => v.extract::<bool>()?,
-            Some(v) => {
-                let ty = v.get_type().qualname()?;
-                return Err(config_type_error(
-                    py,
-                    format!("`copy_values` must be a bool, got {ty}"),
-                ));
-            }
-            None => herdless::DEFAULT_COPY_VALUES,
-        };
+        let copy_values = flag(py, "copy_values", self.copy_values.as_ref())?
+            .unwrap_or(herdless::DEFAULT_COPY_VALUES);
+        // `True`: TinyLFU admission in front of SIEVE (the core's `Admission::TinyLfu`).
+        if flag(py, "admission", self.admission.as_ref())? == Some(true) {
+            b = b.admission(herdless::Admission::TinyLfu);
+        }
         let codec = Codec::from_option(py, self.codec.as_ref(), copy_values)?;
         let redis = redis.map(|address| TierOptions {
             address,

@@ -5,6 +5,7 @@
 
 use core::time::Duration;
 
+use crate::admission::Admission;
 use crate::clock::Clock;
 use crate::detector::DetectorOptions;
 use crate::error::ConfigError;
@@ -68,6 +69,7 @@ pub(crate) struct Config<V> {
     pub(crate) event_queue: usize,
     /// Keep the write generation ([`Cache::generation`](crate::Cache::generation)).
     pub(crate) count_writes: bool,
+    pub(crate) admission: Admission,
 }
 
 /// The options a cache was built with, read back (e.g. by a binding that writes entries of
@@ -113,6 +115,8 @@ pub struct Options {
     pub max_tags: usize,
     /// Most tags on one entry.
     pub max_tags_per_entry: usize,
+    /// Which new keys a full cache keeps.
+    pub admission: Admission,
     /// Share of the ttl after which one refresh runs in the background, if on.
     pub refresh_ahead: Option<f64>,
 }
@@ -139,6 +143,7 @@ impl<V> Config<V> {
             max_namespaces: self.max_namespaces,
             max_tags: self.max_tags,
             max_tags_per_entry: self.max_tags_per_entry,
+            admission: self.admission,
             refresh_ahead: self.refresh_ahead,
         }
     }
@@ -218,6 +223,7 @@ impl<V> Default for Builder<V> {
                 idle_reads: None,
                 event_queue: 1024,
                 count_writes: false,
+                admission: Admission::Always,
             },
             clock: None,
             rng: None,
@@ -253,6 +259,9 @@ impl<V> Builder<V> {
         /// ([`Cache::generation`](crate::Cache::generation)), for a copy of answers kept
         /// outside the engine (default off: writes then skip it).
         count_writes: bool => count_writes;
+        /// Which new keys a full cache keeps (default [`Admission::Always`]; see
+        /// [`Admission::TinyLfu`] for loops and scans, where a new key may be refused).
+        admission: Admission => admission;
         /// Capacity in weight units: entries, unless a [`weigher`](Self::weigher) is set
         /// (default 10,000). Values and cached absences both count.
         capacity: u64 => capacity;

@@ -81,6 +81,11 @@
 //! - Errors are never cached; every waiter of a failed load gets the same error.
 //! - Memory is bounded: entries (values and absences) by capacity with SIEVE eviction,
 //!   flight records by `max_flights`, namespaces by `max_namespaces`, tags by `max_tags`.
+//! - Every loaded value is stored unless one of the above says not to, or, with
+//!   [`Builder::admission`]`(`[`Admission::TinyLfu`]`)` (opt-in, for loops and scans), the
+//!   full shard's admission filter refuses a new key: the value still answers its caller
+//!   and waiters, and a `set` still returns `Ok(())`, but neither is kept (as moka's
+//!   inserts may be rejected by its admission policy); `admission_rejections` counts them.
 //!
 //! ## Tags
 //!
@@ -126,7 +131,7 @@
 //!
 //! **The cache.** [`Cache`], made by [`Cache::builder`] ([`Builder`], read back as
 //! [`Options`]; [`Weigher`] and [`ENTRY_OVERHEAD_BYTES`] for a bound in bytes) or
-//! [`Cache::new`]. Its methods:
+//! [`Cache::new`]; [`Admission`] picks which new keys a full cache keeps. Its methods:
 //! - read and load: [`get_or_load`](Cache::get_or_load),
 //!   [`get_or_load_scoped`](Cache::get_or_load_scoped) (a loader that borrows),
 //!   [`get_or_load_async`](Cache::get_or_load_async), batches of keys with one loader call
@@ -196,6 +201,7 @@ extern crate alloc;
 // `blocking`, `asynchronous`, `warm`; `detector`, `hotkeys`, `metrics`); the table
 // (`table`: shards, flights, entries); the leaves. `scripts/check-layers` checks that
 // no module leans on one above it.
+mod admission;
 mod alarm;
 mod asynchronous;
 pub mod backend;
@@ -240,6 +246,7 @@ pub mod testing;
 mod warm;
 pub mod xfetch;
 
+pub use admission::Admission;
 pub use cache::Cache;
 #[cfg(feature = "std")]
 pub use clock::SystemClock;

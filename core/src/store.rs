@@ -3,7 +3,8 @@
 //! oldest entry, sparing visited ones once. A hit only sets a bit (no list surgery, so reads
 //! share the shard's read lock), and one-hit wonders, such as a flood of random keys, leave
 //! first. Dead entries (expired past retention, or of a bumped epoch) are evicted when the
-//! hand reaches them, visited or not.
+//! hand reaches them, visited or not. With an admission sketch (`crate::admission`), a new
+//! key may be refused instead of evicting the entry the hand stops at.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -12,6 +13,7 @@ use core::hash::BuildHasher;
 use hashbrown::{DefaultHashBuilder, HashTable};
 
 pub(crate) use self::key::Key;
+use crate::admission::Sketch;
 use crate::entry::Entry;
 use crate::expiry::{Lifetimes, Phase};
 use crate::sync::Ordering;
@@ -91,16 +93,20 @@ pub(crate) struct Store<V, S = DefaultHashBuilder> {
     capacity: u64,
     /// The cache's lifetimes, for the phase of an entry the hand reaches.
     life: Lifetimes,
+    /// The admission filter's frequencies ([`Admission::TinyLfu`](crate::admission::Admission)),
+    /// when on: read and written by `insert` only, never by a hit.
+    sketch: Option<Sketch>,
 }
 
 /// The most one entry may weigh: weights are kept in 32 bits.
 pub(crate) const MAX_WEIGHT: u64 = u32::MAX as u64;
 
 impl<V, S: BuildHasher + Clone> Store<V, S> {
-    pub(crate) fn new(capacity: u64, hasher: S, life: Lifetimes) -> Self {
+    pub(crate) fn new(capacity: u64, hasher: S, life: Lifetimes, sketch: Option<Sketch>) -> Self {
         Self {
             hasher,
             life,
+            sketch,
             table: HashTable::new(),
             nodes: Vec::new(),
             free: Vec::new(),
@@ -112,11 +118,13 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         }
     }
 
-    /// Empties the store, returning its old contents to be dropped outside the lock.
+    /// Empties the store, returning its old contents to be dropped outside the lock. The
+    /// sketch stays (allocated once, and the keys' popularity outlives the entries).
     pub(crate) fn take(&mut self) -> Self {
+        let sketch = self.sketch.take();
         core::mem::replace(
             self,
-            Self::new(self.capacity, self.hasher.clone(), self.life),
+            Self::new(self.capacity, self.hasher.clone(), self.life, sketch),
         )
     }
 
@@ -162,9 +170,14 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
     }
 
     /// Stores `entry` under `key`, replacing any previous one, then evicts until the shard
-    /// fits its capacity. Returns what was replaced or evicted, to be dropped by the caller
-    /// outside the lock. `weight` is at most [`MAX_WEIGHT`].
+    /// fits its capacity. What was replaced or evicted goes to `evicted`, to be dropped by
+    /// the caller outside the lock. `weight` is at most [`MAX_WEIGHT`].
+    ///
+    /// With an admission sketch, a new key that needs room is first weighed against the
+    /// entry SIEVE would evict: `false` when it is refused (the entry then goes to
+    /// `evicted` too, and nothing else changed but visited bits the hand cleared).
     #[allow(clippy::too_many_arguments)]
+    #[must_use]
     pub(crate) fn insert(
         &mut self,
         hash: u64,
@@ -174,10 +187,23 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         now: u64,
         evicted: &mut Dropped<V>,
         mut on_evict: impl FnMut(&str, &Entry<V>),
-    ) {
+    ) -> bool {
         let weight = weight.min(MAX_WEIGHT);
-        if let Some(old) = self.remove(hash, &key) {
-            evicted.push(old);
+        let new = match self.remove(hash, &key) {
+            Some(old) => {
+                evicted.push(old);
+                false
+            }
+            None => true,
+        };
+        // Without a sketch (the default) the filter is this one test of an `Option` (a miss
+        // costs +0.5% in all; BENCHMARKS.md, goal 6); a hit never comes here.
+        if let Some(sketch) = &mut self.sketch {
+            sketch.record(hash);
+            if new && self.weight + weight > self.capacity && !self.admits(hash, now) {
+                evicted.push(entry);
+                return false;
+            }
         }
         while self.weight + weight > self.capacity && self.len() > 0 {
             match self.evict_one(now, &mut on_evict) {
@@ -217,6 +243,57 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
                 .as_ref()
                 .map_or(0, |n| hasher.hash_one(n.key()))
         });
+        true
+    }
+
+    /// TinyLFU's test: whether the key of `hash` was seen more often than the entry the
+    /// hand stops at (its visited bits cleared on the way, as an eviction would). A dead
+    /// victim is no contest. Always true without a sketch. The hand is left on the victim,
+    /// so a refusal keeps it there and an admission evicts it first.
+    fn admits(&mut self, hash: u64, now: u64) -> bool {
+        let Some(sketch) = &self.sketch else {
+            return true;
+        };
+        let candidate = sketch.estimate(hash);
+        let Some(victim) = self.victim(now) else {
+            return true;
+        };
+        self.hand = victim;
+        let node = self.node(victim);
+        if node.entry.phase(now, &self.life) == Phase::Dead {
+            return true;
+        }
+        let theirs = self.hasher.hash_one(node.key());
+        self.sketch
+            .as_ref()
+            .is_none_or(|s| candidate > s.estimate(theirs))
+    }
+
+    /// The entry [`evict_one`](Self::evict_one) would take, found the same way (clearing
+    /// visited bits), but not taken. Inlined: it was `evict_one`'s own loop, and a call
+    /// per eviction cost the miss path ~1.5% (callgrind, `miss_profile`).
+    #[inline(always)]
+    fn victim(&mut self, now: u64) -> Option<u32> {
+        // Two sweeps at most: the first clears every visited bit it passes.
+        let mut i = if self.hand == NIL {
+            self.tail
+        } else {
+            self.hand
+        };
+        for _ in 0..2 * self.len() + 1 {
+            if i == NIL {
+                i = self.tail;
+                continue;
+            }
+            let node = self.node(i);
+            let dead = node.entry.phase(now, &self.life) == Phase::Dead;
+            if dead || !node.entry.visited.load(Ordering::Relaxed) {
+                return Some(i);
+            }
+            node.entry.visited.store(false, Ordering::Relaxed);
+            i = node.newer;
+        }
+        None
     }
 
     /// Removes every entry whose value (`None`: a cached absence) `keep` refuses; returns
@@ -272,32 +349,15 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
 
     /// One step of SIEVE: evicts the first unvisited (or dead) entry from the hand on.
     fn evict_one(&mut self, now: u64, on_evict: impl FnOnce(&str, &Entry<V>)) -> Option<Entry<V>> {
-        let mut i = if self.hand == NIL {
-            self.tail
-        } else {
-            self.hand
-        };
-        // Two sweeps at most: the first clears every visited bit it passes.
-        for _ in 0..2 * self.len() + 1 {
-            if i == NIL {
-                i = self.tail;
-                continue;
-            }
-            let node = self.node(i);
-            let dead = node.entry.phase(now, &self.life) == Phase::Dead;
-            if dead || !node.entry.visited.load(Ordering::Relaxed) {
-                let hash = self.hasher.hash_one(node.key());
-                self.hand = node.newer;
-                if let Ok(e) = self.table.find_entry(hash, |&j| j == i) {
-                    e.remove();
-                }
-                let node = self.node(i);
-                on_evict(node.key(), &node.entry);
-                return Some(self.unlink(i));
-            }
-            node.entry.visited.store(false, Ordering::Relaxed);
-            i = node.newer;
+        let i = self.victim(now)?;
+        let node = self.node(i);
+        let hash = self.hasher.hash_one(node.key());
+        self.hand = node.newer;
+        if let Ok(e) = self.table.find_entry(hash, |&j| j == i) {
+            e.remove();
         }
-        None
+        let node = self.node(i);
+        on_evict(node.key(), &node.entry);
+        Some(self.unlink(i))
     }
 }

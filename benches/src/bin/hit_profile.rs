@@ -5,17 +5,18 @@
 //! ```sh
 //! cargo build --release -p herdless-benches --bin hit_profile
 //! valgrind --tool=callgrind --collect-atstart=no --toggle-collect='hit_profile::run*' \
-//!     target/release/hit_profile get   # or get_or_load, or get_tti
+//!     target/release/hit_profile get   # or get_or_load, or get_tti; then `admission`
 //! ```
 //! `get_tti`: `get` on a cache whose entries have a time-to-idle (their reads keep an idle
-//! clock), beside `get` on one whose entries have none.
+//! clock), beside `get` on one whose entries have none. A second argument `admission`
+//! builds the cache with `Admission::TinyLfu`, whose sketch a hit must never touch.
 //! Instructions per hit = the total over `N`.
 
 use std::convert::Infallible;
 use std::hint::black_box;
 use std::time::Duration;
 
-use herdless::Cache;
+use herdless::{Admission, Cache};
 use herdless_benches::keys;
 
 const CAPACITY: usize = 10_000;
@@ -36,6 +37,11 @@ fn main() {
         .ttl(Duration::from_secs(3600));
     if how == "get_tti" {
         b = b.tti(Duration::from_secs(3600));
+    }
+    match std::env::args().nth(2).as_deref() {
+        None => {}
+        Some("admission") => b = b.admission(Admission::TinyLfu),
+        Some(other) => panic!("unknown option {other}: admission"),
     }
     let c: Cache<u64> = b.build().unwrap();
     for (i, k) in keys.iter().enumerate() {

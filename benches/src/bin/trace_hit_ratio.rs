@@ -1,6 +1,7 @@
 //! Hit ratio of each contender on the traces of `herdless_benches::traces` (loop, scan,
 //! mixed and shifting shapes besides Zipf), at capacities of 1% and 10% of the key space, as
-//! a Markdown table: the real caches (herdless, quick_cache, moka), then the models and the
+//! a Markdown table: the real caches (herdless, herdless with `Admission::TinyLfu`,
+//! quick_cache, moka), then the models and the
 //! registry references of `herdless_benches::policies` (one SIEVE queue, SIEVE behind a
 //! TinyLFU admission filter, LRU, ARC, W-TinyLFU). A miss is a loader call; the ratio
 //! counts every read, the cold start included. Counts, not timings: the machine's load does
@@ -11,10 +12,11 @@
 
 use std::sync::atomic::Ordering;
 
+use herdless::Admission;
 use herdless_benches::keys;
 use herdless_benches::policies::references;
 use herdless_benches::traces::{self, KEY_SPACE, READS};
-use herdless_benches::zipf::{LOADS, contenders};
+use herdless_benches::zipf::{LOADS, contenders, herdless};
 
 const CAPACITY_PERCENTS: [usize; 2] = [1, 10];
 
@@ -28,6 +30,13 @@ fn main() {
         for trace in &traces {
             let mut row = Vec::new();
             let mut all = contenders(capacity);
+            all.insert(
+                1,
+                (
+                    "herdless + TinyLfu admission",
+                    herdless(capacity, Admission::TinyLfu),
+                ),
+            );
             all.extend(references(capacity));
             for (name, mut read) in all {
                 if names.len() < row.len() + 1 {

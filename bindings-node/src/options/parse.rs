@@ -6,7 +6,7 @@ use napi::Result;
 
 use super::detector::detector;
 use super::front::{FrontSize, front};
-use super::read::{bad, count, duration, number, string};
+use super::read::{bad, boolean, count, duration, number, string};
 use crate::codec::Codec;
 use crate::js::{ErrorKind, Js, Type, Value};
 use crate::value::Entry;
@@ -68,7 +68,8 @@ const COUNTS: [&str; 6] = [
     "maxNamespaces",
 ];
 const DURATIONS_REDIS: [&str; 1] = ["lease"];
-const OTHERS: [&str; 11] = [
+const OTHERS: [&str; 12] = [
+    "admission",
     "copyValues",
     "onEvent",
     "front",
@@ -280,6 +281,9 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     }
     if let Some(n) = count(js, obj, "capacity")? {
         b = b.capacity(n);
+    }
+    if boolean(js, obj, "admission")? == Some(true) {
+        b = b.admission(herdless::Admission::TinyLfu);
     }
     let usize_of = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     if let Some(n) = count(js, obj, "originBudget")? {

@@ -76,6 +76,20 @@ pub(super) fn count(js: Js, obj: Value, name: &str) -> Result<Option<u64>> {
     Ok(Some(n as u64))
 }
 
+/// Reads option `name` of `obj` as a boolean; `None` when absent (undefined).
+pub(super) fn boolean(js: Js, obj: Value, name: &str) -> Result<Option<bool>> {
+    let v = js.get(obj, name)?;
+    match js.type_of(v)? {
+        Type::Undefined => Ok(None),
+        Type::Boolean => Ok(Some(js.get_bool(v)?)),
+        t => Err(bad(
+            js,
+            ErrorKind::Type,
+            &format!("option `{name}` must be a boolean, got {}", t.name()),
+        )),
+    }
+}
+
 pub(super) fn string(js: Js, obj: Value, name: &str) -> Result<Option<String>> {
     let v = js.get(obj, name)?;
     match js.type_of(v)? {

@@ -61,6 +61,9 @@ class Counters:
     """Errors of the shared tier (Redis)."""
     evictions: int = 0
     """Entries evicted to stay within capacity."""
+    admission_rejections: int = 0
+    """New keys not stored because the admission filter found them less frequent than the
+    entry they would have evicted; their callers were answered all the same."""
     retired_namespaces: int = 0
     """Namespace records retired to stay within ``max_namespaces`` (their entries became
     misses; their counters are kept under ``__retired__``)."""

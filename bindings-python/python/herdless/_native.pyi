@@ -200,6 +200,7 @@ class Cache:
         refresh_ahead: float | None = None,
         on_event: Callable[[str, str, str | None], object] | None = None,
         copy_values: bool | None = None,
+        admission: bool | None = None,
     ) -> Self: ...
     @property
     def namespace(self) -> str | None:

@@ -141,6 +141,7 @@ counters! {
         not_modified: "Loads answered 'not modified': the previous value kept, its lifetime restarted.",
         backend_errors: "Errors of the shared tier (e.g. Redis).",
         evictions: "Entries evicted to stay within capacity.",
+        admission_rejections: "New keys not stored because the admission filter (Admission::TinyLfu) found them less frequent than the entry they would have evicted; their callers were answered all the same.",
         retired_namespaces: "Namespace records retired to stay within max_namespaces (their entries became misses).",
         events_dropped: "Events the listener's queue could not take (full or busy).",
     }

@@ -63,13 +63,13 @@ impl core::hash::Hasher for PoorHasher {
 type Store<V> = super::Store<V, Poor>;
 
 fn new_store(capacity: u64) -> Store<u32> {
-    Store::new(capacity, Poor, Lifetimes::new(Duration::ZERO, None))
+    Store::new(capacity, Poor, Lifetimes::new(Duration::ZERO, None), None)
 }
 
 /// Inserts `key` (fresh for 60 s) at time `now`; answers the values replaced or evicted.
 fn put(s: &mut Store<u32>, e: &Entries, key: &str, v: u32, weight: u64, now: u64) -> Vec<u32> {
     let mut out = Dropped::new();
-    s.insert(
+    let stored = s.insert(
         hash(key),
         super::Key::new(key),
         e.fresh_for(v, 60),
@@ -78,6 +78,7 @@ fn put(s: &mut Store<u32>, e: &Entries, key: &str, v: u32, weight: u64, now: u64
         &mut out,
         |_, _| {},
     );
+    assert!(stored, "no admission filter: every insert is kept");
     check(s);
     out.into_iter().filter_map(|mut e| e.take_value()).collect()
 }
@@ -208,7 +209,7 @@ fn dead_entries_are_evicted_even_when_visited() {
     let e = Entries::new();
     let mut s = new_store(3);
     let mut out = Dropped::new();
-    s.insert(
+    let stored = s.insert(
         hash("short"),
         super::Key::new("short"),
         e.fresh_for(1, 1),
@@ -217,6 +218,7 @@ fn dead_entries_are_evicted_even_when_visited() {
         &mut out,
         |_, _| {},
     );
+    assert!(stored);
     put(&mut s, &e, "b", 2, 1, 0);
     put(&mut s, &e, "c", 3, 1, 0);
     for k in ["short", "b", "c"] {

@@ -24,6 +24,7 @@ use core::hash::BuildHasher;
 use core::time::Duration;
 
 use self::shard::Shard;
+use crate::admission::{Admission, Sketch};
 use crate::budget::Budget;
 use crate::clock::Clock;
 use crate::config::{Config, Parts};
@@ -120,7 +121,9 @@ impl<V> Table<V> {
             shards: (0..shards as u64)
                 .map(|i| {
                     let capacity = per_shard + u64::from(i < extra);
-                    RwLock::new(Shard::new(capacity, hasher.clone(), life))
+                    let sketch = (cfg.admission == Admission::TinyLfu)
+                        .then(|| Sketch::new(most_entries(capacity, cfg.entry_overhead)));
+                    RwLock::new(Shard::new(capacity, hasher.clone(), life, sketch))
                 })
                 .collect(),
             shard_mask: shards - 1,
@@ -315,6 +318,13 @@ impl<V> Table<V> {
             retired_tags: tags.retired,
         }
     }
+}
+
+/// The most entries a shard of `capacity` can hold, which sizes its admission sketch:
+/// under `max_bytes` an entry weighs at least its overhead and one key byte, otherwise at
+/// least 1.
+fn most_entries(capacity: u64, entry_overhead: Option<u64>) -> u64 {
+    capacity / entry_overhead.map_or(1, |o| o.saturating_add(1)).max(1)
 }
 
 fn default_shards() -> usize {

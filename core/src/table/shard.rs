@@ -2,6 +2,7 @@
 
 use hashbrown::HashTable;
 
+use crate::admission::Sketch;
 use crate::expiry::Lifetimes;
 use crate::flight::Flight;
 use crate::store::Store;
@@ -18,9 +19,10 @@ impl<V> Shard<V> {
         capacity: u64,
         hasher: hashbrown::DefaultHashBuilder,
         life: Lifetimes,
+        sketch: Option<Sketch>,
     ) -> Self {
         Self {
-            store: Store::new(capacity, hasher, life),
+            store: Store::new(capacity, hasher, life, sketch),
             flights: HashTable::new(),
         }
     }

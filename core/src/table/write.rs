@@ -122,7 +122,9 @@ impl<V: Clone> Table<V> {
 
     /// Stores `entry` in `shard` in place of `key`'s old one, evicting to stay within the
     /// shard's capacity; what it replaced or evicted goes to `dropped`, to be dropped
-    /// outside the lock.
+    /// outside the lock. A new key the admission filter refuses is not stored (it goes to
+    /// `dropped` and `admission_rejections` counts it); whoever asked for it was answered
+    /// or is told `Ok` all the same.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn store(
         &self,
@@ -135,7 +137,7 @@ impl<V: Clone> Table<V> {
         dropped: &mut Dropped<V>,
     ) {
         // `insert` takes out `key`'s old entry itself, into `dropped` with the evicted ones.
-        shard
+        let stored = shard
             .store
             .insert(hash, key, entry, weight, now, dropped, |key, e| {
                 e.ns.counters().evictions.inc();
@@ -146,6 +148,14 @@ impl<V: Clone> Table<V> {
                 };
                 self.emit(&e.ns, kind, key, None);
             });
+        // A refused entry is the last one `insert` put in `dropped`.
+        if !stored {
+            if let Some(refused) = dropped.last() {
+                refused.ns.counters().admission_rejections.inc();
+            }
+        }
+        // Advanced even on a refusal: a `set` still superseded the key's load, and a
+        // generation that moves without a change only costs a copy a re-read.
         self.namespaces.writes.advance();
     }
 
