@@ -119,6 +119,16 @@ fn main() {
     let url = srv.url();
     let on = fleet(&url, "on", true);
     let off = fleet(&url, "off", false);
+    // Which connections the server tracks keys for: the "on" fleet's subscriptions only.
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(&mut srv.client())
+        .unwrap();
+    let tracking = clients
+        .lines()
+        .filter(|l| l.split(' ').any(|f| f.starts_with("flags=") && f.contains('t')))
+        .count();
+    println!("connections with key tracking on: {tracking} (the tracking fleet's subscriptions)");
     cpu_per_set(
         &[("tracking on", &on), ("notices only", &off)],
         srv.pid(),

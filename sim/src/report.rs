@@ -142,6 +142,7 @@ fn add(a: &CounterSnapshot, b: &CounterSnapshot) -> CounterSnapshot {
     t.ahead_refreshes += b.ahead_refreshes;
     t.not_modified += b.not_modified;
     t.events_dropped += b.events_dropped;
+    t.admission_rejections += b.admission_rejections;
     t
 }
 
@@ -296,6 +297,6 @@ mod tests {
         }
         // And the field list is the one `add` knows: a counter added to the engine later
         // must be added there too.
-        assert_eq!(one.fields().len(), 24);
+        assert_eq!(one.fields().len(), 25);
     }
 }
