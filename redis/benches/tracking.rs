@@ -126,7 +126,10 @@ fn main() {
         .unwrap();
     let tracking = clients
         .lines()
-        .filter(|l| l.split(' ').any(|f| f.starts_with("flags=") && f.contains('t')))
+        .filter(|l| {
+            l.split(' ')
+                .any(|f| f.starts_with("flags=") && f.contains('t'))
+        })
         .count();
     println!("connections with key tracking on: {tracking} (the tracking fleet's subscriptions)");
     cpu_per_set(
