@@ -130,18 +130,3 @@ fn uncopyable(js: Js, why: &str) -> napi::Error {
         ),
     )
 }
-
-/// The `copyValues` option (default: `herdless::DEFAULT_COPY_VALUES`).
-pub(crate) fn copy_values(js: Js, obj: Value) -> Result<bool> {
-    let v = js.get(obj, "copyValues")?;
-    match js.type_of(v)? {
-        Type::Undefined => Ok(herdless::DEFAULT_COPY_VALUES),
-        Type::Boolean => js.get_bool(v),
-        t => Err(throw_new(
-            js,
-            ErrorKind::Type,
-            code::INVALID_OPTION,
-            &format!("option `copyValues` must be a boolean, got {}", t.name()),
-        )),
-    }
-}

@@ -61,6 +61,22 @@ struct Inner {
     rt: Runtime,
 }
 
+impl Inner {
+    /// Asks the server to track the value keys for the subscription connection, where it
+    /// should (`crate::tracking`); a refusal is remembered and counted, not an error.
+    pub(crate) async fn track(&self) -> Result<(), Error> {
+        if !self.track {
+            return Ok(());
+        }
+        if self.sub.track(&self.prefix).await? {
+            self.hub.tracked();
+        } else {
+            self.hub.tracking_refused();
+        }
+        Ok(())
+    }
+}
+
 /// Redis (or Redis Cluster) as herdless's shared tier. Cheap to clone.
 ///
 /// ```no_run
@@ -283,23 +299,9 @@ impl RedisBackend {
             let (cell, _) = hub.subscription(&pattern, usize::MAX);
             cell.get_or_try_init(|| async {
                 self.inner.sub.psubscribe(&pattern).await?;
-                self.track().await
+                self.inner.track().await
             })
             .await?;
-        }
-        Ok(())
-    }
-
-    /// Asks the server to track the value keys for the subscription connection, where it
-    /// should (`crate::tracking`); a refusal is remembered and counted, not an error.
-    pub(crate) async fn track(&self) -> Result<(), Error> {
-        if !self.inner.track {
-            return Ok(());
-        }
-        if self.inner.sub.track(&self.inner.prefix).await? {
-            self.inner.hub.tracked();
-        } else {
-            self.inner.hub.tracking_refused();
         }
         Ok(())
     }

@@ -25,6 +25,20 @@ fn cache(url: String, prefix: &str, tti: Option<Duration>) -> TieredCache<String
     b.build().expect("cache")
 }
 
+/// Two processes of one fleet on `srv`, over a prefix of their own (returned with them).
+fn pair(
+    srv: &common::Server,
+    name: &str,
+    tti: Option<Duration>,
+) -> (String, TieredCache<String, Json>, TieredCache<String, Json>) {
+    let prefix = common::unique(name);
+    let (a, b) = (
+        cache(srv.url(), &prefix, tti),
+        cache(srv.url(), &prefix, tti),
+    );
+    (prefix, a, b)
+}
+
 /// Waits (at most 5 s) until `a` holds no copy of `key`.
 fn until_dropped(a: &TieredCache<String, Json>, key: &str) -> Duration {
     let t = Instant::now();
@@ -48,11 +62,7 @@ fn outside_sets_deletes_and_flushes_drop_the_copies() {
         return;
     }
     let srv = common::Server::start();
-    let prefix = common::unique("track");
-    let (a, b) = (
-        cache(srv.url(), &prefix, None),
-        cache(srv.url(), &prefix, None),
-    );
+    let (prefix, a, b) = pair(&srv, "track", None);
     let mut c = srv.client();
     for k in ["t:1", "t:2", "t:3", "u:1"] {
         b.set(k, format!("{k}-v1")).unwrap();
@@ -94,14 +104,10 @@ fn herdless_s_own_changes_are_not_taken_for_outside_ones() {
         return;
     }
     let srv = common::Server::start();
-    let prefix = common::unique("own");
     // Long enough that no entry of the test expires in Redis (an expiry is reported as a
     // change no notice announced, as it should be).
     let tti = Some(Duration::from_secs(2));
-    let (a, b) = (
-        cache(srv.url(), &prefix, tti),
-        cache(srv.url(), &prefix, tti),
-    );
+    let (_, a, b) = pair(&srv, "own", tti);
     for round in 0..50 {
         a.set("own:k", format!("a{round}")).unwrap();
         b.set("own:j", format!("b{round}")).unwrap();
@@ -146,11 +152,7 @@ fn a_server_that_refuses_tracking_serves_copies_as_before() {
         .arg(&["SETUSER", "default", "-client|tracking"])
         .query(&mut c)
         .unwrap();
-    let prefix = common::unique("refused");
-    let (a, b) = (
-        cache(srv.url(), &prefix, None),
-        cache(srv.url(), &prefix, None),
-    );
+    let (_, a, b) = pair(&srv, "refused", None);
     b.set("r:1", "v1".into()).unwrap();
     assert_eq!(a.get("r:1").unwrap().as_deref(), Some("v1"));
     assert!(
@@ -173,11 +175,7 @@ fn a_killed_subscription_is_asked_for_tracking_again() {
         return;
     }
     let srv = common::Server::start();
-    let prefix = common::unique("retrack");
-    let (a, b) = (
-        cache(srv.url(), &prefix, None),
-        cache(srv.url(), &prefix, None),
-    );
+    let (prefix, a, b) = pair(&srv, "retrack", None);
     let mut c = srv.client();
     for round in 0..5 {
         b.set("k:1", format!("v{round}")).unwrap();

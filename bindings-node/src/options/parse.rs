@@ -351,6 +351,6 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
         redis,
         on_event,
         front,
-        copy_values: crate::copy::copy_values(js, obj)?,
+        copy_values: boolean(js, obj, "copyValues")?.unwrap_or(herdless::DEFAULT_COPY_VALUES),
     })
 }

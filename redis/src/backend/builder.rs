@@ -211,10 +211,7 @@ async fn heartbeat(inner: Weak<Inner>, hub: Arc<Hub>, every: Duration, cluster: 
             let again = inner.sub.psubscribe(&pattern);
             let _ = tokio::time::timeout(inner.op_timeout, again).await;
         } else if inner.hub.tracking.is_untracked() && inner.hub.made(&pattern) {
-            let backend = RedisBackend {
-                inner: inner.clone(),
-            };
-            let _ = tokio::time::timeout(inner.op_timeout, backend.track()).await;
+            let _ = tokio::time::timeout(inner.op_timeout, inner.track()).await;
         }
     }
 }
