@@ -52,6 +52,10 @@ pub enum Error {
     /// The backend was closed ([`RedisBackend::close`](crate::RedisBackend::close)): its
     /// connections and runtime are gone.
     Closed,
+    /// memcached answered with an error, or the connection failed (the client's message).
+    Memcached(Arc<String>),
+    /// The shared tier cannot do this (entry tags on memcached): refused, nothing done.
+    Unsupported(&'static str),
 }
 
 impl fmt::Display for Error {
@@ -81,6 +85,8 @@ impl fmt::Display for Error {
                 "{applied} of {tags} tags were invalidated for the fleet, then: {cause}"
             ),
             Self::Closed => f.write_str("the shared tier was closed"),
+            Self::Memcached(why) => write!(f, "memcached: {why}"),
+            Self::Unsupported(what) => write!(f, "not supported by this shared tier: {what}"),
         }
     }
 }

@@ -91,6 +91,7 @@ mod join;
 pub mod keys;
 mod lifetimes;
 mod local;
+pub mod memcached;
 pub mod memory;
 mod metrics;
 pub mod notify;

@@ -187,6 +187,12 @@ pub(crate) trait TagTier: Send + Sync {
     /// this process now and its subscription did not drop since (PROTOCOL.md section 4).
     fn keeps(&self, key: &str, generation: u64) -> bool;
 
+    /// Whether this tier tells a process of the other processes' changes at all, so that a
+    /// copy it read may be kept in its L1 (the default); memcached does not.
+    fn holds_copies(&self) -> bool {
+        true
+    }
+
     /// How long a tag's record is kept after its last invalidation or use (a tagged entry
     /// lives at most this long after its birth, so it never outlives its record unless the
     /// record is evicted).

@@ -8,17 +8,26 @@ use herdless::backend::Backend;
 
 use crate::backend::RedisBackend;
 use crate::fleet::{Fleet, FleetOptions};
+use crate::memcached::MemcachedBackend;
 use crate::memory::MemoryBackend;
 use crate::metrics::RedisMetrics;
 
-/// The shared tier of a [`TwoTier`](crate::TwoTier): Redis (or Redis Cluster), or a [`MemoryBackend`]
-/// standing for one (tests, the conformance scenarios).
+/// The shared tier of a [`TwoTier`](crate::TwoTier): Redis (or Redis Cluster), memcached,
+/// or a [`MemoryBackend`] standing for Redis (tests, the conformance scenarios).
 #[derive(Clone, Debug)]
 pub enum SharedTier {
     /// Redis or Redis Cluster.
     Redis(RedisBackend),
     /// A fleet in this process's memory.
     Memory(MemoryBackend),
+    /// memcached (no tags, no L1 copies: see [`crate::memcached`]).
+    Memcached(MemcachedBackend),
+}
+
+impl From<MemcachedBackend> for SharedTier {
+    fn from(b: MemcachedBackend) -> Self {
+        SharedTier::Memcached(b)
+    }
 }
 
 impl From<RedisBackend> for SharedTier {
@@ -43,16 +52,31 @@ pub enum TierAddress {
     /// A [`MemoryStore`](crate::memory::MemoryStore) of this process, by name
     /// (`memory://<name>`): caches created with the same name are one fleet.
     Memory(String),
+    /// memcached servers (`memcached://host:port,host:port`), `host:port` each.
+    Memcached(Vec<String>),
 }
 
 impl TierAddress {
     /// Parses one address: `redis://` / `unix://` (one server),
-    /// `redis+cluster://host:port,host:port` (a cluster), or `memory://<name>`. TLS
-    /// (`rediss://`) is refused with a clear error: this build has no TLS.
+    /// `redis+cluster://host:port,host:port` (a cluster), `memcached://host:port[,...]`,
+    /// or `memory://<name>`. TLS (`rediss://`) is refused with a clear error: this build
+    /// has no TLS.
     pub fn parse(url: &str) -> Result<Self, crate::Error> {
         let bad = |why: &str| crate::Error::Config(format!("redis address {url:?}: {why}"));
         if let Some(name) = url.strip_prefix("memory://") {
             return Ok(TierAddress::Memory(name.to_owned()));
+        }
+        if let Some(rest) = url.strip_prefix("memcached://") {
+            let servers: Vec<String> = rest
+                .split(',')
+                .map(|s| s.trim().trim_end_matches('/'))
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect();
+            if servers.is_empty() || servers.iter().any(|s| !s.contains(':')) {
+                return Err(bad("a memcached address names host:port, comma-separated"));
+            }
+            return Ok(TierAddress::Memcached(servers));
         }
         // Refused here rather than failing every call later: this build has no TLS.
         if url.starts_with("rediss://") || url.starts_with("rediss+cluster://") {
@@ -82,7 +106,8 @@ impl TierAddress {
             return Ok(TierAddress::Redis(url.to_owned()));
         }
         Err(bad(
-            "expected redis://, unix://, redis+cluster://host:port,... or memory://name",
+            "expected redis://, unix://, redis+cluster://host:port,..., memcached://host:port \
+             or memory://name",
         ))
     }
 
@@ -129,6 +154,15 @@ impl TierAddress {
                 .backend()
                 .build()?
                 .into(),
+            TierAddress::Memcached(servers) => {
+                let b = MemcachedBackend::builder(servers.iter().cloned());
+                match prefix {
+                    Some(p) => b.prefix(p),
+                    None => b,
+                }
+                .build()?
+                .into()
+            }
         })
     }
 }
@@ -139,6 +173,7 @@ impl SharedTier {
         match self {
             SharedTier::Redis(b) => b.fleet(options),
             SharedTier::Memory(b) => b.fleet(options),
+            SharedTier::Memcached(b) => b.fleet(options),
         }
     }
 
@@ -147,6 +182,7 @@ impl SharedTier {
         match self {
             SharedTier::Redis(b) => b.metrics(),
             SharedTier::Memory(b) => b.metrics(),
+            SharedTier::Memcached(b) => b.metrics(),
         }
     }
 
@@ -155,6 +191,7 @@ impl SharedTier {
         match self {
             SharedTier::Redis(b) => b.handle(),
             SharedTier::Memory(b) => b.handle(),
+            SharedTier::Memcached(b) => b.handle(),
         }
     }
 
@@ -162,7 +199,7 @@ impl SharedTier {
     pub fn redis(&self) -> Option<&RedisBackend> {
         match self {
             SharedTier::Redis(b) => Some(b),
-            SharedTier::Memory(_) => None,
+            SharedTier::Memory(_) | SharedTier::Memcached(_) => None,
         }
     }
 
@@ -171,6 +208,7 @@ impl SharedTier {
         match self {
             SharedTier::Redis(b) => b.origin(),
             SharedTier::Memory(b) => b.origin(),
+            SharedTier::Memcached(b) => b.origin(),
         }
     }
 
@@ -179,6 +217,7 @@ impl SharedTier {
         match self {
             SharedTier::Redis(b) => b.close(),
             SharedTier::Memory(b) => b.close(),
+            SharedTier::Memcached(b) => b.close(),
         }
     }
 
@@ -186,6 +225,7 @@ impl SharedTier {
         match self {
             SharedTier::Redis(b) => b,
             SharedTier::Memory(b) => b,
+            SharedTier::Memcached(b) => b,
         }
     }
 
@@ -193,6 +233,7 @@ impl SharedTier {
         match self {
             SharedTier::Redis(b) => b.counters(),
             SharedTier::Memory(b) => b.counters(),
+            SharedTier::Memcached(b) => b.counters(),
         }
     }
 }
@@ -224,6 +265,11 @@ mod tests {
             TierAddress::Cluster(vec!["redis://h:1".into(), "redis://h:2".into()])
         );
         assert_eq!(a("memory://t").unwrap(), TierAddress::Memory("t".into()));
+        assert_eq!(
+            a("memcached://h:1, h:2/").unwrap(),
+            TierAddress::Memcached(vec!["h:1".into(), "h:2".into()])
+        );
+        assert!(a("memcached://").is_err() && a("memcached://h").is_err());
         for bad in ["h:1", "http://h", "redis+cluster://", "rediss://h:1"] {
             assert!(a(bad).is_err(), "{bad}");
         }

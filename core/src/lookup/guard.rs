@@ -88,6 +88,13 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         self.keep().ttl = Some(ttl).filter(|t| !t.is_zero());
     }
 
+    /// Answers this load's callers (and its waiters) without storing what it ends with,
+    /// whatever the loader says: for a shared tier that cannot tell this process of other
+    /// processes' later changes (memcached), whose values must not outlive the call here.
+    pub fn serve_only(&mut self) {
+        self.keep().no_cache = true;
+    }
+
     /// Why this load runs.
     pub fn reason(&self) -> LoadReason {
         self.reason
@@ -322,7 +329,8 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
                 if let Err(e) = self.table.check_tags(keep) {
                     return self.refuse(e);
                 }
-                keep.no_cache = !store;
+                // `serve_only` stays: a loader's `store` cannot undo it.
+                keep.no_cache |= !store;
             }
             // No tags to check, and `no_cache` is already false.
             None if store => {}

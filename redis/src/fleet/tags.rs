@@ -37,6 +37,12 @@ impl Fleet {
         self.tags.keeps(key, generation)
     }
 
+    /// Whether copies of this tier's entries may be kept in a process's L1 at all: not on
+    /// a tier that tells nobody of changes (memcached), whose every read asks the tier.
+    pub(crate) fn holds_copies(&self) -> bool {
+        self.tags.holds_copies()
+    }
+
     /// What a write of `key` sent at bus `generation` answered, as this process's L1 takes
     /// it: written for the fleet but unheard here ([`keeps`](Self::keeps) says no) is
     /// `Superseded` for this process: served, never kept.

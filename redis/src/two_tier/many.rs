@@ -38,6 +38,10 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
                 .collect();
             return Pending::ready(replies);
         };
+        let mut guards = guards;
+        if !live.fleet.holds_copies() {
+            guards.iter_mut().for_each(|(g, _)| g.serve_only());
+        }
         let keys = guards
             .iter()
             .map(|(g, have)| (g.key().to_owned(), *have))

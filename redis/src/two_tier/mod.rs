@@ -324,6 +324,13 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         self.live().map(|l| l.fleet.clone())
     }
 
+    /// Whether the L1 may keep copies of what the shared tier holds: always without a tier,
+    /// never over one that tells no process of the others' changes (memcached: every call
+    /// reads the tier, and the callers of one key share that read or load).
+    pub fn holds_copies(&self) -> bool {
+        self.live().is_none_or(|l| l.fleet.holds_copies())
+    }
+
     /// The shared tier's counters (all zero without one).
     pub fn tier_metrics(&self) -> RedisMetrics {
         self.shared_metrics().unwrap_or_default()
@@ -425,6 +432,10 @@ impl<V: Clone + Send + Sync + 'static> TwoTier<V> {
         let Some(live) = self.live() else {
             return Load::local(self.clone(), guard, ttl, background).start(batch);
         };
+        let mut guard = guard;
+        if !live.fleet.holds_copies() {
+            guard.serve_only();
+        }
         // The fleet wait ends where this caller's wait ends: `wait_timeout` after its first
         // arrival, on the L1's clock, carried over to the fleet's wall clock.
         let clock = self.inner.l1.clock();

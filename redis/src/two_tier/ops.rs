@@ -54,8 +54,9 @@ impl<V: Clone + Send + Sync + 'static> Read<V> {
             }
         };
         let fresh = fresh_left(e.fresh_until_ms);
-        // A closed engine keeps nothing (see `close`).
-        if !fresh.is_zero() && !self.tt.is_closed() {
+        // A closed engine keeps nothing (see `close`), nor one whose tier tells it of no
+        // change (memcached).
+        if !fresh.is_zero() && !self.tt.is_closed() && self.tt.holds_copies() {
             let l1 = Versioned::shared(value.clone(), e.version);
             let shared = herdless::driver::SharedEntry {
                 fresh,
