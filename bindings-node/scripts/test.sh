@@ -42,6 +42,9 @@ fi
 step "tsc --noEmit (typing tests against index.d.ts)"
 npx --no-install tsc --noEmit -p test/types
 
+# The memcached tier's tests (test/memcached.test.js) start private memcached servers.
+"$root/scripts/memcached" || true
+
 step "the other languages of the Redis fleet test"
 # The Rust fleet worker of herdless-redis (built here, in this target dir).
 if cargo build --quiet --release --locked --manifest-path "$root/Cargo.toml" -p herdless-redis --bin fleet_worker; then

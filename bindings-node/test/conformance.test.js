@@ -1,8 +1,8 @@
 'use strict'
 // The Node runner of the conformance scenarios (conformance/*.json at the repository root;
 // the format is in its README): each scenario is played on the in-memory tier
-// (`memory://<name>`, faults through `testing.memoryStore`) and, when it lists `redis`, on a
-// private redis-server started here (faults: `down` kills it, `up` restarts it on the same
+// (`memory://<name>`, faults through `testing.memoryStore`), when it lists `memcached` on a
+// private memcached, and when it lists `redis`, on a private redis-server started here (faults: `down` kills it, `up` restarts it on the same
 // port, `stall` is SIGSTOP and the next `up` SIGCONT). Rust (redis/tests/conformance.rs)
 // and Python run the same files and must give the same outcome.
 //
@@ -17,6 +17,7 @@ const { tmpdir } = require('node:os')
 const { join } = require('node:path')
 const { ABSENT, Cache, testing } = require('herdless')
 const { freePort, sleep } = require('./helpers.js')
+const { Memcached, haveMemcached } = require('./memcached_support.js')
 
 const dir = join(__dirname, '..', '..', 'conformance')
 const scenarios = readdirSync(dir)
@@ -32,6 +33,7 @@ if (!haveRedis && !ci) console.warn('SKIPPED: redis-server not found on PATH; th
 test('the scenarios are there', () => {
   if (!process.env.CONFORMANCE) assert.ok(scenarios.length >= 10, `${scenarios.length} scenarios in ${dir}`)
   assert.ok(haveRedis || !ci, 'redis-server is not installed, and CI=true requires the Redis tier to run')
+  assert.ok(haveMemcached || !ci, 'memcached is not installed, and CI=true requires the memcached tier to run')
 })
 
 // ---- the scenario's own words -----------------------------------------------------------
@@ -341,6 +343,33 @@ class RedisTier {
   }
 }
 
+/** A private memcached: faults as Redis's; planted state by raw meta commands, same names. */
+class MemcachedTier extends RedisTier {
+  static async start() {
+    return new MemcachedTier(await Memcached.start())
+  }
+
+  async fault(fault, ns, bus) {
+    assert.ok(ns === undefined && !bus, 'memcached has one node and no bus')
+    if (fault === 'down') await this.server.kill()
+    else if (fault === 'stall') this.server.signal('SIGSTOP')
+    else if (fault === 'up' && this.server.child) this.server.signal('SIGCONT')
+    else if (fault === 'up') await this.server.start()
+    else assert.fail(`fault ${fault} is not available on memcached`)
+  }
+
+  async plant(step) {
+    if (step.op === 'plant') return this.server.put(this.names(step.key).value, step.bytes)
+    if (step.op === 'plant_epoch') return this.server.put(this.names(step.ns).epoch, step.text)
+    return this.server.plantLease(this.names(step.key).value, step.ms)
+  }
+
+  async close() {
+    if (this.server.child) this.server.signal('SIGCONT')
+    await this.server.kill()
+  }
+}
+
 // ---- playing a scenario -------------------------------------------------------------------
 
 /** Waits until the tier counter `counter` of every process passed its value in `before`. */
@@ -542,5 +571,9 @@ for (const [name, scenario] of scenarios) {
   if ((scenario.tiers ?? []).includes('redis')) {
     const skip = unsupported || (haveRedis ? false : 'redis-server is not on PATH')
     test(`${name} (redis)`, { skip, timeout: 60_000 }, async () => play(name, scenario, await RedisTier.start()))
+  }
+  if ((scenario.tiers ?? []).includes('memcached')) {
+    const skip = unsupported || (haveMemcached ? false : 'memcached is not on PATH')
+    test(`${name} (memcached)`, { skip, timeout: 60_000 }, async () => play(name, scenario, await MemcachedTier.start()))
   }
 }

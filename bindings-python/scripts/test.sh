@@ -29,6 +29,9 @@ HERDLESS_PY_TARGET="$CARGO_TARGET_DIR" "$root/scripts/package" wheel
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall \
   --no-deps "$root"/dist/herdless-*manylinux_2_17_x86_64.whl # this machine's, of all the platforms'
 
+# The memcached tier's tests (tests/test_memcached.py) start private memcached servers.
+"$root/scripts/memcached" || true
+
 # The Rust process of the cross-language Redis test (tests/test_redis.py).
 step "building the Rust fleet worker (cross-language test)"
 cargo build --quiet --release --locked --manifest-path "$root/Cargo.toml" -p herdless-redis \

@@ -1,7 +1,7 @@
 """The Python runner of the conformance scenarios (``conformance/*.json`` at the repository
 root; the format is in its README): each scenario is played on the in-memory tier and, when
-it lists ``redis``, on a private redis-server. Rust and Node run the same files; a
-difference between the languages fails CI."""
+it lists ``redis`` (``memcached``), on a private redis-server (memcached). Rust and Node run
+the same files; a difference between the languages fails CI."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from herdless import (
 )
 from herdless.testing import MemoryStore
 
+from memcached_support import Memcached
 from redis_support import RedisServer, command, epoch_key, lock_key, tag_key, value_key
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "conformance").glob("*.json"))
@@ -77,7 +78,7 @@ def _kind(exc: BaseException) -> str:
 class Tier:
     """Where a scenario runs: a MemoryStore of its own, or a private redis-server."""
 
-    def __init__(self, server: RedisServer | None) -> None:
+    def __init__(self, server: RedisServer | Memcached | None) -> None:
         self.server = server
         self.name = f"conformance-{os.getpid()}-{next(_UNIQUE)}"
         self.prefix = "hl" if server is None else f"c{os.getpid()}x{next(_UNIQUE)}"
@@ -178,6 +179,38 @@ class Tier:
             command(self.server.port, "LPUSH", name, "x")
         elif not evict:
             command(self.server.port, "SET", name, step["text"])
+
+
+class MemcachedTier(Tier):
+    """A private memcached: faults as Redis's (``down`` kills it, ``up`` restarts it, ``stall``
+    is SIGSTOP); planted state written with raw meta commands under the same item names (the
+    scenarios' keys fit memcached's)."""
+
+    def __init__(self, server: Memcached) -> None:
+        super().__init__(server)
+        self.memcached = server
+
+    def fault(self, fault: str, ns: str | None = None, bus: bool = False) -> None:
+        assert ns is None and not bus, "memcached has one node and no bus"
+        if fault == "down":
+            self.memcached.kill()
+        elif fault == "stall":
+            self.memcached.pause()
+        elif fault == "up" and self.memcached.running:
+            self.memcached.resume()
+        elif fault == "up":
+            self.memcached.restart()
+        else:
+            raise AssertionError(f"fault {fault} is not available on memcached")
+
+    def plant(self, step: dict[str, Any]) -> None:
+        op = step["op"]
+        if op == "plant":
+            self.memcached.put(value_key(self.prefix, step["key"]), step["bytes"].encode())
+        elif op == "plant_epoch":
+            self.memcached.put(epoch_key(self.prefix, step["ns"]), step["text"].encode())
+        else:
+            self.memcached.plant_lease(value_key(self.prefix, step["key"]), step["ms"])
 
 
 def _check(name: str, step: dict[str, Any], got: Any, exc: BaseException | None,
@@ -475,6 +508,20 @@ def test_scenario_on_redis(path: Path) -> None:
         server.stop()
 
 
+@pytest.mark.parametrize(
+    "path",
+    [p for p in PLAYED if "memcached" in _load(p).get("tiers", [])],
+    ids=[p.stem for p in PLAYED if "memcached" in _load(p).get("tiers", [])],
+)
+def test_scenario_on_memcached(path: Path) -> None:
+    _skip_unsupported(_load(path))
+    server = Memcached()
+    try:
+        play(path.stem, _load(path), MemcachedTier(server))
+    finally:
+        server.stop()
+
+
 # The asyncio mode: the scenarios with batches (and every other call of theirs) played with
 # the asyncio calls.
 ASYNC_PLAYED = [
@@ -498,5 +545,19 @@ def test_batch_scenario_in_asyncio_on_redis(path: Path) -> None:
     server = RedisServer()
     try:
         play(path.stem, _load(path), Tier(server), mode="asyncio")
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in ASYNC_PLAYED if "memcached" in _load(p).get("tiers", [])],
+    ids=[p.stem for p in ASYNC_PLAYED if "memcached" in _load(p).get("tiers", [])],
+)
+def test_batch_scenario_in_asyncio_on_memcached(path: Path) -> None:
+    _skip_unsupported(_load(path))
+    server = Memcached()
+    try:
+        play(path.stem, _load(path), MemcachedTier(server), mode="asyncio")
     finally:
         server.stop()

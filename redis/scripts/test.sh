@@ -23,6 +23,9 @@ if ! command -v redis-server >/dev/null 2>&1; then
   exit 0
 fi
 
+# The memcached tier's tests start private memcached servers too.
+"$root/scripts/memcached" || true
+
 # Which server the tests run against (Redis, or Valkey through scripts/valkey's shim).
 echo "herdless-redis: $(command -v redis-server): $(redis-server --version)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"

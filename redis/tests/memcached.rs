@@ -4,8 +4,8 @@
 
 mod common;
 
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use common::memcached::Memcached;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -14,89 +14,12 @@ use herdless::backend::{AcquireRequest, Acquired, Backend};
 use herdless_redis::memcached::MemcachedBackend;
 use herdless_redis::{Json, TieredCache, now_ms};
 
-/// A private memcached.
-struct Memcached {
-    port: u16,
-    child: Child,
-}
-
-impl Memcached {
-    /// Starts one, or `None` (skipped loudly; under CI=true, a failure) without memcached.
-    fn start() -> Option<Memcached> {
-        let found = Command::new("memcached")
-            .arg("-V")
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!(
-                    "memcached is not installed, and CI=true requires the memcached tests to run"
-                );
-            }
-            eprintln!("SKIPPED: memcached not found on PATH; the memcached tests did not run");
-            return None;
-        }
-        let port = common::free_port();
-        let mut cmd = Command::new("memcached");
-        cmd.args(["-l", "127.0.0.1", "-U", "0", "-p", &port.to_string()]);
-        // memcached refuses to run as root unless told which user to be.
-        if std::env::var("USER").is_ok_and(|u| u == "root") || is_root() {
-            cmd.args(["-u", "root"]);
-        }
-        let child = cmd.stdout(Stdio::null()).spawn().expect("start memcached");
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "memcached did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Some(Memcached { port, child })
-    }
-
-    fn addr(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
-    }
-
-    /// A process of the fleet.
-    fn backend(&self, prefix: &str) -> MemcachedBackend {
-        MemcachedBackend::builder([self.addr()])
-            .prefix(prefix)
-            .build()
-            .expect("backend")
-    }
-
-    /// Sends raw protocol lines, answering what memcached said.
-    fn raw(&self, lines: &str) -> String {
-        use std::io::{Read, Write};
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.write_all(lines.as_bytes()).expect("write");
-        s.write_all(b"mn\r\n").expect("write");
-        let mut out = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !out.ends_with(b"MN\r\n") {
-            let n = s.read(&mut buf).expect("read");
-            assert!(n > 0, "memcached closed the connection");
-            out.extend_from_slice(&buf[..n]);
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    }
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0"))
-}
-
-impl Drop for Memcached {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A process of the fleet.
+fn backend(mc: &Memcached, prefix: &str) -> MemcachedBackend {
+    MemcachedBackend::builder([mc.addr()])
+        .prefix(prefix)
+        .build()
+        .expect("backend")
 }
 
 fn cache(b: &MemcachedBackend, ttl: Duration, grace: Duration) -> TieredCache<String, Json> {
@@ -124,7 +47,7 @@ fn counting(
 fn a_cold_herd_in_two_processes_costs_one_load_and_copies_follow_every_write() {
     let Some(mc) = Memcached::start() else { return };
     let p = common::unique("herd");
-    let (a, b) = (mc.backend(&p), mc.backend(&p));
+    let (a, b) = (backend(&mc, &p), backend(&mc, &p));
     let caches = [
         cache(&a, Duration::from_secs(60), Duration::ZERO),
         cache(&b, Duration::from_secs(60), Duration::ZERO),
@@ -176,7 +99,7 @@ fn a_cold_herd_in_two_processes_costs_one_load_and_copies_follow_every_write() {
 fn a_stale_entry_is_served_while_one_process_refreshes_it() {
     let Some(mc) = Memcached::start() else { return };
     let p = common::unique("swr");
-    let (a, b) = (mc.backend(&p), mc.backend(&p));
+    let (a, b) = (backend(&mc, &p), backend(&mc, &p));
     let (ca, cb) = (
         cache(&a, Duration::from_millis(300), Duration::from_secs(30)),
         cache(&b, Duration::from_millis(300), Duration::from_secs(30)),
@@ -215,7 +138,7 @@ fn a_stale_entry_is_served_while_one_process_refreshes_it() {
 fn a_dead_leader_holds_the_key_one_lease_and_a_set_defeats_a_running_load() {
     let Some(mc) = Memcached::start() else { return };
     let p = common::unique("dead");
-    let (a, b) = (mc.backend(&p), mc.backend(&p));
+    let (a, b) = (backend(&mc, &p), backend(&mc, &p));
     let req = AcquireRequest {
         now_ms: now_ms(),
         lease: Duration::from_secs(1),
@@ -229,7 +152,15 @@ fn a_dead_leader_holds_the_key_one_lease_and_a_set_defeats_a_running_load() {
         matches!(won, Acquired::Locked { stale: None, .. }),
         "{won:?}"
     );
-    let other = rt.block_on(b.acquire("k:1", req.clone())).unwrap();
+    let other = rt
+        .block_on(b.acquire(
+            "k:1",
+            AcquireRequest {
+                secret: [8; 16],
+                ..req.clone()
+            },
+        ))
+        .unwrap();
     assert!(
         matches!(other, Acquired::Contended { stale: None, .. }),
         "{other:?}"
@@ -278,16 +209,13 @@ fn bad_bytes_a_lost_epoch_and_a_stopped_server_are_misses_or_clear_errors() {
         return;
     };
     let p = common::unique("bad");
-    let b = mc.backend(&p);
+    let b = backend(&mc, &p);
     let c = cache(&b, Duration::from_secs(60), Duration::ZERO);
     let calls = Arc::new(AtomicUsize::new(0));
     c.set("ns:1", "kept".to_owned()).unwrap();
     // Bytes that are not an entry: a miss, counted, then loaded over.
     let name = format!("{p}:{{ns}}:v:ns:1");
-    assert!(
-        mc.raw(&format!("ms {name} 7 T60\r\ngarbage\r\n"))
-            .starts_with("HD")
-    );
+    mc.put(&name, b"garbage");
     assert_eq!(c.get("ns:1").unwrap(), None);
     assert!(c.metrics().1.corrupt_entries >= 1);
     let v = c
@@ -295,15 +223,17 @@ fn bad_bytes_a_lost_epoch_and_a_stopped_server_are_misses_or_clear_errors() {
         .unwrap();
     assert_eq!(v.as_deref(), Some("fresh"));
     // The epoch evicted: the entries written under it are never served again.
-    assert!(mc.raw(&format!("md {p}:{{ns}}:e\r\n")).starts_with("HD"));
+    assert!(
+        mc.raw(format!("md {p}:{{ns}}:e\r\n").as_bytes())
+            .starts_with("HD")
+    );
     assert_eq!(c.get("ns:1").unwrap(), None);
     // Tags are refused, with an error that says so.
     let tagged = herdless::Loaded::value("t".to_owned()).tags(["tag"]);
     let err = c.set_with("ns:2", tagged).unwrap_err();
     assert!(err.to_string().contains("tags"), "{err}");
     // memcached stopped: loads are served in the process, writes fail clearly.
-    let _ = mc.child.kill();
-    let _ = mc.child.wait();
+    mc.kill();
     let v = c
         .get_or_load("ns:3", counting(&calls, "local", Duration::ZERO))
         .unwrap();

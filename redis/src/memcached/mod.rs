@@ -43,6 +43,8 @@ use crate::runtime::Runtime;
 use crate::tags::StampCache;
 use crate::wall::random_secret;
 
+mod acquire;
+mod item;
 mod names;
 mod ops;
 mod tags;
@@ -51,7 +53,7 @@ mod tags;
 /// resolves by itself after this long, doubling up to [`MAX_POLL`].
 const FIRST_POLL: Duration = Duration::from_millis(10);
 /// The longest interval between two polls of a waiter.
-const MAX_POLL: Duration = Duration::from_millis(160);
+const MAX_POLL: Duration = Duration::from_millis(40);
 
 /// Options of a [`MemcachedBackend`].
 #[derive(Clone, Debug)]

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use herdless::LoadError;
 use herdless::backend::{
     AcquireRequest, Acquired, Backend, BackendFuture, Listener, LockToken, StoredEntry, Watch,
     WriteOutcome,
@@ -13,135 +14,50 @@ use memcache::exp::{
     OpResult, Set, Ttl,
 };
 
-use super::{FIRST_POLL, Held, MemcachedBackend, memcached_error, names};
+use super::acquire::get_of;
+use super::item::{Item, UNSHARED, cas_of, fresh_epoch, lease, secs, secs_until};
+use super::{FIRST_POLL, MemcachedBackend, memcached_error, names};
 use crate::error::Error;
 use crate::metrics::inc;
-use crate::wall::{now_ms, now_us, random_secret};
+use crate::wall::{now_ms, now_us};
 use crate::wire;
-
-/// The "load locally" mark of PROTOCOL.md section 3, as memcached holds it: the whole item
-/// is `herdless:unshared:<epoch>`, so it can never be read as an entry.
-const UNSHARED: &str = "herdless:unshared:";
 
 /// How long an epoch is kept after its last use, in seconds: 30 days, the longest time
 /// memcached takes as relative.
 const EPOCH_LIFE: u32 = 30 * 86_400;
 
-/// How many times an `acquire` claims an entry that others keep replacing before it
-/// answers "contended" and lets its caller wait.
-const CLAIMS: usize = 3;
-
-/// Whole seconds covering `d`, at least 1 (memcached's times are seconds).
-fn secs(d: Duration) -> u32 {
-    let s = d.as_millis().div_ceil(1000).max(1);
-    u32::try_from(s).unwrap_or(u32::MAX)
-}
-
-/// The seconds from now until `until_ms`, at least 1.
-fn secs_until(until_ms: u64, now: u64) -> u32 {
-    secs(Duration::from_millis(until_ms.saturating_sub(now)))
-}
-
-/// A fresh epoch: random below 2^52, never 0, so an epoch memcached evicted comes back as a
-/// number no entry was written under (PROTOCOL.md, "The memcached tier").
-fn fresh_epoch() -> Result<u64, Error> {
-    let b = random_secret()?;
-    let n = u64::from_be_bytes(b[..8].try_into().expect("8 bytes")) >> 12;
-    Ok(n.max(1))
-}
-
-/// The lock token of a won lease: the epoch, and the item's CAS (what the commit compares).
-fn token(epoch: u64, cas: u64) -> LockToken {
-    let mut secret = [0u8; 16];
-    secret[..8].copy_from_slice(&cas.to_be_bytes());
-    LockToken { epoch, secret }
-}
-
-/// The CAS a token was won with.
-fn cas_of(token: &LockToken) -> u64 {
-    u64::from_be_bytes(token.secret[..8].try_into().expect("8 bytes"))
-}
-
-/// What an item read answered, as herdless reads it.
-enum Item {
-    /// No item, or a lease placeholder (empty).
-    Empty,
-    /// An entry of the current epoch.
-    Entry(StoredEntry),
-    /// The "load locally" mark of the current epoch.
-    Unshared,
-    /// Anything else: an entry of another epoch, another epoch's mark, or bytes that are
-    /// not an entry (`corrupt`).
-    Outdated {
-        /// Not herdless's bytes.
-        corrupt: bool,
-    },
-}
-
-/// What one read of an `acquire` decided.
-enum Round {
-    /// The answer.
-    Done(Acquired),
-    /// The entry needs a load and nobody holds its lease: claim it (its CAS, and the entry
-    /// to serve meanwhile).
-    Claim(u64, Option<StoredEntry>),
-}
-
-fn item(value: Option<&[u8]>, epoch: u64) -> Item {
-    let Some(b) = value.filter(|b| !b.is_empty()) else {
-        return Item::Empty;
-    };
-    if let Some(e) = b.strip_prefix(UNSHARED.as_bytes()) {
-        let same = std::str::from_utf8(e).ok().and_then(|e| e.parse().ok()) == Some(epoch);
-        return match same {
-            true => Item::Unshared,
-            false => Item::Outdated { corrupt: false },
-        };
-    }
-    match wire::decode(b) {
-        Ok(e) if e.epoch == epoch => Item::Entry(e),
-        Ok(_) => Item::Outdated { corrupt: false },
-        Err(_) => Item::Outdated { corrupt: true },
-    }
-}
-
 impl MemcachedBackend {
-    fn value_name(&self, key: &str) -> String {
+    pub(super) fn value_name(&self, key: &str) -> String {
         names::value(&self.inner.prefix, key)
     }
 
-    fn epoch_name(&self, namespace: &str) -> String {
+    pub(super) fn epoch_name(&self, namespace: &str) -> String {
         names::epoch(&self.inner.prefix, namespace)
     }
 
-    /// The epoch of `key`'s namespace and `key`'s item (`lease`: vivified for that long when
-    /// missing, granting this caller the lease) in one round trip.
-    async fn epoch_and_item(
+    /// The epoch of `key`'s namespace and `key`'s item, in one round trip.
+    pub(super) async fn epoch_and_item(
         &self,
         c: &AsyncMetaClient,
         key: &str,
-        lease: Option<u32>,
     ) -> Result<(u64, GetResult), Error> {
-        let mut get = Get::new(self.value_name(key)).meta(Meta::NONE.cas().ttl());
-        if let Some(l) = lease {
-            get = get.lease_ttl(l);
+        for _ in 0..2 {
+            let get = Get::new(self.value_name(key)).meta(Meta::NONE.cas().ttl());
+            let ops = [self.epoch_op(namespace_of(key), 0)?, Op::Get(get)];
+            let mut answers = c.run_batch(ops).await.map_err(memcached_error)?.into_iter();
+            match self.epoch_of(answers.next(), namespace_of(key)).await? {
+                (epoch, false) => return Ok((epoch, get_of(answers.next())?)),
+                // Repaired: read again under the new epoch.
+                (_, true) => continue,
+            }
         }
-        let ops = [self.epoch_op(namespace_of(key), 0)?, Op::Get(get)];
-        let mut answers = c.run_batch(ops).await.map_err(memcached_error)?.into_iter();
-        let epoch = self.epoch_of(answers.next(), namespace_of(key)).await?;
-        match answers.next() {
-            Some(Ok(OpResult::Get(g))) => Ok((epoch, g)),
-            Some(Err(e)) => Err(memcached_error(e)),
-            _ => Err(Error::Protocol(
-                "memcached answered a get with something else",
-            )),
-        }
+        Err(Error::Protocol("a namespace epoch could not be repaired"))
     }
 
     /// `ma` on a namespace's epoch, adding `delta`; made at a random number when missing.
     /// Every use keeps it [`EPOCH_LIFE`] more: only a namespace unused that long loses it
     /// (and with it every entry, which have long expired by then).
-    fn epoch_op(&self, namespace: &str, delta: u64) -> Result<Op, Error> {
+    pub(super) fn epoch_op(&self, namespace: &str, delta: u64) -> Result<Op, Error> {
         let op = Arithmetic::new(self.epoch_name(namespace))
             .delta(delta)
             .initial(fresh_epoch()?, EPOCH_LIFE)
@@ -150,24 +66,48 @@ impl MemcachedBackend {
     }
 
     /// The epoch an `ma` answered. Text that is no counter (memcached refuses to add to it)
-    /// is removed, counted corrupt, and the call fails; the next one makes a new epoch.
-    async fn epoch_of(
+    /// is repaired forward, as the Redis scripts do: removed (counted corrupt) and made
+    /// again at a fresh random number, which no entry was written under.
+    ///
+    /// Answers the epoch and whether it was repaired: the commands sent after it in the
+    /// same pipeline are then not to be trusted (the client gives up on the rest of a
+    /// pipeline after an error), and the caller sends them again.
+    pub(super) async fn epoch_of(
         &self,
         answer: Option<Result<OpResult, memcache::exp::Error>>,
         namespace: &str,
-    ) -> Result<u64, Error> {
+    ) -> Result<(u64, bool), Error> {
+        use memcache::exp::Error as E;
+        let rejected = match &answer {
+            Some(Err(E::Rejected(_))) => true,
+            Some(Err(E::Ambiguous { source, .. })) => matches!(**source, E::Rejected(_)),
+            _ => false,
+        };
+        if rejected {
+            return Ok((self.repair_epoch(namespace).await?, true));
+        }
         match answer {
             Some(Ok(OpResult::Arithmetic(a))) => a
                 .value
+                .map(|e| (e, false))
                 .ok_or(Error::Protocol("memcached answered no epoch")),
-            Some(Err(memcache::exp::Error::Rejected(_))) => {
-                inc(&self.inner.metrics.corrupt_entries);
-                let c = self.client().await?;
-                let _ = c.delete(self.epoch_name(namespace)).send().await;
-                Err(Error::Protocol(
-                    "a namespace epoch was not a number (removed)",
-                ))
-            }
+            Some(Err(e)) => Err(memcached_error(e)),
+            _ => Err(Error::Protocol(
+                "memcached answered an epoch with something else",
+            )),
+        }
+    }
+
+    async fn repair_epoch(&self, namespace: &str) -> Result<u64, Error> {
+        inc(&self.inner.metrics.corrupt_entries);
+        let c = self.client().await?;
+        let name = self.epoch_name(namespace);
+        c.run(Delete::new(&name)).await.map_err(memcached_error)?;
+        let made = c.run_batch([self.epoch_op(namespace, 0)?]).await;
+        match made.map_err(memcached_error)?.into_iter().next() {
+            Some(Ok(OpResult::Arithmetic(a))) => a
+                .value
+                .ok_or(Error::Protocol("memcached answered no epoch")),
             Some(Err(e)) => Err(memcached_error(e)),
             _ => Err(Error::Protocol(
                 "memcached answered an epoch with something else",
@@ -181,108 +121,6 @@ impl MemcachedBackend {
         }
     }
 
-    /// What one round of `acquire` found.
-    fn answer(&self, key: &str, req: &AcquireRequest, epoch: u64, g: &GetResult) -> Round {
-        let now = req.now_ms;
-        let found = item(g.value.as_deref(), epoch);
-        let (corrupt, servable) = match &found {
-            Item::Entry(e) if e.is_servable(now) => (false, Some(e.clone())),
-            Item::Outdated { corrupt } => (*corrupt, None),
-            _ => (false, None),
-        };
-        self.corrupt(corrupt);
-        let cas = g.item.cas.unwrap_or(0);
-        match g.lease_state {
-            LeaseState::Granted => {
-                if let (Some(e), Some(b)) = (&servable, &g.value) {
-                    self.hold(key, cas, b, e.retain_until_ms);
-                }
-                Round::Done(Acquired::Locked {
-                    token: token(epoch, cas),
-                    stale: servable,
-                })
-            }
-            LeaseState::Busy => {
-                let left = g.item.ttl.filter(|t| *t > 0).unwrap_or(1);
-                Round::Done(Acquired::Contended {
-                    stale: servable,
-                    remaining: Duration::from_secs(left.unsigned_abs()).min(req.lease),
-                })
-            }
-            _ => match found {
-                Item::Entry(e) if e.is_fresh(now) && e.version > req.have_version => {
-                    Round::Done(Acquired::Fresh(e))
-                }
-                Item::Unshared => Round::Done(Acquired::Unshared),
-                _ => Round::Claim(cas, servable),
-            },
-        }
-    }
-
-    fn hold(&self, key: &str, cas: u64, bytes: &[u8], retain_until_ms: u64) {
-        let held = Held {
-            cas,
-            bytes: bytes.to_vec(),
-            retain_until_ms,
-        };
-        let mut map = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
-        map.insert(key.to_owned(), held);
-    }
-
-    /// The stale entry this process's lease on `key` (won with `cas`) replaced, if any.
-    fn take_held(&self, key: &str, cas: u64) -> Option<Held> {
-        let mut map = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
-        match map.get(key) {
-            Some(h) if h.cas == cas => map.remove(key),
-            _ => None,
-        }
-    }
-
-    async fn acquire_now(&self, key: &str, req: AcquireRequest) -> Result<Acquired, Error> {
-        let c = self.client().await?;
-        let lease = secs(req.lease);
-        let (epoch, g) = self.epoch_and_item(c, key, Some(lease)).await?;
-        let (mut cas, mut stale) = match self.answer(key, &req, epoch, &g) {
-            Round::Done(a) => return Ok(a),
-            Round::Claim(cas, stale) => (cas, stale),
-        };
-        for _ in 0..CLAIMS {
-            // Marked stale for one lease: the next read of it wins the lease (ours, sent
-            // right after on the same connection, unless another reader came between), and
-            // a winner that dies blocks the key for one lease at most.
-            let name = self.value_name(key);
-            let mark = Delete::new(&name)
-                .invalidate()
-                .compare_cas(cas)
-                .stale_for_raw(lease);
-            let get = Get::new(&name)
-                .meta(Meta::NONE.cas().ttl())
-                .lease_ttl(lease);
-            let answers = c
-                .run_batch([Op::Delete(mark), Op::Get(get)])
-                .await
-                .map_err(memcached_error)?;
-            let g = match answers.into_iter().nth(1) {
-                Some(Ok(OpResult::Get(g))) => g,
-                Some(Err(e)) => return Err(memcached_error(e)),
-                _ => {
-                    return Err(Error::Protocol(
-                        "memcached answered a get with something else",
-                    ));
-                }
-            };
-            match self.answer(key, &req, epoch, &g) {
-                Round::Done(a) => return Ok(a),
-                Round::Claim(c2, s2) => (cas, stale) = (c2, s2.or(stale)),
-            }
-        }
-        // Replaced under us every time: someone else is writing it; wait and ask again.
-        Ok(Acquired::Contended {
-            stale,
-            remaining: FIRST_POLL,
-        })
-    }
-
     async fn commit_now(
         &self,
         key: &str,
@@ -292,12 +130,14 @@ impl MemcachedBackend {
         let c = self.client().await?;
         let name = self.value_name(key);
         let now = now_ms();
-        let ttl = Ttl::secs(secs_until(entry.retain_until_ms, now));
+        // The key's life: its retention, or less with a time-to-idle (PROTOCOL.md section 3).
+        let life = crate::lifetimes::key_life_ms(&entry, now);
+        let ttl = Ttl::secs(secs(Duration::from_millis(life)));
         let Some(token) = token else {
             // A set: stored whatever is there (a lease's placeholder or mark too, so the
             // load that holds it cannot overwrite this), under the current epoch.
-            let (epoch, g) = self.epoch_and_item(c, key, None).await?;
-            let older = match item(g.value.as_deref(), epoch) {
+            let (epoch, g) = self.epoch_and_item(c, key).await?;
+            let older = match Item::read(g.value.as_deref(), epoch) {
                 Item::Entry(e) => e.version,
                 _ => 0,
             };
@@ -305,6 +145,7 @@ impl MemcachedBackend {
             entry.epoch = epoch;
             let set = Set::new(&name, wire::encode(&entry)).ttl(ttl);
             c.run(set).await.map_err(memcached_error)?;
+            inc(&self.inner.metrics.commits);
             return Ok(WriteOutcome::Written {
                 version: entry.version,
                 epoch,
@@ -323,7 +164,13 @@ impl MemcachedBackend {
             .compare_cas(cas);
         let ops = [self.epoch_op(namespace_of(key), 0)?, Op::Set(set)];
         let mut answers = c.run_batch(ops).await.map_err(memcached_error)?.into_iter();
-        let epoch = self.epoch_of(answers.next(), namespace_of(key)).await?;
+        let (epoch, repaired) = self.epoch_of(answers.next(), namespace_of(key)).await?;
+        if repaired {
+            // A new epoch (no load of the old one lands); the lease is handed back.
+            let _ = c.run(Delete::new(&name).compare_cas(cas)).await;
+            inc(&self.inner.metrics.superseded_commits);
+            return Ok(WriteOutcome::Superseded);
+        }
         let stored = match answers.next() {
             Some(Ok(OpResult::Mutation(m))) => m.status == MutationStatus::Applied,
             Some(Err(e)) => return Err(memcached_error(e)),
@@ -333,12 +180,19 @@ impl MemcachedBackend {
                 ));
             }
         };
+        let m = &self.inner.metrics;
         Ok(match stored && epoch == token.epoch {
-            true => WriteOutcome::Written {
-                version: entry.version,
-                epoch,
-            },
-            false => WriteOutcome::Superseded,
+            true => {
+                inc(&m.commits);
+                WriteOutcome::Written {
+                    version: entry.version,
+                    epoch,
+                }
+            }
+            false => {
+                inc(&m.superseded_commits);
+                WriteOutcome::Superseded
+            }
         })
     }
 
@@ -380,7 +234,7 @@ impl Backend for MemcachedBackend {
     fn read<'a>(&'a self, key: &'a str, now: u64) -> BackendFuture<'a, Option<StoredEntry>> {
         self.run("read", async move {
             let c = self.client().await?;
-            let (epoch, g) = self.epoch_and_item(c, key, None).await?;
+            let (epoch, g) = self.epoch_and_item(c, key).await?;
             if g.lease_state == LeaseState::Granted {
                 // A read took the lease of an entry another process just claimed: hand it
                 // back (marked again, so the next reader wins it) rather than let the key
@@ -395,19 +249,23 @@ impl Backend for MemcachedBackend {
                     .stale_for_raw(ttl);
                 let _ = c.run(mark).await;
             }
-            Ok(match item(g.value.as_deref(), epoch) {
-                Item::Entry(e) if e.is_servable(now) => Some(e),
-                Item::Outdated { corrupt } => {
-                    self.corrupt(corrupt);
-                    None
-                }
-                _ => None,
-            })
+            let found = Item::read(g.value.as_deref(), epoch);
+            self.corrupt(matches!(found, Item::Outdated { corrupt: true }));
+            let entry = found.servable(now);
+            self.inner.metrics.count_read(entry.as_ref(), now);
+            Ok(entry)
         })
     }
 
     fn acquire<'a>(&'a self, key: &'a str, req: AcquireRequest) -> BackendFuture<'a, Acquired> {
         self.run("acquire", self.acquire_now(key, req))
+    }
+
+    fn acquire_many<'a>(
+        &'a self,
+        requests: &'a [(String, AcquireRequest)],
+    ) -> BackendFuture<'a, Vec<Result<Acquired, LoadError>>> {
+        self.run("acquire_many", self.acquire_all(requests))
     }
 
     fn extend<'a>(
@@ -435,11 +293,22 @@ impl Backend for MemcachedBackend {
         self.run("release", self.release_now(key, token))
     }
 
-    /// Nothing to do: the lease of an acquire whose answer never came is the item's CAS,
-    /// which this process never learnt; its placeholder or stale mark expires after one
-    /// lease (the bound a dead leader has anyway).
-    fn forget<'a>(&'a self, _key: &'a str, _secret: &'a [u8; 16]) -> BackendFuture<'a, bool> {
-        Box::pin(async { Ok(false) })
+    /// Removes the lease marker an acquire whose answer never came may have added (it
+    /// holds `secret`). A claim whose answer was lost is not found this way (the stale
+    /// mark carries no secret): it runs out after one lease, the stale value served
+    /// meanwhile.
+    fn forget<'a>(&'a self, key: &'a str, secret: &'a [u8; 16]) -> BackendFuture<'a, bool> {
+        self.run("forget", async move {
+            let c = self.client().await?;
+            let name = self.value_name(key);
+            let g = c.run(Get::new(&name).meta(Meta::NONE.cas())).await;
+            let g = g.map_err(memcached_error)?;
+            if g.value.as_deref() != Some(lease(secret).as_slice()) {
+                return Ok(false);
+            }
+            let del = Delete::new(&name).compare_cas(g.item.cas.unwrap_or(0));
+            Ok(c.run(del).await.map_err(memcached_error)?.applied())
+        })
     }
 
     fn mark_unshared<'a>(
@@ -475,6 +344,7 @@ impl Backend for MemcachedBackend {
             let life = secs(tti * 5 / 4);
             let get = Get::new(&name).meta(Meta::NONE.ttl()).without_value();
             let g = c.run(get).await.map_err(memcached_error)?;
+            inc(&self.inner.metrics.idle_touches);
             // Lengthened only: never shortens what another process's read kept.
             match g.item.ttl {
                 Some(t) if g.hit() && t >= 0 && t < i64::from(life) => {
@@ -500,7 +370,8 @@ impl Backend for MemcachedBackend {
             let c = self.client().await?;
             let answers = c.run_batch([self.epoch_op(namespace, 1)?]).await;
             let answer = answers.map_err(memcached_error)?.into_iter().next();
-            self.epoch_of(answer, namespace).await
+            // A repaired epoch is a new one: the bump is done.
+            Ok(self.epoch_of(answer, namespace).await?.0)
         })
     }
 

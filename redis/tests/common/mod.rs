@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod memcached;
+
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
