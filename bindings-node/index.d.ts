@@ -557,11 +557,18 @@ export interface CacheOptions {
    * Adds the shared tier: this cache stays the first tier, and Node, Python and Rust
    * processes sharing it make one loader call per key between them (PROTOCOL.md). A URL:
    * `'redis://host:port/db'`, `'unix:///path'`,
-   * `'redis+cluster://host:port,host:port'` (a Redis Cluster), or `'memory://name'` (a
-   * tier in this process's memory, shared by the caches given the same name: for tests,
-   * see `testing.memoryStore`); or an array of node URLs (a Redis Cluster).
+   * `'redis+cluster://host:port,host:port'` (a Redis Cluster),
+   * `'memcached://host:port,host:port'` (memcached: no copy kept in this process, no tags;
+   * PROTOCOL.md section 9), or `'memory://name'` (a tier in this process's memory, shared
+   * by the caches given the same name: for tests, see `testing.memoryStore`); or an array
+   * of node URLs (a Redis Cluster).
    */
   redis?: string | readonly string[]
+  /**
+   * memcached as the shared tier: `'host:port'` (servers separated by commas) or an array
+   * of them; the same as `redis: 'memcached://host:port'`. Not with `redis`.
+   */
+  memcached?: string | readonly string[]
   /** Prefix of every Redis key (default `'hl'`); processes that share keys share it. */
   redisPrefix?: string
   /**

@@ -100,4 +100,15 @@ test('a memcached address is checked', { skip }, () => {
   for (const bad of ['memcached://', 'memcached://nohostport']) {
     assert.throws(() => new Cache({ redis: bad }), /memcached/)
   }
+  assert.throws(() => new Cache({ redis: 'redis://127.0.0.1:6379', memcached: '127.0.0.1:11211' }), /not both/)
+  assert.throws(() => new Cache({ memcached: 11211 }), TypeError)
+})
+
+test('the memcached option names the same tier', { skip, timeout: 20_000 }, async () => {
+  const hostPort = url.slice('memcached://'.length)
+  const a = new Cache({ memcached: hostPort })
+  const b = new Cache({ memcached: [hostPort] })
+  await a.set('opt:k', 'v')
+  assert.equal(await b.read('opt:k'), 'v')
+  assert.equal(await new Cache({ redis: url }).read('opt:k'), 'v')
 })

@@ -119,6 +119,7 @@ impl Cache {
         namespace=None,
         redis=None, redis_prefix=None, codec=None, lease=None, detector_tick=None,
         detector=None, refresh_ahead=None, on_event=None, copy_values=None, admission=None,
+        memcached=None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new<'py>(
@@ -151,6 +152,7 @@ impl Cache {
         on_event: Option<Bound<'py, PyAny>>,
         copy_values: Option<Bound<'py, PyAny>>,
         admission: Option<Bound<'py, PyAny>>,
+        memcached: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Self> {
         let checked = Options {
             ttl,
@@ -179,6 +181,7 @@ impl Cache {
             detector,
             copy_values,
             admission,
+            memcached,
         }
         .check(py)?;
         let shared = checked.redis.is_some();

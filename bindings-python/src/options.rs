@@ -163,6 +163,7 @@ pub(crate) struct Options<'py> {
     pub(crate) detector: Option<Bound<'py, PyAny>>,
     pub(crate) copy_values: Option<Bound<'py, PyAny>>,
     pub(crate) admission: Option<Bound<'py, PyAny>>,
+    pub(crate) memcached: Option<Bound<'py, PyAny>>,
 }
 
 /// A bool option (`copy_values`, `admission`): a bool or nothing, never a truthy object.
@@ -336,6 +337,16 @@ impl Options<'_> {
             Some(v) if !v.is_none() => Some(redis_address(py, v)?),
             _ => None,
         };
+        let redis = match (&self.memcached, redis) {
+            (Some(v), None) if !v.is_none() => Some(memcached_address(py, v)?),
+            (Some(v), Some(_)) if !v.is_none() => {
+                return Err(config_error(
+                    py,
+                    "give `redis` or `memcached`, not both: one shared tier".into(),
+                ));
+            }
+            (_, redis) => redis,
+        };
         let redis_prefix = match &self.redis_prefix {
             Some(v) => Some(prefix(py, v)?),
             None => None,
@@ -378,6 +389,28 @@ fn prefix(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
         ));
     }
     Ok(s.to_owned())
+}
+
+/// The `memcached=` option: `"host:port"` (servers separated by commas) or a list of them.
+/// The fleet engine parses it.
+fn memcached_address(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<TierAddress> {
+    let refused = |e: herdless_redis::Error| config_error(py, format!("`memcached`: {e}"));
+    let servers: Vec<String> = if let Ok(s) = v.cast::<PyString>() {
+        vec![s.to_str()?.to_owned()]
+    } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        v.extract().map_err(|_| {
+            config_type_error(
+                py,
+                "`memcached` as a list must hold \"host:port\" strings".into(),
+            )
+        })?
+    } else {
+        return Err(config_type_error(
+            py,
+            "`memcached` must be \"host:port\" (comma-separated servers) or a list of them".into(),
+        ));
+    };
+    TierAddress::memcached(&servers).map_err(refused)
 }
 
 /// The `redis=` option: a URL (`redis://`, `unix://`,

@@ -128,3 +128,15 @@ def test_a_memcached_address_is_checked() -> None:
     for bad in ["memcached://", "memcached://nohostport"]:
         with pytest.raises(ValueError, match="memcached"):
             Cache(redis=bad)
+    with pytest.raises(ValueError, match="not both"):
+        Cache(redis="redis://127.0.0.1:6379", memcached="127.0.0.1:11211")
+    with pytest.raises(TypeError, match="memcached"):
+        Cache(memcached=11211)  # type: ignore[arg-type]
+
+
+def test_the_memcached_option_names_the_same_tier(memcached: Memcached) -> None:
+    host_port = memcached.url.removeprefix("memcached://")
+    a, b = Cache(memcached=host_port), Cache(memcached=[host_port])
+    a.set("k", "v")
+    assert b.get("k") == "v"
+    assert Cache(redis=memcached.url).get("k") == "v"

@@ -47,6 +47,11 @@
 //!   not herdless drops the copies too ([`RedisBuilder::outside_writes`], PROTOCOL.md
 //!   "Writes from outside herdless"). [`memory::MemoryBackend`] is the same tier in memory,
 //!   with faults on demand, for tests (`memory://` in every language).
+//! - [`memcached::MemcachedBackend`]: the shared tier on memcached (`memcached://` in every
+//!   language), with the meta protocol's own anti-stampede tools: a lease added where nothing
+//!   is, the stale mark whose win flag goes to one reader, compare-and-swap commits. No
+//!   process hears of another's changes there, so a two-tier cache over it keeps no L1
+//!   copies ([`TwoTier::holds_copies`]); no tags (PROTOCOL.md section 9).
 //! - [`Fleet`]: the lock protocol itself ([`Fleet::lead`] answers who loads a key for the
 //!   fleet, with a [`FleetLease`] that extends itself; [`Fleet::lead_many`] for the
 //!   keys of a batch), which the engine drives; and the same lock held by a caller's own

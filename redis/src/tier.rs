@@ -111,6 +111,16 @@ impl TierAddress {
         ))
     }
 
+    /// memcached servers given as a list (a binding's `memcached` option): `host:port` each,
+    /// with or without `memcached://`, or one string of them separated by commas.
+    pub fn memcached(servers: &[String]) -> Result<Self, crate::Error> {
+        let bare: Vec<&str> = servers
+            .iter()
+            .map(|s| s.strip_prefix("memcached://").unwrap_or(s))
+            .collect();
+        Self::parse(&format!("memcached://{}", bare.join(",")))
+    }
+
     /// Several node addresses given as a list: one server, or a cluster of them.
     pub fn nodes(nodes: &[String]) -> Result<Self, crate::Error> {
         match nodes {
@@ -270,6 +280,11 @@ mod tests {
             TierAddress::Memcached(vec!["h:1".into(), "h:2".into()])
         );
         assert!(a("memcached://").is_err() && a("memcached://h").is_err());
+        assert_eq!(
+            TierAddress::memcached(&["h:1".into(), "memcached://h:2".into()]).unwrap(),
+            TierAddress::Memcached(vec!["h:1".into(), "h:2".into()])
+        );
+        assert!(TierAddress::memcached(&[]).is_err());
         for bad in ["h:1", "http://h", "redis+cluster://", "rediss://h:1"] {
             assert!(a(bad).is_err(), "{bad}");
         }

@@ -222,6 +222,18 @@ fn bad_bytes_a_lost_epoch_and_a_stopped_server_are_misses_or_clear_errors() {
         .get_or_load("ns:1", counting(&calls, "fresh", Duration::ZERO))
         .unwrap();
     assert_eq!(v.as_deref(), Some("fresh"));
+    // An empty value (herdless never writes one): claimed over and loaded, not waited on.
+    mc.put(&format!("{p}:{{ns}}:v:ns:4"), b"");
+    let started = Instant::now();
+    let v = c
+        .get_or_load("ns:4", counting(&calls, "over", Duration::ZERO))
+        .unwrap();
+    assert_eq!(v.as_deref(), Some("over"));
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
     // The epoch evicted: the entries written under it are never served again.
     assert!(
         mc.raw(format!("md {p}:{{ns}}:e\r\n").as_bytes())

@@ -68,7 +68,7 @@ const COUNTS: [&str; 6] = [
     "maxNamespaces",
 ];
 const DURATIONS_REDIS: [&str; 1] = ["lease"];
-const OTHERS: [&str; 12] = [
+const OTHERS: [&str; 13] = [
     "admission",
     "copyValues",
     "onEvent",
@@ -81,7 +81,39 @@ const OTHERS: [&str; 12] = [
     "redis",
     "redisPrefix",
     "codec",
+    "memcached",
 ];
+
+/// The `memcached` option: `'host:port'` (servers separated by commas) or an array of them;
+/// the fleet engine parses it.
+fn memcached(js: Js, v: Value) -> Result<TierAddress> {
+    let invalid =
+        |e: herdless_redis::Error| bad(js, ErrorKind::Type, &format!("option `memcached`: {e}"));
+    let servers = if js.is_array(v)? {
+        let mut servers = Vec::new();
+        for i in 0..js.array_len(v)? {
+            let s = js.get_element(v, i)?;
+            if js.type_of(s)? != Type::String {
+                return Err(bad(
+                    js,
+                    ErrorKind::Type,
+                    &format!("option `memcached`: server {i} must be a 'host:port' string"),
+                ));
+            }
+            servers.push(js.get_string(s)?);
+        }
+        servers
+    } else if js.type_of(v)? == Type::String {
+        vec![js.get_string(v)?]
+    } else {
+        return Err(bad(
+            js,
+            ErrorKind::Type,
+            "option `memcached` must be a 'host:port' string or an array of them",
+        ));
+    };
+    TierAddress::memcached(&servers).map_err(invalid)
+}
 
 /// The `redis` option: one address, or the nodes of a Redis Cluster.
 fn address(js: Js, v: Value) -> Result<TierAddress> {
@@ -325,24 +357,38 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
         }
     };
     let given = js.get(obj, "redis")?;
-    let redis = if js.type_of(given)? == Type::Undefined {
-        for name in ["redisPrefix", "codec", "lease"] {
-            if js.type_of(js.get(obj, name)?)? != Type::Undefined {
-                return Err(bad(
-                    js,
-                    ErrorKind::Type,
-                    &format!("option `{name}` needs the `redis` option"),
-                ));
-            }
+    let on_memcached = js.get(obj, "memcached")?;
+    let tier = match (js.type_of(given)?, js.type_of(on_memcached)?) {
+        (Type::Undefined, Type::Undefined) => None,
+        (_, Type::Undefined) => Some(address(js, given)?),
+        (Type::Undefined, _) => Some(memcached(js, on_memcached)?),
+        _ => {
+            return Err(bad(
+                js,
+                ErrorKind::Type,
+                "give the `redis` or the `memcached` option, not both: one shared tier",
+            ));
         }
-        None
-    } else {
-        Some(RedisOptions {
-            address: address(js, given)?,
+    };
+    let redis = match tier {
+        None => {
+            for name in ["redisPrefix", "codec", "lease"] {
+                if js.type_of(js.get(obj, name)?)? != Type::Undefined {
+                    return Err(bad(
+                        js,
+                        ErrorKind::Type,
+                        &format!("option `{name}` needs the `redis` option"),
+                    ));
+                }
+            }
+            None
+        }
+        Some(address) => Some(RedisOptions {
+            address,
             prefix: string(js, obj, "redisPrefix")?,
             codec: codec(js, obj)?,
             lease: d("lease", false)?,
-        })
+        }),
     };
     let front = front(js, obj)?;
     Ok(Parsed {

@@ -170,11 +170,17 @@ class Cache(_native.Cache):
       processes sharing it (Python, Rust, Node) make one loader call per key between them;
       memory stays the first tier. A Redis Cluster is a list of node URLs or
       ``"redis+cluster://host:port,host:port"``; ``"memory://name"`` is a fleet inside this
-      process (tests: ``herdless.testing.MemoryStore(name)`` injects faults). In memory only
-      otherwise. A cache created before ``os.fork()`` connects again in the child by itself.
+      process (tests: ``herdless.testing.MemoryStore(name)`` injects faults);
+      ``"memcached://host:port"`` (comma-separated servers) puts the fleet on memcached
+      instead: one loader call per key too, but no copy is kept in this process's memory
+      (memcached tells nobody of changes, so every read asks it) and entry tags are refused
+      (PROTOCOL.md section 9). In memory only otherwise. A cache created before ``os.fork()`` connects again in the child by itself.
       When Redis fails: loads are served in this process (not shared), ``get`` misses,
       and ``set``/``invalidate``/``bump`` raise ``BackendError`` (after dropping this
       process's copy); each failure is counted in ``backend_errors``.
+    - ``memcached``: ``"host:port"`` (servers separated by commas) or a list of them: the
+      memcached tier, the same as ``redis="memcached://host:port"`` (above); not with
+      ``redis``.
     - ``redis_prefix`` ("hl"): prefix of every Redis key; fleets that must not share data
       use different prefixes.
     - ``codec`` ("json"): how values cross Redis: ``"json"`` (readable by every language;

@@ -201,6 +201,7 @@ class Cache:
         on_event: Callable[[str, str, str | None], object] | None = None,
         copy_values: bool | None = None,
         admission: bool | None = None,
+        memcached: str | list[str] | tuple[str, ...] | None = None,
     ) -> Self: ...
     @property
     def namespace(self) -> str | None:

@@ -106,7 +106,14 @@ impl MemcachedBackend {
                 Round::Done(Acquired::Fresh(e))
             }
             Item::Unshared => Round::Done(Acquired::Unshared),
-            Item::Empty => Round::Claim(0, None),
+            // Nothing there: add a lease again.
+            Item::Empty if !g.hit() => Round::Claim(0, None),
+            // An empty value herdless never writes (another program's): claimed over, as
+            // any bytes that are not an entry.
+            Item::Empty => {
+                inc(&self.inner.metrics.corrupt_entries);
+                Round::Claim(cas, None)
+            }
             _ => Round::Claim(cas, servable),
         }
     }
