@@ -93,6 +93,7 @@ test('a herd member that arrived later times out at its own deadline, not the fi
   const anchor = settled(cache.getOrLoad('h:1', loader))
   await sleep(100)
   const late = settled(cache.getOrLoad('h:1', loader))
+  assert.equal(cache._internals().pendingCalls, 3, 'a member of a herd is a pending call')
   const [anchorCode, anchorAt] = await anchor
   assert.equal(anchorCode, 'HERDLESS_WAIT_TIMEOUT')
   assert.ok(anchorAt >= 140 && anchorAt < 240, `the first waiter timed out at ${anchorAt} ms`)

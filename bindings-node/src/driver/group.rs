@@ -38,6 +38,11 @@ pub(super) struct Groups {
 }
 
 impl Groups {
+    /// How many callers wait as members of a herd.
+    pub(super) fn members(&self) -> usize {
+        self.open.values().map(|h| h.members.len()).sum()
+    }
+
     /// Lets every herd go (the cache is dropped).
     pub(super) fn clear(&mut self) {
         self.open.clear();
