@@ -333,10 +333,10 @@ export declare class Cache {
    */
   _setLoadObserver(observer: ((key: string, background: boolean, fn: (...args: unknown[]) => unknown, bound?: unknown[]) => unknown) | null): void
   /**
-   * The JS front's handles (`lib/front.js`): `{ info, stash, hit }`, or null when the
-   * `front` option is off. Not a stable API.
+   * The JS front's handles (`lib/front.js`): `{ info, stash, map, hit, frontable }`, or
+   * null when the `front` option is off. Not a stable API.
    */
-  _front(): { info: Int32Array; stash: unknown[]; map: Map<string, { value: unknown; slot: number }>; hit: (slot: number) => boolean } | null
+  _front(): { info: Int32Array; stash: unknown[]; map: Map<string, { value: unknown; slot: number }>; hit: (slot: number) => boolean; frontable: (options: unknown, names?: string[]) => boolean } | null
   /**
    * Internal counts for leak tests (values held, calls pending, loads in flight). Not a
    * stable API.

@@ -10,7 +10,7 @@ use std::rc::Rc;
 use napi::Result;
 use napi_derive::napi;
 
-use crate::call::{Answer, CallOptions, Loader, Outcome, rejecting};
+use crate::call::{Answer, CallOptions, Outcome, rejecting};
 use crate::driver::check_open;
 use crate::driver::{EResult, Inner};
 use crate::errors::{self, code, type_error};
@@ -56,13 +56,29 @@ fn not_a_key(js: Js, key: Value) -> napi::Error {
 /// Checks that `v` is an options object with only `known` fields (or undefined): `None`
 /// for undefined.
 fn options_arg(js: Js, v: Option<Value>, what: &str, known: &[&str]) -> Result<Option<Value>> {
+    options_arg_named(js, v, None, what, known)
+}
+
+/// [`options_arg`], given the object's own enumerable string keys when they are known
+/// (`names`: an array, e.g. `Object.keys(v)`; else they are asked of Node-API).
+fn options_arg_named(
+    js: Js,
+    v: Option<Value>,
+    names: Option<Value>,
+    what: &str,
+    known: &[&str],
+) -> Result<Option<Value>> {
     let Some(v) = v else {
         return Ok(None);
     };
     match js.type_of(v)? {
         Type::Undefined => Ok(None),
         Type::Object if !js.is_array(v)? => {
-            options::known_fields(js, v, what, known)?;
+            let names = match names {
+                Some(n) => n,
+                None => js.own_names(v)?,
+            };
+            options::known_fields(js, names, what, known)?;
             Ok(Some(v))
         }
         t => Err(errors::throw_new(
@@ -102,6 +118,17 @@ pub(crate) fn call_options(js: Js, opts: Option<Value>) -> Result<CallOptions> {
         tags: None,
         signal,
     })
+}
+
+/// The options of one `getOrLoad` call, checked: also the JS front's check of an options
+/// object (`crate::fast`), so that both take the same verdict from the same code.
+pub(crate) fn load_options(
+    js: Js,
+    opts: Option<Value>,
+    names: Option<Value>,
+) -> Result<CallOptions> {
+    let known = ["signal", "ttl", "tti"];
+    call_options(js, options_arg_named(js, opts, names, "getOrLoad", &known)?)
 }
 
 /// `cache.get(key)`: shared by the method and the fast path (`crate::fast`).
@@ -155,10 +182,7 @@ fn get_or_load_impl(
     if js.type_of(loader)? != Type::Function {
         return Err(type_error(js, "the loader must be a function"));
     }
-    let options = call_options(
-        js,
-        options_arg(js, opts, "getOrLoad", &["signal", "ttl", "tti"])?,
-    )?;
+    let options = load_options(js, opts, None)?;
     if let Some(f) = &inner.front {
         f.begin(js, &inner.l1)?;
     }
@@ -173,9 +197,8 @@ fn get_or_load_impl(
         }
     }
     let (deferred, promise) = js.promise()?;
-    let loader = Loader::new(js, loader)?;
-    let key = key.as_str().to_owned();
-    inner.start(js, key, loader, options, Answer::Promise(deferred), first)?;
+    let answer = Answer::Promise(deferred);
+    inner.start_load(js, key.as_str(), loader, options, answer, first)?;
     Ok(promise)
 }
 

@@ -45,6 +45,23 @@ impl Loader {
         })
     }
 
+    /// [`new`](Self::new), sharing the reference of `held` when it is that very function
+    /// (the callers of a herd pass one loader: one reference for all of them).
+    pub(crate) fn new_as(js: Js, func: Value, held: &Rc<Ref>) -> Result<Self> {
+        match js.strict_equals(func, held.get(js)?)? {
+            true => Ok(Self {
+                func: Rc::clone(held),
+                args: Args::None,
+            }),
+            false => Self::new(js, func),
+        }
+    }
+
+    /// The function it calls.
+    pub(crate) fn func(&self) -> &Rc<Ref> {
+        &self.func
+    }
+
     /// A loader called with `this` and `args`.
     pub(crate) fn bound(js: Js, func: Value, this: Value, args: &[Value]) -> Result<Self> {
         let array = js.array(args.len() + 1)?;

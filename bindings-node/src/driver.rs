@@ -21,6 +21,7 @@
 
 mod batch;
 mod emit;
+mod group;
 mod lang;
 mod warm;
 
@@ -33,7 +34,7 @@ use std::task::{Context, Poll, Waker};
 
 use herdless::Lookup;
 use herdless_redis::TwoTier;
-use herdless_redis::call::{Answer as Answered, Call, CallMany, Failure, Job};
+use herdless_redis::call::{Answer as Answered, Call, CallMany, Job};
 use napi::{Result, Status};
 
 use crate::call::{AbortWatch, Answer, CallOptions, Loader, Outcome, absent_symbol};
@@ -121,6 +122,8 @@ pub(crate) struct Inner {
     /// Sees each loader call (spans), when set: see [`Inner::set_observer`].
     observer: RefCell<Option<Ref>>,
     calls: RefCell<HashMap<u64, Task>>,
+    /// The herds waiting for a key's load, polled together (see `group`).
+    groups: RefCell<group::Groups>,
     /// The tasks being polled, innermost last (see [`Polling`]).
     polling: RefCell<Vec<Polling>>,
     /// The loaders' signals to abort once no borrow is held (their listeners run JS).
@@ -163,6 +166,7 @@ impl Inner {
             absent: js.reference(absent_symbol(js)?)?,
             observer: RefCell::new(None),
             calls: RefCell::new(HashMap::new()),
+            groups: RefCell::default(),
             polling: RefCell::new(Vec::new()),
             aborts: Rc::new(RefCell::new(Vec::new())),
             next_id: Cell::new(1),
@@ -246,9 +250,9 @@ impl Inner {
         Some(task)
     }
 
-    /// Calls not answered yet (for leak tests).
+    /// Calls not answered yet (for leak tests), the members of herds included.
     pub(crate) fn calls(&self) -> usize {
-        self.calls.borrow().len()
+        self.calls.borrow().len() + self.groups.borrow().members()
     }
 
     /// Starts a call whose first lookup already answered `first` (the method did the fast
@@ -262,11 +266,7 @@ impl Inner {
         answer: Answer,
         first: EResult<Lookup<Entry>>,
     ) -> Result<()> {
-        let engine = herdless_redis::call::CallOptions::default()
-            .ttl(options.ttl)
-            .tti(options.tti)
-            .tags(options.tags.map(|t| Arc::from(t.to_vec())));
-        let call = Call::new(&self.tt, &key, first, loader, engine);
+        let call = Call::new(&self.tt, &key, first, loader, group::engine(&options));
         self.begin(js, answer, options.signal, || {
             Ok(State::One(Box::new(call)))
         })
@@ -399,12 +399,7 @@ impl Inner {
         if !task.answer.waiting() {
             return Ok(());
         }
-        let outcome = match r {
-            Ok(Some(v)) => Ok(self.table.load(js, &v)?),
-            Ok(None) => Ok(js.undefined()?),
-            Err(Failure::Error(e)) => Err(errors::to_js(js, &self.table, &e)?),
-            Err(Failure::Raise(x)) => Err(self.raised(js, x)?),
-        };
+        let outcome = self.one_outcome(js, r)?;
         self.settle(js, task, outcome)
     }
 
@@ -434,6 +429,7 @@ impl Inner {
             aborted: false,
         });
         let ended = self.poll_task(js, &mut task);
+        let over = !matches!(ended, Ok(None));
         let p = self.polling.borrow_mut().pop();
         let (woken, aborted) = p.map_or((false, false), |p| (p.woken, p.aborted));
         let r = match ended {
@@ -459,7 +455,11 @@ impl Inner {
             Err(e) => Err(e),
         };
         let aborted = self.abort_cancelled(js);
-        r.and(aborted)
+        let herd = match over {
+            true => self.anchor_ended(js, id),
+            false => Ok(()),
+        };
+        r.and(aborted).and(herd)
     }
 
     /// Polls `task` once with the JS thread as its runtime: what it ended with, if it did.
@@ -555,6 +555,7 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         self.calls.borrow_mut().clear();
+        self.groups.borrow_mut().clear();
         self.wake.close();
     }
 }

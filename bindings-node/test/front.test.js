@@ -263,3 +263,38 @@ test('with copyValues (the default) objects never enter the front; primitives do
   assert.equal(front(cache).map.has('str'), true)
   assert.equal(cache.get('obj').n, 1)
 })
+
+test('getOrLoad with options takes the front exactly when the engine would take its hit path', async () => {
+  const cache = new Cache({ ...OPTIONS })
+  const off = new Cache({ ...OPTIONS, front: false })
+  for (const c of [cache, off]) await c.set('k', 'v')
+  warmFront(cache, 'k')
+  for (let i = 0; i < 41; i++) off.get('k')
+  // A marker in the front's answer tells a front hit from the engine's.
+  front(cache).map.get('k').value = 'front'
+  const loader = async () => 'loaded'
+  const hoisted = { ttl: 1000 }
+  const answers = async (options) => [await cache.getOrLoad('k', loader, options), await off.getOrLoad('k', loader, options)]
+  for (let i = 0; i < 3; i++) {
+    assert.deepEqual(await answers(hoisted), ['front', 'v'])
+    assert.deepEqual(await answers({ ttl: 5, tti: 7 }), ['front', 'v'])
+    assert.deepEqual(await answers({}), ['front', 'v'])
+  }
+  // Invalid options are rejected as the engine rejects them, front or not.
+  for (const bad of [{ ttl: -1 }, { tti: 'x' }, { bogus: 1 }, 'x', null, [], () => {}, { signal: 3 }]) {
+    for (const c of [cache, off]) {
+      await assert.rejects(c.getOrLoad('k', loader, bad), { code: 'HERDLESS_INVALID_OPTION' }, `${c === off ? 'off' : 'on'}: ${JSON.stringify(bad)}`)
+    }
+  }
+  // A call with a signal is the engine's: an aborted one rejects even a hit.
+  const live = new AbortController()
+  assert.deepEqual(await answers({ signal: live.signal }), ['v', 'v'])
+  const gone = new AbortController()
+  gone.abort(new Error('gone'))
+  for (const c of [cache, off]) await assert.rejects(c.getOrLoad('k', loader, { signal: gone.signal }), /gone/)
+  // A remembered options object given a signal since goes to the engine again.
+  hoisted.signal = gone.signal
+  await assert.rejects(cache.getOrLoad('k', loader, hoisted), /gone/)
+  await assert.rejects(off.getOrLoad('k', loader, hoisted), /gone/)
+  assert.deepEqual(counters(cache), counters(off))
+})

@@ -87,6 +87,12 @@ pub(crate) mod unchecked {
     pub(crate) use core::sync::atomic::AtomicU64;
     #[cfg(feature = "std")]
     pub(crate) use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+    // The cached process id (`flight::process_id`): reset by `fork`, not shared state
+    // between threads of one run.
+    #[cfg(all(feature = "std", unix))]
+    pub(crate) use core::sync::atomic::AtomicU32;
+    #[cfg(all(feature = "std", unix))]
+    pub(crate) use std::sync::Once;
 }
 
 #[cfg(herdless_loom)]

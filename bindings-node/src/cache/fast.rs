@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use napi::{Result, Status, sys};
 
-use crate::cache::{get_or_load_value, get_value};
+use crate::cache::{get_or_load_value, get_value, load_options};
 use crate::driver::Inner;
 use crate::errors::code;
 use crate::js::{ErrorKind, Js, Value};
@@ -89,6 +89,12 @@ pub(crate) fn install(js: Js, this: Value, inner: &Rc<Inner>) -> Result<()> {
 /// The front's hit function `hit(slot)` for the cache `inner` (see `crate::front`).
 pub(crate) fn front_hit(js: Js, inner: &Rc<Inner>) -> Result<Value> {
     function(js, "hit", fast_front_hit, inner)
+}
+
+/// The front's check of a `getOrLoad` options object, `frontable(options, names)` (see
+/// [`fast_front_options`]).
+pub(crate) fn front_options(js: Js, inner: &Rc<Inner>) -> Result<Value> {
+    function(js, "frontable", fast_front_options, inner)
 }
 
 unsafe extern "C" fn free_data(_env: sys::napi_env, data: *mut c_void, _hint: *mut c_void) {
@@ -179,5 +185,37 @@ unsafe extern "C" fn fast_front_hit(
     let mut v = ptr::null_mut();
     // SAFETY: JS thread.
     unsafe { sys::napi_get_boolean(env, hit, &mut v) };
+    v
+}
+
+/// `frontable(options, names)`: whether a `getOrLoad` call with `options` may be answered by the
+/// JS front, i.e. whether the engine would take the hit path for it: the options pass the
+/// very checks of `getOrLoad` ([`load_options`]) and carry no `signal` (a call with one is
+/// the engine's to answer, an aborted signal rejecting even a hit). Never throws: an
+/// invalid object is `false`, and the call then goes to the engine, which rejects it.
+unsafe extern "C" fn fast_front_options(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    let js = Js(env);
+    // SAFETY: called by Node-API as a function made by `front_options`.
+    let ([options, names], _) = unsafe { args::<2>(js, info) };
+    // `names`: `Object.keys(options)`, which the front lists at a fraction of what Node-API's
+    // key listing costs (same keys: own, enumerable, strings).
+    let names = match js.is_array(names) {
+        Ok(true) => Some(names),
+        _ => None,
+    };
+    let ok = match load_options(js, Some(options), names) {
+        Ok(o) => o.signal.is_none(),
+        Err(_) => {
+            // What the check threw is the engine's answer to give, at the call itself.
+            let _ = js.take_exception();
+            false
+        }
+    };
+    let mut v = ptr::null_mut();
+    // SAFETY: JS thread.
+    unsafe { sys::napi_get_boolean(env, ok, &mut v) };
     v
 }

@@ -169,11 +169,11 @@ impl Cache {
         self.inner.set_observer(js, observer)
     }
 
-    /// The JS front's handles (`lib/front.js`): `{ info, stash, hit }`, or null when the
-    /// `front` option is off. Not a stable API.
+    /// The JS front's handles (`lib/front.js`): `{ info, stash, map, hit, frontable }`, or
+    /// null when the `front` option is off. Not a stable API.
     #[napi(
         js_name = "_front",
-        ts_return_type = "{ info: Int32Array; stash: unknown[]; map: Map<string, { value: unknown; slot: number }>; hit: (slot: number) => boolean } | null"
+        ts_return_type = "{ info: Int32Array; stash: unknown[]; map: Map<string, { value: unknown; slot: number }>; hit: (slot: number) => boolean; frontable: (options: unknown, names?: string[]) => boolean } | null"
     )]
     pub fn front<'env>(&self, env: &'env Env) -> Result<Unknown<'env>> {
         let js = Js(env.raw());
@@ -186,6 +186,8 @@ impl Cache {
                 js.set(o, "stash", stash)?;
                 js.set(o, "map", map)?;
                 js.set(o, "hit", crate::cache::fast::front_hit(js, &self.inner)?)?;
+                let frontable = crate::cache::fast::front_options(js, &self.inner)?;
+                js.set(o, "frontable", frontable)?;
                 o
             }
         };

@@ -269,10 +269,50 @@ impl Js {
     }
 
     pub(crate) fn get(self, obj: Value, name: &str) -> Result<Value> {
-        let key = self.string(name)?;
         let mut v = ptr::null_mut();
+        if let Some(i) = OFTEN.iter().position(|n| *n == name) {
+            let key = self.often(i)?;
+            napi_call!(napi_get_property(self.0, obj, key, &mut v))?;
+            return Ok(v);
+        }
+        // A short name is handed over as a C string: Node-API makes it an internalized
+        // string, which V8 looks up directly, where a plain string made by `string` is
+        // internalized again at each lookup (an options check read 3-4 names per call).
+        let mut room = [0u8; 32];
+        if name.len() < room.len() && !name.as_bytes().contains(&0) {
+            room[..name.len()].copy_from_slice(name.as_bytes());
+            napi_call!(napi_get_named_property(
+                self.0,
+                obj,
+                room.as_ptr().cast::<c_char>(),
+                &mut v
+            ))?;
+            return Ok(v);
+        }
+        let key = self.string(name)?;
         napi_call!(napi_get_property(self.0, obj, key, &mut v))?;
         Ok(v)
+    }
+
+    /// The JS string of `OFTEN[i]`, from this environment's array of them (made at the
+    /// first use on this thread, then held for the life of the environment).
+    fn often(self, i: usize) -> Result<Value> {
+        let (env, held) = OFTEN_HELD.get();
+        let mut array = ptr::null_mut();
+        if env == self.0 && !held.is_null() {
+            napi_call!(napi_get_reference_value(self.0, held, &mut array))?;
+        }
+        if array.is_null() {
+            array = self.array(OFTEN.len())?;
+            for (j, n) in OFTEN.iter().enumerate() {
+                self.set_element(array, j as u32, self.string(n)?)?;
+            }
+            let mut r = ptr::null_mut();
+            // Never deleted: it must not outlive its environment, and is freed with it.
+            napi_call!(napi_create_reference(self.0, array, 1, &mut r))?;
+            OFTEN_HELD.set((self.0, r));
+        }
+        self.get_element(array, i as u32)
     }
 
     pub(crate) fn set(self, obj: Value, name: &str, value: Value) -> Result<()> {
@@ -377,6 +417,15 @@ impl Js {
 
     /// Own enumerable string keys of `obj`, as `Object.keys` gives them.
     pub(crate) fn keys(self, obj: Value) -> Result<Vec<String>> {
+        let names = self.own_names(obj)?;
+        let n = self.array_len(names)?;
+        (0..n)
+            .map(|i| self.get_string(self.get_element(names, i)?))
+            .collect()
+    }
+
+    /// The array of `obj`'s own enumerable string keys (what [`keys`](Self::keys) reads).
+    pub(crate) fn own_names(self, obj: Value) -> Result<Value> {
         let mut names = ptr::null_mut();
         napi_call!(napi_get_all_property_names(
             self.0,
@@ -386,10 +435,7 @@ impl Js {
             sys::KeyConversion::numbers_to_strings,
             &mut names
         ))?;
-        let n = self.array_len(names)?;
-        (0..n)
-            .map(|i| self.get_string(self.get_element(names, i)?))
-            .collect()
+        Ok(names)
     }
 
     pub(crate) fn strict_equals(self, a: Value, b: Value) -> Result<bool> {
@@ -397,6 +443,17 @@ impl Js {
         napi_call!(napi_strict_equals(self.0, a, b, &mut eq))?;
         Ok(eq)
     }
+}
+
+/// Property names read at every call with options (`getOrLoad`'s, through the JS front):
+/// [`Js::get`] looks them up by strings made once. Made anew at each lookup, a name costs
+/// V8 an internalization (hash and string-table probe), most of such a call's check.
+const OFTEN: [&str; 3] = ["ttl", "tti", "signal"];
+
+thread_local! {
+    /// The environment whose array of [`OFTEN`] names is held, and its reference.
+    static OFTEN_HELD: std::cell::Cell<(sys::napi_env, sys::napi_ref)> =
+        const { std::cell::Cell::new((ptr::null_mut(), ptr::null_mut())) };
 }
 
 /// UTF-16 units read by [`Js::get_str`] without allocating: keys up to this long (less one)

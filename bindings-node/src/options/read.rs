@@ -6,7 +6,7 @@ use std::time::Duration;
 use napi::Result;
 
 use crate::errors::{code, throw_new};
-use crate::js::{ErrorKind, Js, Type, Value};
+use crate::js::{ErrorKind, Js, StrRoom, Type, Value};
 
 pub(super) fn bad(js: Js, kind: ErrorKind, message: &str) -> napi::Error {
     throw_new(js, kind, code::INVALID_OPTION, message)
@@ -103,11 +103,16 @@ pub(super) fn string(js: Js, obj: Value, name: &str) -> Result<Option<String>> {
     }
 }
 
-/// Refuses a field of the options object `obj` that is not in `known` (a misspelt option
-/// silently ignored would be a bug nobody sees).
-pub(crate) fn known_fields(js: Js, obj: Value, what: &str, known: &[&str]) -> Result<()> {
-    for key in js.keys(obj)? {
-        if !known.contains(&key.as_str()) {
+/// Refuses a field of an options object that is not in `known` (a misspelt option
+/// silently ignored would be a bug nobody sees); `names` is the array of the object's own
+/// enumerable string keys ([`Js::own_names`](crate::js::Js::own_names)).
+pub(crate) fn known_fields(js: Js, names: Value, what: &str, known: &[&str]) -> Result<()> {
+    for i in 0..js.array_len(names)? {
+        // Read onto the stack: the JS front checks an options object per call.
+        let mut room = StrRoom::new();
+        let key = js.get_str(js.get_element(names, i)?, &mut room)?;
+        let key = key.as_str();
+        if !known.contains(&key) {
             return Err(bad(
                 js,
                 ErrorKind::Type,
