@@ -254,7 +254,8 @@ impl<V> Flight<V> {
 /// `pthread_atfork` handler forgets it.
 #[cfg(feature = "std")]
 fn process_id() -> u32 {
-    #[cfg(unix)]
+    // libc is a dependency on Linux only (the coarse clock): elsewhere, ask each time.
+    #[cfg(target_os = "linux")]
     {
         use crate::sync::Ordering;
         use crate::sync::unchecked::{AtomicU32, Once};
@@ -276,7 +277,7 @@ fn process_id() -> u32 {
         PID.store(pid, Ordering::Relaxed);
         pid
     }
-    #[cfg(not(unix))]
+    #[cfg(not(target_os = "linux"))]
     std::process::id()
 }
 

@@ -89,9 +89,9 @@ pub(crate) mod unchecked {
     pub(crate) use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
     // The cached process id (`flight::process_id`): reset by `fork`, not shared state
     // between threads of one run.
-    #[cfg(all(feature = "std", unix))]
+    #[cfg(all(feature = "std", target_os = "linux"))]
     pub(crate) use core::sync::atomic::AtomicU32;
-    #[cfg(all(feature = "std", unix))]
+    #[cfg(all(feature = "std", target_os = "linux"))]
     pub(crate) use std::sync::Once;
 }
 
