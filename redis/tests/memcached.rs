@@ -253,3 +253,48 @@ fn bad_bytes_a_lost_epoch_and_a_stopped_server_are_misses_or_clear_errors() {
     assert!(c.set("ns:3", "x".to_owned()).is_err());
     assert!(c.metrics().1.backend_errors >= 2);
 }
+
+#[test]
+fn a_fleet_on_two_memcached_servers_shares_one_load_per_key() {
+    let (Some(m1), Some(m2)) = (Memcached::start(), Memcached::start()) else {
+        return;
+    };
+    let p = common::unique("two");
+    let servers = [m1.addr(), m2.addr()];
+    let make = || {
+        let b = MemcachedBackend::builder(servers.clone())
+            .prefix(&p)
+            .build()
+            .expect("backend");
+        cache(&b, Duration::from_secs(60), Duration::ZERO)
+    };
+    let (a, b) = (make(), make());
+    let calls = Arc::new(AtomicUsize::new(0));
+    // Keys of many namespaces: their items and epochs spread over both servers.
+    for i in 0..40 {
+        let key = format!("ns{i}:k");
+        let ta = {
+            let (a, calls, key) = (a.clone(), calls.clone(), key.clone());
+            std::thread::spawn(move || {
+                a.get_or_load(&key, counting(&calls, "v", Duration::from_millis(50)))
+                    .unwrap()
+            })
+        };
+        let vb = b
+            .get_or_load(&key, counting(&calls, "v", Duration::from_millis(50)))
+            .unwrap();
+        assert_eq!(
+            (ta.join().unwrap(), vb),
+            (Some("v".into()), Some("v".into()))
+        );
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        40,
+        "one load per key for both processes"
+    );
+    let stored = |m: &Memcached| m.raw(b"stats\r\n").contains("STAT curr_items 0\r\n");
+    assert!(!stored(&m1) && !stored(&m2), "both servers hold items");
+    a.invalidate("ns7:k").unwrap();
+    assert_eq!(b.get("ns7:k").unwrap(), None);
+}

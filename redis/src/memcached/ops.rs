@@ -294,20 +294,31 @@ impl Backend for MemcachedBackend {
     }
 
     /// Removes the lease marker an acquire whose answer never came may have added (it
-    /// holds `secret`). A claim whose answer was lost is not found this way (the stale
-    /// mark carries no secret): it runs out after one lease, the stale value served
-    /// meanwhile.
+    /// holds `secret`). Memcached orders commands per connection only, and the lost acquire
+    /// went out on a connection the client has dropped since: it may be run after this
+    /// `forget` (a stalled server resuming). So the marker is looked for again, 50 ms, then
+    /// 100, 200, ... apart, for most of `op_timeout`. A claim whose answer was lost is not
+    /// found this way (the stale mark carries no secret): it runs out after one lease, the
+    /// stale value served meanwhile.
     fn forget<'a>(&'a self, key: &'a str, secret: &'a [u8; 16]) -> BackendFuture<'a, bool> {
         self.run("forget", async move {
             let c = self.client().await?;
             let name = self.value_name(key);
-            let g = c.run(Get::new(&name).meta(Meta::NONE.cas())).await;
-            let g = g.map_err(memcached_error)?;
-            if g.value.as_deref() != Some(lease(secret).as_slice()) {
-                return Ok(false);
+            let until = std::time::Instant::now() + self.inner.op_timeout * 3 / 4;
+            let mut pause = Duration::from_millis(50);
+            loop {
+                let g = c.run(Get::new(&name).meta(Meta::NONE.cas())).await;
+                let g = g.map_err(memcached_error)?;
+                if g.value.as_deref() == Some(lease(secret).as_slice()) {
+                    let del = Delete::new(&name).compare_cas(g.item.cas.unwrap_or(0));
+                    return Ok(c.run(del).await.map_err(memcached_error)?.applied());
+                }
+                if std::time::Instant::now() + pause >= until {
+                    return Ok(false);
+                }
+                tokio::time::sleep(pause).await;
+                pause *= 2;
             }
-            let del = Delete::new(&name).compare_cas(g.item.cas.unwrap_or(0));
-            Ok(c.run(del).await.map_err(memcached_error)?.applied())
         })
     }
 
