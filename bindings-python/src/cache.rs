@@ -27,7 +27,8 @@ pub(crate) struct Cache {
     pub(crate) handle: Handle,
     namespace: Option<String>,
     origin_budget: Option<usize>,
-    shared: bool,
+    /// With a shared tier (`redis=`): a miss in memory asks it.
+    pub(crate) shared: bool,
 }
 
 /// What `_peek` answers: value, state, age, fresh_until, stale_until, load_duration, tags.

@@ -523,6 +523,11 @@ class Cache(_native.Cache):
         return [k for k, _count, _misses in self._import_hot_keys(json)]
 
 
+# `get` made a C method of this very class: CPython calls it directly, without pyo3's
+# method machinery (bindings-python/src/hit.rs).
+_native._install_get(Cache)
+
+
 def _is_async(fn: Callable[..., Any]) -> bool:
     """A coroutine function, or an object whose ``__call__`` is one."""
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(

@@ -45,6 +45,7 @@ __all__ = [
     "http_keeps",
     "http_request_key",
     "warm_workers",
+    "_install_get",
 ]
 
 @final
@@ -140,6 +141,10 @@ def http_request_key(
 def warm_workers(concurrency: int | None, origin_budget: int | None, keys: int) -> int:
     """How many keys a warm-up loads at once (the engine's rule): ``concurrency`` (None: the
     engine's default, 4), at least 1, never more than ``origin_budget`` nor than ``keys``."""
+
+def _install_get(cls: type[Cache]) -> None:
+    """Makes ``cls.get`` (``cls`` a subclass of ``Cache``: ``herdless.Cache``) a C method made
+    for ``cls`` itself, which CPython calls directly; same arguments and answers."""
 
 def http_canonical_query(query: str) -> str:
     """A query's pairs in canonical order (``herdless_redis::http::canonical_query``)."""
