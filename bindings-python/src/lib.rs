@@ -59,6 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::Loaded>()?;
     m.add_class::<context::Previous>()?;
     m.add_class::<asyncio::Bridge>()?;
+    m.add_class::<asyncio::Due>()?;
     m.add_class::<driver::threads::Refresh>()?;
     m.add_class::<driver::event_loop::WakeCall>()?;
     m.add_class::<driver::event_loop::Done>()?;

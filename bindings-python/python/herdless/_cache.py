@@ -252,10 +252,10 @@ class Cache(_native.Cache):
         ``.age``, ``.meta``), ``ctx.set_ttl(seconds)`` and friends, ``ctx.meta = etag``; it
         may ``return ctx.not_modified()`` or a ``Loaded(value, ttl=..., meta=...)``.
         """
-        step = self._lookup(key, ttl, tti)
+        step = self._lookup(key, ttl, tti, loader)
         if type(step) is _native._Done:
             return step.value  # type: ignore[no-any-return]  # the hit path: no extra coroutine
-        return await step.run(loader)  # type: ignore[no-any-return]
+        return await step  # type: ignore[no-any-return]
 
     def get_or_load_many(
         self, keys: Iterable[str], loader: Callable[[list[str]], Mapping[str, T]]

@@ -37,6 +37,7 @@ __all__ = [
     "_Call",
     "Previous",
     "_Bridge",
+    "_Due",
     "_Done",
     "_Refresh",
     "check_namespace",
@@ -307,9 +308,18 @@ class Cache:
     def _set_load_observer(
         self, observer: Callable[[str, bool, Callable[[], Any]], Any] | None
     ) -> None: ...
+    @overload
     def _lookup(
-        self, key: str, ttl: float | None = None, tti: float | None = None
+        self, key: str, ttl: float | None = None, tti: float | None = None, loader: None = None
     ) -> _Done | _Call: ...
+    @overload
+    def _lookup(
+        self,
+        key: str,
+        ttl: float | None,
+        tti: float | None,
+        loader: Callable[..., Any],
+    ) -> _Done | Awaitable[Any]: ...
     def _metrics(self) -> dict[str, Any]: ...
     def _peek(
         self, key: str
@@ -399,8 +409,11 @@ class _Call:
 
 @final
 class _Bridge:
-    def _poll(self) -> None: ...
-    def _done(self, future: object) -> None: ...
+    def __call__(self, future: object = None) -> None: ...
+
+@final
+class _Due:
+    def __call__(self) -> None: ...
 
 @final
 class FleetLock:
