@@ -413,7 +413,7 @@ class _Bridge:
 
 @final
 class _Due:
-    def __call__(self) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
 
 @final
 class FleetLock:
