@@ -8,7 +8,8 @@ N: what one hit costs, the loop's own setup cancelled out.
 
 CASE: ``lru`` (``functools.lru_cache`` hit ``f(42)``), ``str`` (``Cache.get`` of a str value),
 ``shared`` (a dict value, ``copy_values=False``), ``dict`` (a dict value, copied per reader:
-the default). The shapes of the acceptance check: ``c.get("k")`` against ``f(42)``.
+the default), ``fleet`` (a str value, in a cache with a shared tier: ``redis="memory://cg"``,
+the hit answered by its L1). The shapes of the acceptance check: ``c.get("k")`` against ``f(42)``.
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ def case(name: str) -> Callable[[], Any]:
 
         f(42)
         return lambda: f(42)
-    cache = herdless.Cache(copy_values=name != "shared")
-    cache.set("k", "v" if name == "str" else {"id": 42})
+    if name == "fleet":
+        cache = herdless.Cache(redis="memory://cg")
+    else:
+        cache = herdless.Cache(copy_values=name != "shared")
+    cache.set("k", {"id": 42} if name in ("shared", "dict") else "v")
     return lambda: cache.get("k")
 
 

@@ -9,14 +9,14 @@
 //!   specialises a call of a method descriptor (a direct call of the C function, no bound
 //!   method, no checks) only when `self` is exactly of the descriptor's class, which an
 //!   instance of the Python subclass never is of the native one;
-//! - the common call (one or two positional arguments, an exact `str` key, a cache without
-//!   a shared tier) is answered here: the closed-engine check, then the L1's own read
+//! - the common call (one or two positional arguments, an exact `str` key) is answered
+//!   here. Without a shared tier: the closed-engine check, then the L1's own read
 //!   (`Cache::get_with`: the freshness check, time-to-idle, tags, the hit or miss counted
-//!   once), an immutable or shared value handed out under the shard's read lock (a
-//!   reference count bump, no `Arc` clone), a copied one copied after it. Every other call
-//!   (keywords, another key type, a cache with a shared tier, whose miss asks the tier) is
-//!   passed on unchanged to `_native.Cache.get`, which does the same through the fleet
-//!   engine's `TwoTier::get`.
+//!   once; `TwoTier::get` asks nothing more), an immutable or shared value handed out under
+//!   the shard's read lock (a reference count bump, no `Arc` clone), a copied one copied
+//!   after it. With one: the fleet engine's `TwoTier::get` (its miss asks the tier, counted
+//!   once). Every other call (keywords, another key type) is passed on unchanged to
+//!   `_native.Cache.get`.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -117,9 +117,6 @@ unsafe fn fast(
     // SAFETY: `slf` is a `_native.Cache` (its subclass's instance), frozen: `get` borrows it.
     let cache = unsafe { Borrowed::from_ptr(py, slf).cast_unchecked::<Cache>() };
     let cache = cache.get();
-    if cache.shared {
-        return None;
-    }
     // SAFETY: `args` holds `nargs` borrowed objects.
     let (key, default) = unsafe {
         let default = match nargs {
@@ -142,6 +139,21 @@ unsafe fn fast(
         }
         std::str::from_utf8_unchecked(std::slice::from_raw_parts(data.cast::<u8>(), len as usize))
     };
+    if cache.shared {
+        // A miss in memory asks the shared tier: the fleet engine's `get`, with pyo3's own
+        // account of the attached thread (a read of the tier releases the GIL and drops
+        // Python objects).
+        return Some(Python::attach(|py| {
+            // SAFETY: `default` is a live borrowed object.
+            let default = (nargs == 2).then(|| {
+                unsafe { Borrowed::from_ptr(py, default) }
+                    .to_owned()
+                    .unbind()
+            });
+            crate::ops::get(py, &cache.handle, key, default, crate::ops::How::Block)
+                .map(Bound::into_ptr)
+        }));
+    }
     if let Err(e) = check_open(py, &cache.handle) {
         return Some(Err(e));
     }

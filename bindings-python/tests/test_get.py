@@ -130,3 +130,23 @@ def test_a_subclass_of_cache_keeps_get() -> None:
     cache = Mine(ttl=60)
     cache.set("k", "v")
     assert cache.get("k") == "v" and cache.get("x", 1) == 1
+
+
+def test_a_cache_with_a_shared_tier_answers_from_memory_then_from_the_tier() -> None:
+    name = "test-get-fleet"
+    writer = Cache(ttl=60, redis=f"memory://{name}")
+    reader = Cache(ttl=60, redis=f"memory://{name}")
+    writer.set("ns:k", "v")
+    assert reader.get("ns:k") == "v"  # from the tier, kept in its memory
+    assert reader.get("ns:k", 1) == "v"  # from its memory
+    assert reader.get("ns:missing", 2) == 2
+    assert reader.get("ns:missing") is None
+    assert reader.get(key="ns:k") == "v"
+    total = reader.metrics().total
+    # As `_native.Cache.get` counts them: the first read missed in memory (then the tier
+    # answered), two were answered from memory, two missed everywhere.
+    assert (total.hits, total.misses) == (2, 3)
+    reader.close()
+    with pytest.raises(CacheClosed):
+        reader.get("ns:k")
+    writer.close()
