@@ -3,8 +3,8 @@
 //!
 //! The bridge needs no runtime of its own: the future is polled on the event loop's
 //! thread; when it is woken (by a leader finishing, the backend's runtime, or the clock),
-//! the waker asks the loop to poll it again with `call_soon_threadsafe` (`call_soon` on the
-//! loop's own thread). A waker called on a thread without the GIL only queues the wake-up
+//! the waker asks the loop to poll it again with `call_soon_threadsafe` (on the loop's own
+//! thread, in a batch with the bridges woken there meanwhile: one `call_soon` for a herd). A waker called on a thread without the GIL only queues the wake-up
 //! for a small waking thread (`crate::wake`, started again in a child of `fork`): waiting
 //! for the GIL there could deadlock with the loop's thread. Cancelling the asyncio future drops the engine
 //! future (a waiter leaves; a leader's pending step hands the load over). A wake-up for a
@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use parking_lot::Mutex;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
@@ -60,22 +61,89 @@ impl crate::wake::Deliver for BridgeWaker {
         }
         let bridge = self.0.get();
         let scheduled = Python::try_attach(|py| {
-            let poll = self.0.bind(py).getattr("_poll")?;
             let event_loop = bridge.event_loop.bind(py);
             // Woken inside the loop itself (a leader that finished on it wakes its whole
-            // herd from there): `call_soon`, not `call_soon_threadsafe`, which writes to
-            // the loop's self-pipe once per waiter (a system call each).
-            let method = match running_loop(py).is_ok_and(|l| l.is(event_loop)) {
-                true => "call_soon",
-                false => "call_soon_threadsafe",
-            };
-            event_loop.call_method1(method, (poll,)).map(drop)
+            // herd from there): polled with the others woken meanwhile by one callback of
+            // the loop, not a `call_soon_threadsafe` each, which writes to the loop's
+            // self-pipe once per waiter (a system call each).
+            if running_loop(py).is_ok_and(|l| l.is(event_loop)) {
+                return due(py, self.0.clone_ref(py), event_loop);
+            }
+            // The bridge itself is the callback (`bridge()` polls): no bound method per wake-up.
+            let poll = self.0.bind(py).clone();
+            event_loop
+                .call_method1(intern!(py, "call_soon_threadsafe"), (poll,))
+                .map(drop)
         });
         if !matches!(scheduled, Some(Ok(()))) {
             // The loop is closed (or the interpreter gone): let the engine future go.
             let poller = bridge.poller.lock().take();
             drop(poller);
         }
+    }
+}
+
+/// Bridges woken on their loop's thread, polled in the order they were woken by one
+/// callback of the loop (`call_soon(due)`): a herd of N waiters woken by its leader costs the
+/// loop one callback, not N (each a `Handle` made in Python, with a copy of the context).
+#[pyclass(frozen, module = "herdless._native", name = "_Due")]
+pub(crate) struct Due {
+    event_loop: Py<PyAny>,
+    /// `None` once polled: later wake-ups make a new batch.
+    bridges: Mutex<Option<Vec<Py<Bridge>>>>,
+}
+
+thread_local! {
+    /// The batch this thread's loop will poll next, while it takes more bridges.
+    static DUE: std::cell::RefCell<Option<Py<Due>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Adds `bridge` to the batch of `event_loop` (running on this thread), scheduling a new
+/// batch when there is none open for it.
+fn due(py: Python<'_>, bridge: Py<Bridge>, event_loop: &Bound<'_, PyAny>) -> PyResult<()> {
+    let bridge = DUE.with(|d| {
+        let d = d.borrow();
+        match d.as_ref().map(Py::get) {
+            Some(due) if due.event_loop.is(event_loop) => match due.bridges.lock().as_mut() {
+                Some(open) => {
+                    open.push(bridge);
+                    None
+                }
+                None => Some(bridge),
+            },
+            _ => Some(bridge),
+        }
+    });
+    let Some(bridge) = bridge else {
+        return Ok(());
+    };
+    let batch = Py::new(
+        py,
+        Due {
+            event_loop: event_loop.clone().unbind(),
+            bridges: Mutex::new(Some(vec![bridge])),
+        },
+    )?;
+    // No borrow held while the loop's (Python) `call_soon` runs.
+    event_loop.call_method1(intern!(py, "call_soon"), (batch.clone_ref(py),))?;
+    DUE.with(|d| *d.borrow_mut() = Some(batch));
+    Ok(())
+}
+
+#[pymethods]
+impl Due {
+    /// Polls the batch's bridges; the first error is raised (to the loop's exception
+    /// handler) after every bridge was polled.
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        let bridges = self.bridges.lock().take().unwrap_or_default();
+        let mut first = Ok(());
+        for bridge in bridges {
+            let polled = Bridge::poll(bridge.bind(py), false);
+            if first.is_ok() {
+                first = polled;
+            }
+        }
+        first
     }
 }
 
@@ -94,14 +162,27 @@ fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 
 #[pymethods]
 impl Bridge {
+    /// `bridge()` polls the engine future (on the loop's thread: the bridge itself is what
+    /// `call_soon` is given); `bridge(future)` is the asyncio future's done callback.
+    #[pyo3(signature = (future=None))]
+    fn __call__(slf: &Bound<'_, Self>, future: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        match future {
+            None => Self::poll(slf, false),
+            Some(future) => slf.get().done(future),
+        }
+    }
+}
+
+impl Bridge {
     /// Polls the engine future (on the loop's thread); delivers its answer when ready.
-    fn _poll(slf: &Bound<'_, Self>) -> PyResult<()> {
+    /// `first`: the poll that made the asyncio future, which cannot be done yet.
+    fn poll(slf: &Bound<'_, Self>, first: bool) -> PyResult<()> {
         let py = slf.py();
         let _attached = crate::wake::Attached::enter(py);
         let this = slf.get();
         this.queued.store(false, Ordering::Release);
         let future = this.future.bind(py);
-        if future.call_method0("done")?.is_truthy()? {
+        if !first && future.call_method0(intern!(py, "done"))?.is_truthy()? {
             drop(this.poller.lock().take());
             return Ok(());
         }
@@ -116,21 +197,31 @@ impl Bridge {
         };
         *poller = None;
         drop(poller);
+        // The done callback is only for a cancellation: taken off before the answer, so
+        // that setting it schedules the awaiting task alone (not one more callback per
+        // future, each a `call_soon` of the loop).
+        future.call_method1(intern!(py, "remove_done_callback"), (slf,))?;
         match deliver(py) {
-            Ok(v) => future.call_method1("set_result", (v,))?,
-            Err(e) => future.call_method1("set_exception", (e.into_value(py),))?,
+            Ok(v) => future.call_method1(intern!(py, "set_result"), (v,))?,
+            Err(e) => future.call_method1(intern!(py, "set_exception"), (e.into_value(py),))?,
         };
         Ok(())
     }
 
     /// The asyncio future is done: a cancelled one lets the engine future go.
-    fn _done(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
-        if future.call_method0("cancelled")?.is_truthy()? {
+    fn done(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if future
+            .call_method0(intern!(future.py(), "cancelled"))?
+            .is_truthy()?
+        {
             drop(self.poller.lock().take());
         }
         Ok(())
     }
 }
+
+/// `asyncio.get_running_loop` (raises without a running loop).
+static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// An asyncio future of `fut`'s answer, converted by `deliver` on the loop's thread.
 pub(crate) fn awaitable<'py, T: Send + 'static>(
@@ -149,8 +240,13 @@ pub(crate) fn awaitable_with<'py, T: Send + 'static>(
     mut poll: impl FnMut(Python<'_>, &mut Context<'_>) -> Poll<T> + Send + 'static,
     deliver: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let event_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
-    let future = event_loop.call_method0("create_future")?;
+    let get_loop = GET_LOOP.get_or_try_init(py, || {
+        py.import("asyncio")?
+            .getattr("get_running_loop")
+            .map(Bound::unbind)
+    })?;
+    let event_loop = get_loop.bind(py).call0()?;
+    let future = event_loop.call_method0(intern!(py, "create_future"))?;
     let mut deliver = Some(deliver);
     let poller: Poller = Box::new(move |py, cx| match poll(py, cx) {
         Poll::Pending => Poll::Pending,
@@ -168,7 +264,7 @@ pub(crate) fn awaitable_with<'py, T: Send + 'static>(
             queued: AtomicBool::new(false),
         },
     )?;
-    future.call_method1("add_done_callback", (bridge.getattr("_done")?,))?;
-    Bridge::_poll(&bridge)?;
+    future.call_method1(intern!(py, "add_done_callback"), (bridge.clone(),))?;
+    Bridge::poll(&bridge, true)?;
     Ok(future)
 }

@@ -27,7 +27,8 @@ pub(crate) struct Cache {
     pub(crate) handle: Handle,
     namespace: Option<String>,
     origin_budget: Option<usize>,
-    shared: bool,
+    /// With a shared tier (`redis=`): a miss in memory asks it.
+    pub(crate) shared: bool,
 }
 
 /// What `_peek` answers: value, state, age, fresh_until, stale_until, load_duration, tags.
@@ -420,19 +421,21 @@ impl Cache {
     }
 
     /// The first step of `aget_or_load` (and of an async decorated function): `_Done` for
-    /// a plain hit, else a `_Call` to run with the loader (`await call.run(loader)`).
+    /// a plain hit, else the call's asyncio future when `loader` is given, a `_Call` to run
+    /// with the loader (`await call.run(loader)`) when it is not.
     /// `ttl` and `tti` (seconds) are those a load started by the call stores its value with.
-    #[pyo3(signature = (key, ttl=None, tti=None))]
+    #[pyo3(signature = (key, ttl=None, tti=None, loader=None))]
     fn _lookup(
         &self,
         py: Python<'_>,
         key: &str,
         ttl: Option<Bound<'_, PyAny>>,
         tti: Option<Bound<'_, PyAny>>,
+        loader: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         check_open(py, &self.handle)?;
         let options = call_options(py, ttl.as_ref(), tti.as_ref())?;
-        crate::driver::event_loop::lookup(py, &self.handle, key, options)
+        crate::driver::event_loop::lookup(py, &self.handle, key, options, loader)
     }
 
     /// Closes the cache now: with Redis, its connections (commands, subscription) and its

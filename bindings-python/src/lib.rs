@@ -3,7 +3,8 @@
 //!
 //! One module per concept: [`value`] (Python objects as values, `ABSENT`), [`options`]
 //! (`Cache(...)` keywords), [`cache`] (the cache), [`observe`] (loader calls seen by an
-//! observer: spans), [`cached`] (the decorated function; [`vectorcall`], its calling convention),
+//! observer: spans), [`cached`] (the decorated function; [`vectorcall`], its calling convention), [`hit`]
+//! (`herdless.Cache.get`'s own calling convention),
 //! [`driver`] (Python threads and asyncio as runtimes of the engine's call machine, waiting
 //! with the GIL released, batch loaders' answers), [`asyncio`] (the bridge to asyncio
 //! futures), [`ops`] (the shared tier's operations, sync and async), [`codec`] (values across
@@ -20,6 +21,7 @@ mod context;
 mod detector;
 mod driver;
 mod errors;
+mod hit;
 mod http;
 mod keys;
 mod loader;
@@ -57,6 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::Loaded>()?;
     m.add_class::<context::Previous>()?;
     m.add_class::<asyncio::Bridge>()?;
+    m.add_class::<asyncio::Due>()?;
     m.add_class::<driver::threads::Refresh>()?;
     m.add_class::<driver::event_loop::WakeCall>()?;
     m.add_class::<driver::event_loop::Done>()?;
@@ -68,6 +71,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http::http_canonical_query, m)?)?;
     m.add_function(wrap_pyfunction!(http::http_keeps, m)?)?;
     m.add_function(wrap_pyfunction!(warm::warm_workers, m)?)?;
+    m.add_function(wrap_pyfunction!(hit::_install_get, m)?)?;
     m.add("ABSENT", cache::absent_object(m.py())?)?;
     m.add("BUCKETS", metrics::buckets().to_vec())?;
     m.add("COUNTERS", metrics::counter_fields())?;

@@ -29,6 +29,11 @@ enum Kept {
     /// shaped data): copied node by node for each reader, several times faster than a pickle
     /// round trip. Only this module ever holds it.
     Tree(Py<PyAny>),
+    /// A private flat dict (immutable keys and values): each reader's copy is one
+    /// `dict.copy`, without looking at its items again (nobody else can change it).
+    FlatDict(Py<PyDict>),
+    /// A private flat list (immutable items): each reader's copy is one slice.
+    FlatList(Py<PyList>),
     /// The pickle of any other mutable object: each reader gets a new object.
     Pickled(Py<PyBytes>),
 }
@@ -184,7 +189,7 @@ impl PyValue {
         let kept = if !copy || immutable(&obj, IMMUTABLE_DEPTH) {
             Kept::Shared(obj.unbind())
         } else if let Some(tree) = copy_tree(&obj)? {
-            Kept::Tree(tree.unbind())
+            flat(tree)
         } else {
             let py = obj.py();
             let p = pickle(py)?;
@@ -210,7 +215,46 @@ impl PyValue {
                     p.loads.bind(py).call1((data,))
                 }
             },
+            Kept::FlatDict(d) => Ok(d.bind(py).copy()?.into_any()),
+            Kept::FlatList(l) => Ok(l.bind(py).get_slice(0, l.bind(py).len()).into_any()),
             Kept::Pickled(data) => pickle(py)?.loads.bind(py).call1((data.bind(py),)),
+        }
+    }
+}
+
+/// A private copy as it is kept: a flat dict or list as such (copied in one C call per
+/// reader), any other tree as a tree.
+fn flat(tree: Bound<'_, PyAny>) -> Kept {
+    let tree = match tree.cast_into_exact::<PyDict>() {
+        Ok(d) if d.iter().all(|(k, x)| immutable(&k, 0) && immutable(&x, 0)) => {
+            return Kept::FlatDict(d.unbind());
+        }
+        Ok(d) => d.into_any(),
+        Err(e) => e.into_inner(),
+    };
+    match tree.cast_into_exact::<PyList>() {
+        Ok(l) if l.iter().all(|x| immutable(&x, 0)) => Kept::FlatList(l.unbind()),
+        Ok(l) => Kept::Tree(l.into_any().unbind()),
+        Err(e) => Kept::Tree(e.into_inner().unbind()),
+    }
+}
+
+/// What a reader takes of a value under the L1's lock ([`PyValue::take`]).
+pub(crate) enum Taken {
+    /// The object itself (immutable, or `copy_values=False`): a new reference.
+    Object(Py<PyAny>),
+    /// A value to copy for the reader ([`PyValue::bind`]), outside the lock.
+    Copy(PyValue),
+}
+
+impl PyValue {
+    /// What a reader takes while the entry is locked: the shared object (a reference count
+    /// bump, no `Arc` clone), else the value to copy once the lock is released (copying
+    /// allocates, which may run any Python code).
+    pub(crate) fn take(&self, py: Python<'_>) -> Taken {
+        match &*self.obj {
+            Kept::Shared(o) => Taken::Object(o.clone_ref(py)),
+            _ => Taken::Copy(self.clone()),
         }
     }
 }

@@ -140,7 +140,7 @@ pub(crate) unsafe extern "C" fn call<T: Vectorcall>(
 
 /// A panic as pyo3 raises it (`pyo3_runtime.PanicException`, with the panic's message).
 #[cold]
-fn panic_error(payload: Box<dyn std::any::Any + Send>) -> PyErr {
+pub(crate) fn panic_error(payload: Box<dyn std::any::Any + Send>) -> PyErr {
     let message = payload
         .downcast_ref::<String>()
         .cloned()

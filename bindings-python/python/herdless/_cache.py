@@ -258,10 +258,10 @@ class Cache(_native.Cache):
         ``.age``, ``.meta``), ``ctx.set_ttl(seconds)`` and friends, ``ctx.meta = etag``; it
         may ``return ctx.not_modified()`` or a ``Loaded(value, ttl=..., meta=...)``.
         """
-        step = self._lookup(key, ttl, tti)
+        step = self._lookup(key, ttl, tti, loader)
         if type(step) is _native._Done:
             return step.value  # type: ignore[no-any-return]  # the hit path: no extra coroutine
-        return await step.run(loader)  # type: ignore[no-any-return]
+        return await step  # type: ignore[no-any-return]
 
     def get_or_load_many(
         self, keys: Iterable[str], loader: Callable[[list[str]], Mapping[str, T]]
@@ -527,6 +527,11 @@ class Cache(_native.Cache):
         cache's tracker and returns the keys, hottest first, ready for ``warm``. Raises
         ``HotKeysFormatError`` on anything else."""
         return [k for k, _count, _misses in self._import_hot_keys(json)]
+
+
+# `get` made a C method of this very class: CPython calls it directly, without pyo3's
+# method machinery (bindings-python/src/hit.rs).
+_native._install_get(Cache)
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

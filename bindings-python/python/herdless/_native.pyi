@@ -37,6 +37,7 @@ __all__ = [
     "_Call",
     "Previous",
     "_Bridge",
+    "_Due",
     "_Done",
     "_Refresh",
     "check_namespace",
@@ -45,6 +46,7 @@ __all__ = [
     "http_keeps",
     "http_request_key",
     "warm_workers",
+    "_install_get",
 ]
 
 @final
@@ -140,6 +142,10 @@ def http_request_key(
 def warm_workers(concurrency: int | None, origin_budget: int | None, keys: int) -> int:
     """How many keys a warm-up loads at once (the engine's rule): ``concurrency`` (None: the
     engine's default, 4), at least 1, never more than ``origin_budget`` nor than ``keys``."""
+
+def _install_get(cls: type[Cache]) -> None:
+    """Makes ``cls.get`` (``cls`` a subclass of ``Cache``: ``herdless.Cache``) a C method made
+    for ``cls`` itself, which CPython calls directly; same arguments and answers."""
 
 def http_canonical_query(query: str) -> str:
     """A query's pairs in canonical order (``herdless_redis::http::canonical_query``)."""
@@ -303,9 +309,18 @@ class Cache:
     def _set_load_observer(
         self, observer: Callable[[str, bool, Callable[[], Any]], Any] | None
     ) -> None: ...
+    @overload
     def _lookup(
-        self, key: str, ttl: float | None = None, tti: float | None = None
+        self, key: str, ttl: float | None = None, tti: float | None = None, loader: None = None
     ) -> _Done | _Call: ...
+    @overload
+    def _lookup(
+        self,
+        key: str,
+        ttl: float | None,
+        tti: float | None,
+        loader: Callable[..., Any],
+    ) -> _Done | Awaitable[Any]: ...
     def _metrics(self) -> dict[str, Any]: ...
     def _peek(
         self, key: str
@@ -395,8 +410,11 @@ class _Call:
 
 @final
 class _Bridge:
-    def _poll(self) -> None: ...
-    def _done(self, future: object) -> None: ...
+    def __call__(self, future: object = None) -> None: ...
+
+@final
+class _Due:
+    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
 
 @final
 class FleetLock:

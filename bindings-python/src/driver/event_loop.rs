@@ -25,7 +25,9 @@ use herdless_redis::two_tier::Load;
 use parking_lot::Mutex;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::exceptions::asyncio::CancelledError;
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 
 use crate::asyncio::awaitable_with;
@@ -97,9 +99,14 @@ impl<T> Running<T> {
                 let task = task.bind(py);
                 // The waker first: a task that ends between the check and it still wakes.
                 *slot.lock() = Some(cx.waker().clone());
-                match task.call_method0("done").and_then(|d| d.is_truthy()) {
+                match task
+                    .call_method0(intern!(py, "done"))
+                    .and_then(|d| d.is_truthy())
+                {
                     Ok(false) => Poll::Pending,
-                    Ok(true) => Poll::Ready(called(py, read(task.call_method0("result")))),
+                    Ok(true) => {
+                        Poll::Ready(called(py, read(task.call_method0(intern!(py, "result")))))
+                    }
                     Err(e) => Poll::Ready(called(py, Err(e))),
                 }
             }
@@ -118,10 +125,10 @@ impl<T> Drop for Running<T> {
         Python::attach(|py| {
             let task = task.bind(py);
             if !task
-                .call_method0("done")
+                .call_method0(intern!(py, "done"))
                 .is_ok_and(|d| d.is_truthy().unwrap_or(true))
             {
-                let _ = task.call_method0("cancel");
+                let _ = task.call_method0(intern!(py, "cancel"));
             }
         });
     }
@@ -297,21 +304,29 @@ fn spawn(
     on_loop(py, handle, context, job, poll, deliver).map(drop)
 }
 
+/// `contextvars.copy_context`.
+static COPY_CONTEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
 /// A copy of the caller's `contextvars.Context`, to call its loaders in.
 fn caller_context(py: Python<'_>) -> PyResult<Py<PyAny>> {
-    Ok(py
-        .import("contextvars")?
-        .call_method0("copy_context")?
-        .unbind())
+    let copy = COPY_CONTEXT.get_or_try_init(py, || {
+        py.import("contextvars")?
+            .getattr("copy_context")
+            .map(Bound::unbind)
+    })?;
+    Ok(copy.bind(py).call0()?.unbind())
 }
 
 /// The first step of `Cache.aget_or_load` (and of an async decorated function): `_Done` for
-/// a plain hit (no call, no loader made), else a [`PendingCall`] to run with the loader.
+/// a plain hit (no call, no loader made), else, with `loader`, the asyncio future of the
+/// call (run at once: no `_Call` object in between), without it a [`PendingCall`] to run
+/// with the loader (the decorator makes its loader only past a plain hit).
 pub(crate) fn lookup(
     py: Python<'_>,
     handle: &Handle,
     key: &str,
     options: CallOptions,
+    loader: Option<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
     match handle.tt.l1().lookup(key) {
         Ok(Lookup::Hit(herdless::Hit {
@@ -320,16 +335,48 @@ pub(crate) fn lookup(
             ..
         })) => Ok(Py::new(py, Done(to_caller(py, value.map(|v| v.value))?))?.into_any()),
         Err(e) => Err(map_error(py, e)),
-        first => {
-            let call = PendingCall {
-                handle: handle.clone(),
-                key: key.to_owned(),
-                options,
-                first: Mutex::new(Some(first)),
-            };
-            Ok(Py::new(py, call)?.into_any())
-        }
+        first => match loader {
+            Some(loader) => run(py, handle, key, first, loader, options).map(Bound::unbind),
+            None => {
+                let call = PendingCall {
+                    handle: handle.clone(),
+                    key: key.to_owned(),
+                    options,
+                    first: Mutex::new(Some(first)),
+                };
+                Ok(Py::new(py, call)?.into_any())
+            }
+        },
     }
+}
+
+/// An asyncio future of the value of `key` from its first lookup `first`, loaded with
+/// `loader` when needed (see the module docs).
+fn run<'py>(
+    py: Python<'py>,
+    handle: &Handle,
+    key: &str,
+    first: Result<Lookup<Held>, Error>,
+    loader: Py<PyAny>,
+    options: CallOptions,
+) -> PyResult<Bound<'py, PyAny>> {
+    let loader = Loader::Call0(loader);
+    let call = Call::<PyValue, Asyncio>::new(&handle.tt, key, first, loader, options);
+    let poll = |call: &mut Call<PyValue, Asyncio>, cx: &mut Context<'_>, rt: &Loop<'_, '_>| {
+        call.poll_call(cx, rt)
+    };
+    on_loop(
+        py,
+        handle,
+        caller_context(py)?,
+        call,
+        poll,
+        |py, r| match r? {
+            Ok(v) => to_caller(py, v),
+            Err(Failure::Error(e)) => Err(map_error(py, e)),
+            Err(Failure::Raise(err)) => Err(err),
+        },
+    )
 }
 
 /// A plain hit's answer: `value` (`ABSENT` for an absence).
@@ -365,24 +412,13 @@ impl PendingCall {
             .lock()
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("herdless: this call already ran"))?;
-        let options = self.options.clone();
-        let loader = Loader::Call0(loader);
-        let call =
-            Call::<PyValue, Asyncio>::new(&self.handle.tt, &self.key, first, loader, options);
-        let poll = |call: &mut Call<PyValue, Asyncio>, cx: &mut Context<'_>, rt: &Loop<'_, '_>| {
-            call.poll_call(cx, rt)
-        };
-        on_loop(
+        run(
             py,
             &self.handle,
-            caller_context(py)?,
-            call,
-            poll,
-            |py, r| match r? {
-                Ok(v) => to_caller(py, v),
-                Err(Failure::Error(e)) => Err(map_error(py, e)),
-                Err(Failure::Raise(err)) => Err(err),
-            },
+            &self.key,
+            first,
+            loader,
+            self.options.clone(),
         )
     }
 }
