@@ -1,4 +1,4 @@
-// @keyv/test-suite, unchanged, against herdless/keyv: on the memory tier and on the Redis tier
+// @keyv/test-suite, unchanged, against herdless/keyv: on the memory tier, on memcached, and on the Redis tier
 // (two caches of one Redis, the suite's stores alternating between them, so a value one writes
 // is read by the other through Redis), with Keyv 5 (the suite's peer: `{ keyv: 5 }`) and Keyv 6
 // (the default contract). test/keyv_suite.test.js runs this file with vitest.
@@ -12,6 +12,8 @@ import { redisSkip, startRedis } from './redis.mjs'
 const require = createRequire(import.meta.url)
 const { Cache } = require('..')
 const { KeyvHerdless } = require('../lib/keyv.js')
+const { Memcached, haveMemcached } = require('../test/memcached_support.js')
+const memcachedSkip = !haveMemcached && process.env.CI !== 'true' && 'memcached is not on PATH'
 
 for (const [version, Keyv] of [[5, Keyv5], [6, Keyv6]]) {
   vitest.describe(`Keyv ${version}, memory tier`, () => {
@@ -30,6 +32,22 @@ for (const [version, Keyv] of [[5, Keyv5], [6, Keyv6]]) {
     vitest.afterAll(() => {
       for (const c of caches) c.close()
       redis?.stop()
+    })
+    keyvTestSuite(vitest, Keyv, () => new KeyvHerdless(caches[turn++ % 2], { keyv: version }))
+  })
+
+  // The same on memcached: two caches of one memcached, no copies kept in either.
+  vitest.describe.skipIf(memcachedSkip)(`Keyv ${version}, memcached tier`, () => {
+    let server
+    let caches = []
+    let turn = 0
+    vitest.beforeAll(async () => {
+      server = await Memcached.start()
+      caches = [new Cache({ jitter: 0, memcached: server.url }), new Cache({ jitter: 0, memcached: server.url })]
+    })
+    vitest.afterAll(async () => {
+      for (const c of caches) c.close()
+      await server?.kill()
     })
     keyvTestSuite(vitest, Keyv, () => new KeyvHerdless(caches[turn++ % 2], { keyv: version }))
   })

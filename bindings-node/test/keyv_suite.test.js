@@ -1,7 +1,7 @@
 'use strict'
 // @keyv/test-suite (unchanged) against herdless/keyv, run by vitest (suites/keyv.suite.mjs):
-// Keyv 5 and Keyv 6, memory tier and Redis tier (a private redis-server; skipped with the reason
-// when none is on PATH, failing under CI=true). Every case passes but one with Keyv 6:
+// Keyv 5 and Keyv 6, memory tier, Redis tier (a private redis-server) and memcached tier (a
+// private memcached; each skipped with the reason when not on PATH, failing under CI=true). Every case passes but one with Keyv 6:
 // `.deleteMany([keys]) with nonexistent keys resolves to false`, a Keyv 5 expectation that Keyv
 // 6 answers with one boolean per key whatever the store (the control, Keyv 6's own Map store,
 // fails it too).
@@ -15,7 +15,7 @@ const path = require('node:path')
 const here = path.join(__dirname, '..')
 const KEYV6_ONLY = '.deleteMany([keys]) with nonexistent keys resolves to false'
 
-test('@keyv/test-suite: herdless/keyv on the memory and Redis tiers, Keyv 5 and 6', { timeout: 180_000 }, (t) => {
+test('@keyv/test-suite: herdless/keyv on the memory, Redis and memcached tiers, Keyv 5 and 6', { timeout: 180_000 }, (t) => {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'herdless-keyv-')), 'report.json')
   const vitest = path.join(here, 'node_modules', 'vitest', 'vitest.mjs')
   try {
@@ -43,9 +43,16 @@ test('@keyv/test-suite: herdless/keyv on the memory and Redis tiers, Keyv 5 and 
     t.diagnostic(`${group}: ${g.passed} passed, ${g.failed.length} failed, ${g.skipped} skipped${g.failed.length ? ` (${g.failed.join('; ')})` : ''}`)
   }
   const redisRan = groups.get('Keyv 5, Redis tier')?.skipped === 0
-  for (const group of ['Keyv 5, memory tier', 'Keyv 5, Redis tier', 'Keyv 6, memory tier', 'Keyv 6, Redis tier']) {
+  const memcachedRan = groups.get('Keyv 5, memcached tier')?.skipped === 0
+  const all = ['memory', 'Redis', 'memcached'].flatMap((tier) => [5, 6].map((v) => `Keyv ${v}, ${tier} tier`))
+  for (const group of all) {
     const g = groups.get(group)
     assert.ok(g, `${group}: no results`)
+    if (group.includes('memcached') && !memcachedRan) {
+      assert.ok(process.env.CI !== 'true', 'CI=true requires the memcached tier to run')
+      t.diagnostic(`${group}: SKIPPED (memcached is not on PATH)`)
+      continue
+    }
     if (group.includes('Redis') && !redisRan) {
       assert.ok(process.env.CI !== 'true', 'CI=true requires the Redis tier to run')
       t.diagnostic(`${group}: SKIPPED (redis-server is not on PATH)`)

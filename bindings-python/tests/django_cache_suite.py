@@ -1,12 +1,13 @@
 """Runs Django's own cache tests (``tests/cache/tests.py`` of the installed Django release's
 sdist) against ``herdless.contrib.django.HerdlessCache``, or LocMemCache as the control.
 
-    python django_cache_suite.py DJANGO_TESTS_DIR TIER [REDIS_URL]
+    python django_cache_suite.py DJANGO_TESTS_DIR TIER [TIER_URL]
 
 ``DJANGO_TESTS_DIR`` holds the sdist's ``tests/`` (``cache/`` in it); ``TIER`` is
 ``locmem`` (Django's ``LocMemCacheTests`` and the middleware classes as Django ships them),
-``memory`` or ``redis`` (the same classes, every cache of their settings overrides made a
-``HerdlessCache``: in memory, or on ``REDIS_URL``'s server, one database per ``LOCATION``).
+``memory``, ``redis`` or ``memcached`` (the same classes, every cache of their settings
+overrides made a ``HerdlessCache``: in memory, or on ``TIER_URL``'s server, one database
+(memcached: one key prefix) per ``LOCATION``).
 Prints one JSON object on its last line: test id -> "passed", "failed", "error" or
 "skipped: reason". Run by ``test_django_suite.py`` (one process per tier: Django reads
 ``settings.CACHES`` once).
@@ -86,7 +87,12 @@ def herdless_caches(caches: dict[str, Any], redis: str | None) -> dict[str, Any]
         if redis is not None:
             db = locations.setdefault(location, len(locations))
             url = urllib.parse.urlsplit(redis)
-            params["LOCATION"] = f"{url.scheme}://{url.netloc}/{db}"
+            if url.scheme == "memcached":
+                # memcached has no databases: LOCATIONs apart by their key prefix.
+                params["LOCATION"] = redis
+                params["OPTIONS"] = {**params.get("OPTIONS", {}), "redis_prefix": f"d{db}"}
+            else:
+                params["LOCATION"] = f"{url.scheme}://{url.netloc}/{db}"
     return out
 
 
@@ -100,7 +106,7 @@ def suite(tier: str, redis: str | None) -> unittest.TestSuite:
         classes.append(dt.LocMemCacheTests)
         classes += [getattr(dt, name) for name in THROUGH_DJANGO]
     else:
-        # On Redis, as Django configures its own RedisCacheTests: no "cull" caches (their
+        # On Redis (and memcached), as Django configures its own RedisCacheTests: no "cull" caches (their
         # tests skip, "Culling isn't implemented"), since MAX_ENTRIES bounds the memory
         # tier only and Redis is bounded by its maxmemory.
         exclude = dt.redis_excluded_caches if redis is not None else None
@@ -108,7 +114,11 @@ def suite(tier: str, redis: str | None) -> unittest.TestSuite:
         if redis is not None:
             for params in base.values():
                 params["LOCATION"] = redis
-        name = "HerdlessMemoryCacheTests" if tier == "memory" else "HerdlessRedisCacheTests"
+        name = {
+            "memory": "HerdlessMemoryCacheTests",
+            "redis": "HerdlessRedisCacheTests",
+            "memcached": "HerdlessMemcachedCacheTests",
+        }[tier]
         classes.append(override_settings(CACHES=base)(type(name, (dt.BaseCacheTests, TestCase), {
             "__module__": dt.__name__,
         })))
@@ -164,7 +174,7 @@ class Outcomes(unittest.TextTestResult):
 
 def main() -> None:
     tests_dir, tier = sys.argv[1], sys.argv[2]
-    redis = sys.argv[3] if tier == "redis" else None
+    redis = sys.argv[3] if tier in ("redis", "memcached") else None
     sys.path.insert(0, tests_dir)
     configure(tier)
     from django.test.runner import DiscoverRunner  # type: ignore[import-untyped]

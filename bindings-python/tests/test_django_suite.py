@@ -1,5 +1,6 @@
 """Django's own cache tests (tests/cache/tests.py of the pinned Django release) against
-HerdlessCache in memory and on a private Redis, with LocMemCache as the control: see
+HerdlessCache in memory, on a private Redis and on a private memcached, with LocMemCache
+as the control: see
 ``django_cache_suite.py``. scripts/test.sh fetches the sdist (pinned by hash) and points
 ``HERDLESS_DJANGO_TESTS`` at its ``tests/``."""
 
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from memcached_support import Memcached
 from redis_support import RedisServer
 
 HERE = Path(__file__).resolve().parent
@@ -31,6 +33,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "locmem": {},
     "memory": {"HerdlessMemoryCacheTests.test_zero_cull": CULL},
     "redis": {},
+    "memcached": {},
 }
 # Tests that must skip on a tier: the Redis tier runs without the "cull" caches, as Django
 # configures its own RedisCacheTests (redis_excluded_caches), so their three tests skip.
@@ -43,11 +46,17 @@ SKIPPED: dict[str, set[str]] = {
         "HerdlessRedisCacheTests.test_zero_cull",
         "HerdlessRedisCacheTests.test_cull_delete_when_store_empty",
     },
+    "memcached": {
+        "HerdlessMemcachedCacheTests.test_cull",
+        "HerdlessMemcachedCacheTests.test_zero_cull",
+        "HerdlessMemcachedCacheTests.test_cull_delete_when_store_empty",
+    },
 }
 UNASSERTED: dict[str, dict[str, str]] = {
     "locmem": {},
     "memory": {"HerdlessMemoryCacheTests.test_cull": CULL + ": 29 passes it by chance"},
     "redis": {},
+    "memcached": {},
 }
 
 
@@ -110,6 +119,14 @@ def test_herdless_memory_tier() -> None:
 
 def test_herdless_redis_tier(redis_url: str) -> None:
     check("redis", run("redis", redis_url))
+
+
+def test_herdless_memcached_tier() -> None:
+    server = Memcached()
+    try:
+        check("memcached", run("memcached", server.url))
+    finally:
+        server.stop()
 
 
 def test_the_fetched_sdist_is_the_pinned_release() -> None:

@@ -298,3 +298,14 @@ fn a_fleet_on_two_memcached_servers_shares_one_load_per_key() {
     a.invalidate("ns7:k").unwrap();
     assert_eq!(b.get("ns7:k").unwrap(), None);
 }
+
+#[test]
+fn a_value_kept_forever_is_read_back() {
+    let Some(mc) = Memcached::start() else { return };
+    let p = common::unique("forever");
+    let b = backend(&mc, &p);
+    // Django's "forever" (50 years): past memcached's 2038 horizon for absolute times.
+    let c = cache(&b, Duration::from_secs(50 * 365 * 86_400), Duration::ZERO);
+    c.set("k:1", "kept".to_owned()).unwrap();
+    assert_eq!(c.get("k:1").unwrap().as_deref(), Some("kept"));
+}

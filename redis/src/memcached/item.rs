@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use herdless::backend::{LockToken, StoredEntry};
+use memcache::exp::Ttl;
 
 use crate::error::Error;
 use crate::wall::random_secret;
@@ -31,9 +32,18 @@ pub(super) fn secs(d: Duration) -> u32 {
     u32::try_from(s).unwrap_or(u32::MAX)
 }
 
-/// The seconds from now until `until_ms`, at least 1.
-pub(super) fn secs_until(until_ms: u64, now: u64) -> u32 {
-    secs(Duration::from_millis(until_ms.saturating_sub(now)))
+/// memcached's expiry for an item that lives `d` from now: whole seconds, or never when its
+/// end is past what memcached can hold (a life over 30 days is sent as a Unix time, which
+/// memcached reads as a signed 32-bit number: past January 2038 it would read as already
+/// expired; Django's 50-year "forever" was stored and gone at once).
+/// The entry's own times still end it; an item that never expires can still be evicted.
+pub(super) fn item_ttl(d: Duration) -> Ttl {
+    let s = secs(d);
+    let now = crate::wall::now_ms() / 1000;
+    match now.saturating_add(u64::from(s)) < i32::MAX as u64 {
+        true => Ttl::secs(s),
+        false => Ttl::NEVER,
+    }
 }
 
 /// A fresh epoch: random below 2^52, never 0, so an epoch memcached evicted comes back as a
@@ -154,5 +164,10 @@ mod tests {
             (1, 2)
         );
         assert!(fresh_epoch().unwrap() < 1 << 52);
+        assert_eq!(item_ttl(Duration::from_secs(90)), Ttl::secs(90));
+        assert_eq!(
+            item_ttl(Duration::from_secs(100 * 365 * 86_400)),
+            Ttl::NEVER
+        );
     }
 }

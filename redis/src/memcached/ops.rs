@@ -15,7 +15,7 @@ use memcache::exp::{
 };
 
 use super::acquire::get_of;
-use super::item::{Item, UNSHARED, cas_of, fresh_epoch, lease, secs, secs_until};
+use super::item::{Item, UNSHARED, cas_of, fresh_epoch, item_ttl, lease, secs};
 use super::{FIRST_POLL, MemcachedBackend, memcached_error, names};
 use crate::error::Error;
 use crate::metrics::inc;
@@ -132,7 +132,7 @@ impl MemcachedBackend {
         let now = now_ms();
         // The key's life: its retention, or less with a time-to-idle (PROTOCOL.md section 3).
         let life = crate::lifetimes::key_life_ms(&entry, now);
-        let ttl = Ttl::secs(secs(Duration::from_millis(life)));
+        let ttl = item_ttl(Duration::from_millis(life));
         let Some(token) = token else {
             // A set: stored whatever is there (a lease's placeholder or mark too, so the
             // load that holds it cannot overwrite this), under the current epoch.
@@ -205,7 +205,7 @@ impl MemcachedBackend {
         // replaced item): the next reader claims it again, and it stays for fail-safe.
         let status = match self.take_held(key, cas) {
             Some(h) if h.retain_until_ms > now => {
-                let ttl = Ttl::secs(secs_until(h.retain_until_ms, now));
+                let ttl = item_ttl(Duration::from_millis(h.retain_until_ms.saturating_sub(now)));
                 let set = Set::new(&name, h.bytes).ttl(ttl).compare_cas(cas);
                 c.run(set).await.map_err(memcached_error)?.status
             }
@@ -333,7 +333,7 @@ impl Backend for MemcachedBackend {
             let _ = self.take_held(key, cas_of(token));
             let mark = format!("{UNSHARED}{}", token.epoch);
             let set = Set::new(self.value_name(key), mark)
-                .ttl(Ttl::secs(secs(hold)))
+                .ttl(item_ttl(hold))
                 .compare_cas(cas_of(token));
             Ok(c.run(set).await.map_err(memcached_error)?.applied())
         })
@@ -359,7 +359,9 @@ impl Backend for MemcachedBackend {
             // Lengthened only: never shortens what another process's read kept.
             match g.item.ttl {
                 Some(t) if g.hit() && t >= 0 && t < i64::from(life) => {
-                    let touch = Get::new(&name).without_value().touch(Ttl::secs(life));
+                    let touch = Get::new(&name)
+                        .without_value()
+                        .touch(item_ttl(Duration::from_secs(life.into())));
                     Ok(c.run(touch).await.map_err(memcached_error)?.hit())
                 }
                 _ => Ok(false),
