@@ -16,7 +16,7 @@
 // `bump`. There is no `iterator()`: the engine keeps no list of its keys.
 
 const { EventEmitter } = require('node:events')
-const { ABSENT, Cache } = require('..')
+const { Cache } = require('..')
 
 /** The namespace when neither Keyv nor the adapter's options give one. */
 const DEFAULT_NAMESPACE = 'keyv'
@@ -112,10 +112,10 @@ class KeyvHerdless extends EventEmitter {
 
   /** Whether `key` has a value that `get` would answer. */
   async has(key) {
-    const k = this._key(key)
-    await this.cache.read(k)
-    const entry = this.cache.peek(k)
-    return entry !== undefined && entry.value !== ABSENT && entry.state !== 'failSafe'
+    // `read` answers `undefined` exactly when `get` would (a miss, a cached absence, a
+    // value past its grace); asked of the engine, not of this process's copy, which a tier
+    // that keeps none (memcached) never has.
+    return (await this.cache.read(this._key(key))) !== undefined
   }
 
   /** `has` of each of `keys`. */
