@@ -337,16 +337,12 @@ impl Options<'_> {
             Some(v) if !v.is_none() => Some(redis_address(py, v)?),
             _ => None,
         };
-        let redis = match (&self.memcached, redis) {
-            (Some(v), None) if !v.is_none() => Some(memcached_address(py, v)?),
-            (Some(v), Some(_)) if !v.is_none() => {
-                return Err(config_error(
-                    py,
-                    "give `redis` or `memcached`, not both: one shared tier".into(),
-                ));
-            }
-            (_, redis) => redis,
+        let memcached = match &self.memcached {
+            Some(v) if !v.is_none() => Some(memcached_address(py, v)?),
+            _ => None,
         };
+        let redis =
+            TierAddress::one_of(redis, memcached).map_err(|e| config_error(py, e.to_string()))?;
         let redis_prefix = match &self.redis_prefix {
             Some(v) => Some(prefix(py, v)?),
             None => None,
@@ -391,19 +387,29 @@ fn prefix(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(s.to_owned())
 }
 
+/// The strings of a list or tuple `v` (`None`: `v` is neither); anything else in it is
+/// refused with `wrong`.
+fn str_list(py: Python<'_>, v: &Bound<'_, PyAny>, wrong: &str) -> PyResult<Option<Vec<String>>> {
+    if !(v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>()) {
+        return Ok(None);
+    }
+    v.extract()
+        .map(Some)
+        .map_err(|_| config_type_error(py, wrong.into()))
+}
+
 /// The `memcached=` option: `"host:port"` (servers separated by commas) or a list of them.
 /// The fleet engine parses it.
 fn memcached_address(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<TierAddress> {
     let refused = |e: herdless_redis::Error| config_error(py, format!("`memcached`: {e}"));
     let servers: Vec<String> = if let Ok(s) = v.cast::<PyString>() {
         vec![s.to_str()?.to_owned()]
-    } else if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
-        v.extract().map_err(|_| {
-            config_type_error(
-                py,
-                "`memcached` as a list must hold \"host:port\" strings".into(),
-            )
-        })?
+    } else if let Some(servers) = str_list(
+        py,
+        v,
+        "`memcached` as a list must hold \"host:port\" strings",
+    )? {
+        servers
     } else {
         return Err(config_type_error(
             py,
@@ -421,10 +427,10 @@ fn redis_address(py: Python<'_>, v: &Bound<'_, PyAny>) -> PyResult<TierAddress> 
     if let Ok(s) = v.cast::<PyString>() {
         return TierAddress::parse(s.to_str()?).map_err(refused);
     }
-    let nodes: Vec<String> = if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
-        v.extract().map_err(|_| {
-            config_type_error(py, "`redis` as a list must hold node URL strings".into())
-        })?
+    let nodes: Vec<String> = if let Some(nodes) =
+        str_list(py, v, "`redis` as a list must hold node URL strings")?
+    {
+        nodes
     } else {
         return Err(config_type_error(
             py,

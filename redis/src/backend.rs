@@ -159,19 +159,10 @@ impl RedisBackend {
         name: &'static str,
         f: impl Future<Output = Result<T, Error>> + Send + 'a,
     ) -> impl Future<Output = Result<T, Error>> + Send + 'a {
-        let after = self.inner.op_timeout;
-        let metrics = &self.inner.metrics;
-        let op = async move {
-            let r = match tokio::time::timeout(after, f).await {
-                Ok(r) => r,
-                Err(_) => Err(Error::Timeout { op: name, after }),
-            };
-            if r.is_err() {
-                inc(&metrics.backend_errors);
-            }
-            r
-        };
-        self.inner.rt.enter(op, || Err(Error::Closed))
+        let errors = &self.inner.metrics.backend_errors;
+        self.inner
+            .rt
+            .bounded(name, self.inner.op_timeout, errors, f)
     }
 
     /// [`run`](Self::run), boxed for the [`Backend`] seam.

@@ -82,6 +82,29 @@ impl Runtime {
         }
     }
 
+    /// A backend's operation: `f` polled inside this runtime, bounded by `after` (then
+    /// [`Error::Timeout`] naming `op`), a failure counted in `errors`; once the runtime is
+    /// closed, [`Error::Closed`] (not counted). Every shared tier runs its calls through it.
+    pub(crate) fn bounded<'a, T: Send + 'a>(
+        &self,
+        op: &'static str,
+        after: std::time::Duration,
+        errors: &'a std::sync::atomic::AtomicU64,
+        f: impl Future<Output = Result<T, Error>> + Send + 'a,
+    ) -> Gated<impl Future<Output = Result<T, Error>> + Send + 'a> {
+        let bounded = async move {
+            let r = match tokio::time::timeout(after, f).await {
+                Ok(r) => r,
+                Err(_) => Err(Error::Timeout { op, after }),
+            };
+            if r.is_err() {
+                crate::metrics::inc(errors);
+            }
+            r
+        };
+        self.enter(bounded, || Err(Error::Closed))
+    }
+
     /// Closes the runtime: futures of [`enter`](Self::enter) answer "closed" from now on,
     /// and an owned runtime is shut down without waiting (its thread ends, its tasks are
     /// dropped: timers fire, which wakes those futures, and sockets close). A user's

@@ -121,6 +121,20 @@ impl TierAddress {
         Self::parse(&format!("memcached://{}", bare.join(",")))
     }
 
+    /// The one shared tier of a binding's `redis` and `memcached` options (each parsed
+    /// already): either, or none; both at once are refused.
+    pub fn one_of(
+        redis: Option<Self>,
+        memcached: Option<Self>,
+    ) -> Result<Option<Self>, crate::Error> {
+        match (redis, memcached) {
+            (Some(_), Some(_)) => Err(crate::Error::Config(
+                "give `redis` or `memcached`, not both: one shared tier".into(),
+            )),
+            (r, m) => Ok(r.or(m)),
+        }
+    }
+
     /// Several node addresses given as a list: one server, or a cluster of them.
     pub fn nodes(nodes: &[String]) -> Result<Self, crate::Error> {
         match nodes {
@@ -285,6 +299,14 @@ mod tests {
             TierAddress::Memcached(vec!["h:1".into(), "h:2".into()])
         );
         assert!(TierAddress::memcached(&[]).is_err());
+        let m = TierAddress::Memcached(vec!["h:1".into()]);
+        assert_eq!(
+            TierAddress::one_of(None, Some(m.clone())).unwrap(),
+            Some(m.clone())
+        );
+        assert_eq!(TierAddress::one_of(None, None).unwrap(), None);
+        let both = TierAddress::one_of(Some(m.clone()), Some(m)).unwrap_err();
+        assert!(both.to_string().contains("not both"));
         for bad in ["h:1", "http://h", "redis+cluster://", "rediss://h:1"] {
             assert!(a(bad).is_err(), "{bad}");
         }

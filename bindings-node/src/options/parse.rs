@@ -84,25 +84,31 @@ const OTHERS: [&str; 13] = [
     "memcached",
 ];
 
+/// The strings of the array `v` (option `option`); a non-string element is refused as
+/// `<option>: <what> <i> must be <kind>`.
+fn strings(js: Js, v: Value, option: &str, (what, kind): (&str, &str)) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for i in 0..js.array_len(v)? {
+        let s = js.get_element(v, i)?;
+        if js.type_of(s)? != Type::String {
+            return Err(bad(
+                js,
+                ErrorKind::Type,
+                &format!("option `{option}`: {what} {i} must be {kind}"),
+            ));
+        }
+        out.push(js.get_string(s)?);
+    }
+    Ok(out)
+}
+
 /// The `memcached` option: `'host:port'` (servers separated by commas) or an array of them;
 /// the fleet engine parses it.
 fn memcached(js: Js, v: Value) -> Result<TierAddress> {
     let invalid =
         |e: herdless_redis::Error| bad(js, ErrorKind::Type, &format!("option `memcached`: {e}"));
     let servers = if js.is_array(v)? {
-        let mut servers = Vec::new();
-        for i in 0..js.array_len(v)? {
-            let s = js.get_element(v, i)?;
-            if js.type_of(s)? != Type::String {
-                return Err(bad(
-                    js,
-                    ErrorKind::Type,
-                    &format!("option `memcached`: server {i} must be a 'host:port' string"),
-                ));
-            }
-            servers.push(js.get_string(s)?);
-        }
-        servers
+        strings(js, v, "memcached", ("server", "a 'host:port' string"))?
     } else if js.type_of(v)? == Type::String {
         vec![js.get_string(v)?]
     } else {
@@ -120,18 +126,7 @@ fn address(js: Js, v: Value) -> Result<TierAddress> {
     let invalid =
         |e: herdless_redis::Error| bad(js, ErrorKind::Type, &format!("option `redis`: {e}"));
     if js.is_array(v)? {
-        let mut nodes = Vec::new();
-        for i in 0..js.array_len(v)? {
-            let node = js.get_element(v, i)?;
-            if js.type_of(node)? != Type::String {
-                return Err(bad(
-                    js,
-                    ErrorKind::Type,
-                    &format!("option `redis`: node {i} must be a URL string"),
-                ));
-            }
-            nodes.push(js.get_string(node)?);
-        }
+        let nodes = strings(js, v, "redis", ("node", "a URL string"))?;
         return TierAddress::nodes(&nodes).map_err(invalid);
     }
     match js.type_of(v)? {
@@ -358,18 +353,16 @@ pub(crate) fn parse(js: Js, options: Option<Value>) -> Result<Parsed> {
     };
     let given = js.get(obj, "redis")?;
     let on_memcached = js.get(obj, "memcached")?;
-    let tier = match (js.type_of(given)?, js.type_of(on_memcached)?) {
-        (Type::Undefined, Type::Undefined) => None,
-        (_, Type::Undefined) => Some(address(js, given)?),
-        (Type::Undefined, _) => Some(memcached(js, on_memcached)?),
-        _ => {
-            return Err(bad(
-                js,
-                ErrorKind::Type,
-                "give the `redis` or the `memcached` option, not both: one shared tier",
-            ));
-        }
+    let given_tier = match js.type_of(given)? {
+        Type::Undefined => None,
+        _ => Some(address(js, given)?),
     };
+    let memcached_tier = match js.type_of(on_memcached)? {
+        Type::Undefined => None,
+        _ => Some(memcached(js, on_memcached)?),
+    };
+    let tier = TierAddress::one_of(given_tier, memcached_tier)
+        .map_err(|e| bad(js, ErrorKind::Type, &e.to_string()))?;
     let redis = match tier {
         None => {
             for name in ["redisPrefix", "codec", "lease"] {

@@ -38,7 +38,7 @@ use tokio::sync::OnceCell;
 
 use crate::error::Error;
 use crate::fleet::{Fleet, FleetOptions};
-use crate::metrics::{Metrics, RedisMetrics, inc};
+use crate::metrics::{Metrics, RedisMetrics};
 use crate::runtime::Runtime;
 use crate::tags::StampCache;
 use crate::wall::random_secret;
@@ -204,25 +204,19 @@ impl MemcachedBackend {
             .await
     }
 
-    /// Runs `op` inside the runtime, bounded by `op_timeout`; a failure is counted.
+    /// Runs `op` inside the runtime, bounded by `op_timeout`; a failure is counted (as every
+    /// shared tier's operations: [`Runtime::bounded`]).
     fn run<'a, T: Send + 'a>(
         &'a self,
         name: &'static str,
         op: impl std::future::Future<Output = Result<T, Error>> + Send + 'a,
     ) -> herdless::backend::BackendFuture<'a, T> {
-        let (after, metrics) = (self.inner.op_timeout, self.inner.metrics.clone());
-        let bounded = async move {
-            let r = match tokio::time::timeout(after, op).await {
-                Ok(r) => r,
-                Err(_) => Err(Error::Timeout { op: name, after }),
-            };
-            r.map_err(|e| {
-                inc(&metrics.backend_errors);
-                herdless::LoadError::new(e)
-            })
-        };
-        let closed = || Err(herdless::LoadError::new(Error::Closed));
-        Box::pin(self.inner.rt.enter(bounded, closed))
+        let errors = &self.inner.metrics.backend_errors;
+        let fut = self
+            .inner
+            .rt
+            .bounded(name, self.inner.op_timeout, errors, op);
+        Box::pin(async move { fut.await.map_err(Into::into) })
     }
 }
 
