@@ -275,12 +275,13 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
     /// per eviction cost the miss path ~1.5% (callgrind, `miss_profile`).
     ///
     /// With `CREDIT` (the admission test only), each visited bit cleared also records its
-    /// entry in the sketch: the bit says the entry was read since the hand last passed, and
-    /// the sketch, never fed by a hit, would otherwise rank a resident read on every loop
-    /// below an outsider loaded on every loop (a loop over 1.2x the capacity: 59-64% of
-    /// hits without it, ~79% with it; BENCHMARKS.md, goal 6). Each credit pays for a hit
-    /// that set the bit, so the walk stays O(1) amortised. `false` compiles to the walk
-    /// eviction without a filter has always made.
+    /// entry in the sketch (as two stores, [`Sketch::record_read`]): the bit says the entry
+    /// was read since the hand last passed, and the sketch, never fed by a hit, would
+    /// otherwise rank a resident read on every loop below an outsider loaded on every loop
+    /// (a loop over 1.2x the capacity: 64-71% of hits without it, ~80% and more with it;
+    /// BENCHMARKS.md, goal 6). Each credit follows a hit that set the bit, so the walk
+    /// stays O(1) amortised. `false` compiles to the walk eviction without a filter has
+    /// always made.
     #[inline(always)]
     fn victim<const CREDIT: bool>(&mut self, now: u64) -> Option<u32> {
         // Two sweeps at most: the first clears every visited bit it passes.
@@ -304,7 +305,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
             if CREDIT {
                 let read = self.hasher.hash_one(node.key());
                 if let Some(sketch) = &mut self.sketch {
-                    sketch.record(read);
+                    sketch.record_read(read);
                 }
             }
             i = newer;

@@ -336,7 +336,10 @@ fn the_filter_credits_each_read_the_hand_clears_so_read_residents_outrank_a_relo
         let e = Entries::new();
         let life = Lifetimes::new(Duration::ZERO, None);
         let mut s = Store::new(2, Poor, life, Some(Sketch::new(2)));
-        assert!(offer(&mut s, &e, "a") && offer(&mut s, &e, "b"), "room for both");
+        assert!(
+            offer(&mut s, &e, "a") && offer(&mut s, &e, "b"),
+            "room for both"
+        );
         if read {
             touch(&s, "a");
             touch(&s, "b");
