@@ -278,10 +278,11 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
     /// entry in the sketch (as two stores, [`Sketch::record_read`]): the bit says the entry
     /// was read since the hand last passed, and the sketch, never fed by a hit, would
     /// otherwise rank a resident read on every loop below an outsider loaded on every loop
-    /// (a loop over 1.2x the capacity: 64-71% of hits without it, ~80% and more with it;
+    /// (a loop over 1.2x the capacity: 59-71% of hits without it, 80-82% with it;
     /// BENCHMARKS.md, goal 6). Each credit follows a hit that set the bit, so the walk
     /// stays O(1) amortised. `false` compiles to the walk eviction without a filter has
-    /// always made.
+    /// always made; the further evictions an admitted heavy entry may need (`max_bytes`)
+    /// take it too and credit nothing: rare, and the eviction loop stays as it was.
     #[inline(always)]
     fn victim<const CREDIT: bool>(&mut self, now: u64) -> Option<u32> {
         // Two sweeps at most: the first clears every visited bit it passes.
