@@ -5,8 +5,11 @@
 //! loop, scan, mixed and shifting traces"). [`Admission::TinyLfu`] puts a TinyLFU filter
 //! (Einziger et al., 2017) in front: a count-min [`Sketch`] of how often each key was
 //! stored, and a full shard keeps a new key only if the sketch has seen it more often than
-//! the victim. The sketch is fed where the shard is already written (a load's result or a
-//! `set` being stored), never by a hit: the hit path is the same with the filter on or off.
+//! the victim. The sketch is fed where the shard is already written, never by a hit (the
+//! hit path is the same with the filter on or off): by each store (a load's result or a
+//! `set`), and by each read SIEVE's hand finds while looking for the victim (an entry's
+//! visited bit, set by a hit, cleared by the hand: counted as two stores). Without the
+//! second, an entry read on every pass of a loop ranked below a key loaded on every pass.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -29,13 +32,17 @@ pub enum Admission {
     /// popular keys move (phase changes), worst on loops and long scans.
     #[default]
     Always,
-    /// When the shard is full, a new key is kept only if it was stored more often (a
-    /// TinyLFU frequency sketch, fed on stores, i.e. on misses, never on hits) than the
-    /// entry SIEVE would evict; otherwise it is refused and that entry stays. Measured
-    /// (BENCHMARKS.md, goal 6): a loop over 1.2x the capacity goes from 0% of hits to
-    /// 57-64%, a loop mixed with Zipf from 24-34% to 44-54%, Zipf and scans gain ~1 point,
-    /// but a shift of the popular keys at 10% capacity drops from 84% to 80%: it adapts
-    /// more slowly when they move. A hit costs the same, on or off.
+    /// When the shard is full, a new key is kept only if it was seen more often than the
+    /// entry SIEVE would evict; otherwise it is refused and that entry stays. "Seen": a
+    /// TinyLFU frequency sketch counts each store (a miss's load, a `set`) and each entry
+    /// SIEVE's hand finds read since it last passed (its visited bit, cleared while the
+    /// hand looks for the victim; counted as two stores), never a hit itself. Measured
+    /// (BENCHMARKS.md, goal 6, capacities of 1% and 10% of the keys): a loop over 1.2x
+    /// the capacity goes from 0% of hits to 80-82% (moka 69-83%, quick_cache 68-69%), a
+    /// loop mixed with Zipf from 24% / 34% to 45% / 54%, Zipf and scans gain ~1 point
+    /// (within 1 point of the best contender on 7-8 of the 10 rows, never on the shifts),
+    /// but a shift of the popular keys at 10% capacity drops from 84% to 80% (LRU: 91%):
+    /// it adapts more slowly when they move. A hit costs the same, on or off.
     ///
     /// A refused value still answers its load's caller and waiters (single-flight is
     /// unchanged) and a refused `set` still returns `Ok(())`: it is not kept, as an insert
@@ -57,6 +64,13 @@ const ROWS: usize = 4;
 /// Per row, the least and most counters of one shard's sketch.
 const MIN_WIDTH: usize = 64;
 const MAX_WIDTH: usize = 1 << 20;
+/// Records (stores, and reads counted by [`Sketch::record_read`]) per entry between two
+/// halvings: 7, where TinyLFU's paper uses 10 counting every read, since a read the hand
+/// finds counts double here (the shift of popular keys at 10% capacity: ~78% of hits at 10,
+/// ~80% at 7, in a model of the traces; loops lose nothing).
+const PERIOD: usize = 7;
+/// What a read the hand found adds to its key's counters ([`Sketch::record_read`]).
+const READ_WEIGHT: u8 = 2;
 /// Odd multipliers, one per row: the row's slot is the top bits of `hash * M` (all 64 bits
 /// of the hash mix into them, where masking low bits would reuse the bits that pick the
 /// shard, the same for every key of a shard).
@@ -67,7 +81,7 @@ const MIX: [u64; ROWS] = [
     0xD6E8_FEB8_6659_FD93,
 ];
 
-/// A count-min sketch of 4-bit counters, two to a byte, halved every `10 x entries`
+/// A count-min sketch of 4-bit counters, two to a byte, halved every `PERIOD x entries`
 /// records so that old popularity fades (TinyLFU's reset).
 pub(crate) struct Sketch {
     /// `ROWS` rows of `width` counters, one after the other.
@@ -90,7 +104,7 @@ impl Sketch {
             counters: vec![0; ROWS * width / 2],
             bits: width.trailing_zeros(),
             records: 0,
-            period: entries.min(MAX_WIDTH).saturating_mul(10),
+            period: entries.min(MAX_WIDTH).saturating_mul(PERIOD),
         }
     }
 
@@ -108,13 +122,28 @@ impl Sketch {
 
     /// Counts one more store of the key of `hash`.
     pub(crate) fn record(&mut self, hash: u64) {
+        self.add::<1>(hash);
+    }
+
+    /// Counts a read of the key of `hash` that the hand found (its SIEVE bit set): as two
+    /// stores, since the bit stands for at least one read and often many (a loop over
+    /// 1.2x the capacity: ~80% of hits counting one, ~83% counting two, in a model of the
+    /// traces; BENCHMARKS.md, goal 6).
+    pub(crate) fn record_read(&mut self, hash: u64) {
+        self.add::<READ_WEIGHT>(hash);
+    }
+
+    /// Adds `BY` to the key's counters (each saturating at 15) and to the records towards
+    /// the next halving. An add into the nibble, not a mask and an or: a store's record
+    /// (`BY` = 1) costs what it did before reads were counted (`miss_profile`).
+    #[inline]
+    fn add<const BY: u8>(&mut self, hash: u64) {
         for row in 0..ROWS {
             let i = self.slot(row, hash);
-            if self.get(i) < 15 {
-                self.counters[i / 2] += 1 << (4 * (i & 1));
-            }
+            let step = BY.min(15 - self.get(i));
+            self.counters[i / 2] += step << (4 * (i & 1));
         }
-        self.records += 1;
+        self.records += usize::from(BY);
         if self.records >= self.period {
             self.records = 0;
             // Both nibbles of each byte halved at once: shift, then drop what crossed from
@@ -151,11 +180,31 @@ mod tests {
         }
         assert_eq!(s.estimate(a), 15);
         assert_eq!(s.estimate(b), 0);
-        // 10 x 10 records per period: 20 made, 80 more end it.
-        for _ in 0..79 {
+        // 7 x 10 records per period: 20 made, 50 more end it.
+        for _ in 0..49 {
             s.record(b);
         }
         assert_eq!((s.estimate(a), s.estimate(b)), (15, 15));
+        s.record(b);
+        assert_eq!((s.estimate(a), s.estimate(b)), (7, 7));
+    }
+
+    #[test]
+    fn a_read_counts_as_two_stores_towards_the_estimate_and_the_period() {
+        let mut s = Sketch::new(10);
+        let (a, b) = (0x1234_5678_9ABC_DEF0, 0x0FED_CBA9_8765_4321);
+        s.record_read(a);
+        s.record(b);
+        assert_eq!((s.estimate(a), s.estimate(b)), (2, 1));
+        for _ in 0..7 {
+            s.record_read(a);
+        }
+        assert_eq!(s.estimate(a), 15, "saturates");
+        // 2 x 8 + 1 = 17 records made; 53 more end the period of 70.
+        for _ in 0..52 {
+            s.record(b);
+        }
+        assert_eq!(s.estimate(b), 15);
         s.record(b);
         assert_eq!((s.estimate(a), s.estimate(b)), (7, 7));
     }

@@ -247,7 +247,8 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
     }
 
     /// TinyLFU's test: whether the key of `hash` was seen more often than the entry the
-    /// hand stops at (its visited bits cleared on the way, as an eviction would). A dead
+    /// hand stops at (its visited bits cleared on the way, as an eviction would, each one
+    /// counted in the sketch: see [`victim`](Self::victim)). A dead
     /// victim is no contest. Always true without a sketch. The hand is left on the victim,
     /// so a refusal keeps it there and an admission evicts it first.
     fn admits(&mut self, hash: u64, now: u64) -> bool {
@@ -255,7 +256,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
             return true;
         };
         let candidate = sketch.estimate(hash);
-        let Some(victim) = self.victim(now) else {
+        let Some(victim) = self.victim::<true>(now) else {
             return true;
         };
         self.hand = victim;
@@ -272,8 +273,18 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
     /// The entry [`evict_one`](Self::evict_one) would take, found the same way (clearing
     /// visited bits), but not taken. Inlined: it was `evict_one`'s own loop, and a call
     /// per eviction cost the miss path ~1.5% (callgrind, `miss_profile`).
+    ///
+    /// With `CREDIT` (the admission test only), each visited bit cleared also records its
+    /// entry in the sketch (as two stores, [`Sketch::record_read`]): the bit says the entry
+    /// was read since the hand last passed, and the sketch, never fed by a hit, would
+    /// otherwise rank a resident read on every loop below an outsider loaded on every loop
+    /// (a loop over 1.2x the capacity: 59-71% of hits without it, 80-82% with it;
+    /// BENCHMARKS.md, goal 6). Each credit follows a hit that set the bit, so the walk
+    /// stays O(1) amortised. `false` compiles to the walk eviction without a filter has
+    /// always made; the further evictions an admitted heavy entry may need (`max_bytes`)
+    /// take it too and credit nothing: rare, and the eviction loop stays as it was.
     #[inline(always)]
-    fn victim(&mut self, now: u64) -> Option<u32> {
+    fn victim<const CREDIT: bool>(&mut self, now: u64) -> Option<u32> {
         // Two sweeps at most: the first clears every visited bit it passes.
         let mut i = if self.hand == NIL {
             self.tail
@@ -291,7 +302,14 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
                 return Some(i);
             }
             node.entry.visited.store(false, Ordering::Relaxed);
-            i = node.newer;
+            let newer = node.newer;
+            if CREDIT {
+                let read = self.hasher.hash_one(node.key());
+                if let Some(sketch) = &mut self.sketch {
+                    sketch.record_read(read);
+                }
+            }
+            i = newer;
         }
         None
     }
@@ -349,7 +367,7 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
 
     /// One step of SIEVE: evicts the first unvisited (or dead) entry from the hand on.
     fn evict_one(&mut self, now: u64, on_evict: impl FnOnce(&str, &Entry<V>)) -> Option<Entry<V>> {
-        let i = self.victim(now)?;
+        let i = self.victim::<false>(now)?;
         let node = self.node(i);
         let hash = self.hasher.hash_one(node.key());
         self.hand = node.newer;

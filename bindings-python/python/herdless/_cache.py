@@ -152,9 +152,9 @@ class Cache(_native.Cache):
       cancelled; a sync one cannot be interrupted, its late result is discarded).
     - ``capacity`` (10,000): entries held (values and absences), SIEVE eviction.
     - ``admission`` (False): ``True`` puts a TinyLFU admission filter in front of SIEVE,
-      for loops and scans (a loop over 1.2x the capacity: 0% of hits without it, 57-64%
+      for loops and scans (a loop over 1.2x the capacity: 0% of hits without it, 80-82%
       with it; BENCHMARKS.md, goal 6): a full cache keeps a new key only if it was stored
-      more often than the entry it would evict. A refused value still answers its caller
+      (or found read by the eviction hand) more often than the entry it would evict. A refused value still answers its caller
       and its waiters, and a refused ``set`` returns as usual, but neither is kept;
       ``admission_rejections`` counts them. Adapts more slowly when the popular keys move.
     - ``origin_budget`` (unlimited): at most this many loader calls at once, all keys together.

@@ -1,12 +1,13 @@
 //! The SIEVE store on its own: list and table stay consistent through inserts, replacements,
 //! removals and evictions; eviction spares visited entries once and takes dead ones; weights
-//! add up.
+//! add up; the admission filter credits the reads the hand finds.
 
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::time::Duration;
 
 use super::{Dropped, NIL, same_key};
+use crate::admission::Sketch;
 use crate::entry::Entry;
 use crate::epoch::Namespaces;
 use crate::expiry::{Lifetimes, Timing};
@@ -310,4 +311,46 @@ fn a_cached_absence_holds_no_value_and_a_value_is_dropped_once() {
     assert_eq!(alloc::sync::Arc::strong_count(&v), 2, "taken, not dropped");
     drop(out);
     assert_eq!(alloc::sync::Arc::strong_count(&v), 1);
+}
+
+/// Offers `key` (weight 1, at time 0) to a store; true when it was kept.
+fn offer(s: &mut Store<u32>, e: &Entries, key: &str) -> bool {
+    let mut out = Dropped::new();
+    let kept = s.insert(
+        hash(key),
+        super::Key::new(key),
+        e.fresh_for(0, 60),
+        1,
+        0,
+        &mut out,
+        |_, _| {},
+    );
+    check(s);
+    kept
+}
+
+#[test]
+fn the_filter_credits_each_read_the_hand_clears_so_read_residents_outrank_a_reloaded_key() {
+    // a, b and c have distinct (poor) hashes: their sketch counters never collide.
+    for read in [false, true] {
+        let e = Entries::new();
+        let life = Lifetimes::new(Duration::ZERO, None);
+        let mut s = Store::new(2, Poor, life, Some(Sketch::new(2)));
+        assert!(
+            offer(&mut s, &e, "a") && offer(&mut s, &e, "b"),
+            "room for both"
+        );
+        if read {
+            touch(&s, "a");
+            touch(&s, "b");
+        }
+        // Stored once, c is no more frequent than a (stored once, read or not): refused.
+        assert!(!offer(&mut s, &e, "c"));
+        assert_eq!(s.len(), 2);
+        // Stored twice, c outranks a stored once and never read, but not a read since:
+        // the hand that cleared a's bit counted that read.
+        assert_eq!(offer(&mut s, &e, "c"), !read, "read: {read}");
+        assert_eq!(get(&s, "a").is_some(), read);
+        assert_eq!((s.len(), s.weight()), (2, 2));
+    }
 }
