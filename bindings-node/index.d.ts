@@ -532,9 +532,10 @@ export interface CacheOptions {
   /**
    * `true`: a TinyLFU admission filter in front of the engine's SIEVE eviction, for loops
    * and scans (default `false`). A full cache keeps a new key only if it was stored (or
-   * found read by the eviction hand) more often than the entry it would evict; a refused value still answers its caller and
-   * waiters and a refused `set` resolves as usual, but neither is kept (counted in
-   * `admissionRejections`). Slower to follow popular keys that move.
+   * found read by the eviction hand) more often than the entry it would evict; a refused
+   * value still answers its caller and waiters and a refused `set` resolves as usual, but
+   * neither is kept (counted in `admissionRejections`). Slower to follow popular keys
+   * that move.
    */
   admission?: boolean
   /** At most this many loader calls at once across all keys (default: unlimited). */

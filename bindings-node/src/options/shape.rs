@@ -46,10 +46,11 @@ pub struct CacheOptions {
     /// Most entries held (values and absences; default 10000).
     pub capacity: Option<f64>,
     /// `true`: a TinyLFU admission filter in front of the engine's SIEVE eviction, for loops
-    /// and scans (default `false`). A full cache keeps a new key only if it was stored more
-    /// often than the entry it would evict; a refused value still answers its caller and
-    /// waiters and a refused `set` resolves as usual, but neither is kept (counted in
-    /// `admissionRejections`). Slower to follow popular keys that move.
+    /// and scans (default `false`). A full cache keeps a new key only if it was stored (or
+    /// found read by the eviction hand) more often than the entry it would evict; a refused
+    /// value still answers its caller and waiters and a refused `set` resolves as usual, but
+    /// neither is kept (counted in `admissionRejections`). Slower to follow popular keys
+    /// that move.
     pub admission: Option<bool>,
     /// At most this many loader calls at once across all keys (default: unlimited).
     pub origin_budget: Option<f64>,

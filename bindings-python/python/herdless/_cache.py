@@ -154,8 +154,9 @@ class Cache(_native.Cache):
     - ``admission`` (False): ``True`` puts a TinyLFU admission filter in front of SIEVE,
       for loops and scans (a loop over 1.2x the capacity: 0% of hits without it, 80-82%
       with it; BENCHMARKS.md, goal 6): a full cache keeps a new key only if it was stored
-      (or found read by the eviction hand) more often than the entry it would evict. A refused value still answers its caller
-      and its waiters, and a refused ``set`` returns as usual, but neither is kept;
+      (or found read by the eviction hand) more often than the entry it would evict. A
+      refused value still answers its caller and its waiters, and a refused ``set`` returns
+      as usual, but neither is kept;
       ``admission_rejections`` counts them. Adapts more slowly when the popular keys move.
     - ``origin_budget`` (unlimited): at most this many loader calls at once, all keys together.
     - ``max_flights`` (100,000): at most this many keys loading at once.
