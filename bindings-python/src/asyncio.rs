@@ -57,10 +57,12 @@ impl Wake for BridgeWaker {
 impl crate::wake::Deliver for BridgeWaker {
     fn deliver(&self) {
         if crate::shutdown::shutting_down() {
+            // Exiting: the engine future is left to the process's end.
             return;
         }
         let bridge = self.0.get();
-        let scheduled = Python::try_attach(|py| {
+        // Counted, so the interpreter's exit waits for this hand-over to finish.
+        let scheduled = crate::shutdown::attach(|py| {
             let event_loop = bridge.event_loop.bind(py);
             // Woken inside the loop itself (a leader that finished on it wakes its whole
             // herd from there): polled with the others woken meanwhile by one callback of

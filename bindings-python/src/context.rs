@@ -522,11 +522,12 @@ pub(crate) fn listener(
     }
     let f = f.unbind();
     Ok(move |e: herdless::Event| {
-        Python::attach(|py| {
+        // Events come from the engine's threads too: counted, and dropped at exit.
+        crate::shutdown::attach(|py| {
             let error = e.error.map(|e| e.to_string());
             if let Err(err) = f.call1(py, (e.kind.as_str(), &*e.key, error)) {
                 err.write_unraisable(py, Some(f.bind(py)));
             }
-        })
+        });
     })
 }

@@ -10,8 +10,13 @@
 //!    loaders nor release the GIL (they raise `RuntimeError`), and its wakers stop
 //!    attaching to the interpreter;
 //! 2. waits, with the GIL released, until every herdless call that is running a loader or
-//!    waiting has returned to Python, for at most [`DRAIN`]. Threads then end in Python
-//!    code, which is what CPython's exit handles.
+//!    waiting has returned to Python, and every thread of herdless's own that is attached
+//!    (a waker handing a wake-up to its loop, an event listener, a loader task cancelled
+//!    from the runtime: [`attach`]) has detached, for at most [`DRAIN`]. Threads then end
+//!    in Python code, which is what CPython's exit handles, and herdless's own threads
+//!    never attach again. (A waker caught inside `call_soon_threadsafe`, which releases the
+//!    GIL to write to the loop's pipe, was stopped there by finalisation and crashed the
+//!    process at exit: `tests/test_exit.py`.)
 //!
 //! `atexit` hooks run after the non-daemon threads were joined and before daemon threads
 //! are stopped, which is the window this needs.
@@ -61,10 +66,30 @@ impl Drop for Busy {
     }
 }
 
+/// Runs `f` attached to the interpreter, from a thread that may be one of herdless's own
+/// (not started by Python), unless the interpreter is exiting (`None`, as when it is gone).
+/// Counted as a [`Busy`] call, so the exit hook waits for it to detach.
+pub(crate) fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    {
+        // Checked under the count's lock, which the hook holds while it sets the flag: an
+        // attach either is counted before the hook waits, or sees the flag.
+        let mut n = ACTIVE.lock();
+        if shutting_down() {
+            return None;
+        }
+        *n += 1;
+    }
+    let _busy = Busy(());
+    Python::try_attach(f)
+}
+
 /// The `atexit` hook (see the module docs).
 #[pyfunction]
 pub(crate) fn _drain_at_exit(py: Python<'_>) {
-    SHUTTING_DOWN.store(true, Ordering::Release);
+    {
+        let _n = ACTIVE.lock();
+        SHUTTING_DOWN.store(true, Ordering::Release);
+    }
     py.detach(|| {
         let until = Instant::now() + DRAIN;
         let mut n = ACTIVE.lock();

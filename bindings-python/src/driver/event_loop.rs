@@ -119,10 +119,8 @@ impl<T> Drop for Running<T> {
         let Running::Task(task, ..) = self else {
             return;
         };
-        if crate::shutdown::shutting_down() {
-            return;
-        }
-        Python::attach(|py| {
+        // Dropped on any thread (the runtime's too): counted, and skipped at exit.
+        crate::shutdown::attach(|py| {
             let task = task.bind(py);
             if !task
                 .call_method0(intern!(py, "done"))
