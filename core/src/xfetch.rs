@@ -31,7 +31,11 @@ pub(crate) fn reach_nanos(delta_nanos: u64, beta: f64) -> u64 {
     }
     // `ceil` of a positive value below 2^64, without the general `libm::ceil` call.
     let down = reach as u64;
-    if (down as f64) < reach { down + 1 } else { down }
+    if (down as f64) < reach {
+        down + 1
+    } else {
+        down
+    }
 }
 
 /// The XFetch decision for a reader `gap` before expiry, with `u` uniform in (0, 1].

@@ -12,7 +12,6 @@ use crate::error::Error;
 use crate::events::EventKind;
 use crate::expiry::{Phase, nanos};
 use crate::flight::Flight;
-use crate::key::namespace_of;
 use crate::sync::Arc;
 use crate::table::Table;
 use crate::table::read::Fast;
@@ -242,7 +241,10 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
                 .map(|v| Previous::new(v, age, e.previous_extras().as_ref()));
             (e.ns.clone(), fallback, previous)
         }
-        _ => (table.namespaces.get(namespace_of(key)), None, None),
+        _ => {
+            let ns = table.namespaces.get_cached(&mut shard.last_ns, key);
+            (ns, None, None)
+        }
     };
     let c = ns.counters();
     c.misses.inc();
