@@ -227,10 +227,15 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
     (phase, expired): (Option<Phase>, Option<Previous<V>>),
     flight: Option<Arc<Flight<V>>>,
 ) -> Result<Lookup<V>, Error> {
-    let (ns, fallback, previous) = match (phase, shard.store.get(hash, key)) {
+    // The node is looked up again only when it is kept for fail-safe: a miss has none.
+    let failsafe = match phase {
+        Some(Phase::FailSafe) => shard.store.get(hash, key),
+        _ => None,
+    };
+    let (ns, fallback, previous) = match failsafe {
         // The fallback keeps its retention deadline: it is never handed out past it,
         // however long the load or the wait lasts.
-        (Some(Phase::FailSafe), Some(node)) => {
+        Some(node) => {
             let e = &node.entry;
             let until = Duration::from_nanos(e.ends(&table.life).retain_until);
             let fallback = e.value().cloned().map(|v| (v, until));
