@@ -74,7 +74,7 @@ impl<V: Clone> Table<V> {
             let ttl = extras.and_then(|e| e.negative_ttl);
             ttl.unwrap_or(cfg.negative_ttl)
         };
-        let ttl = jitter::jittered_nanos(nanos(ttl), cfg.jitter, || self.unit());
+        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || self.unit());
         let timing = Timing {
             written: now,
             fresh_until: now.saturating_add(ttl),
