@@ -6,7 +6,7 @@ use alloc::boxed::Box;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::context::LoadContext;
-use crate::error::{Error, load_error, panic_message};
+use crate::error::{Error, LoadError, load_error, panic_message};
 use crate::loaded::Loaded;
 use crate::lookup::{self, LoadGuard, Lookup, Refresh, Retry, Waited};
 use crate::sync::Arc;
@@ -24,8 +24,9 @@ where
     F: FnOnce() -> Result<Option<V>, E> + Send + 'static,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
-    // Told no context, so none is made (an allocation, a clone of the previous value).
-    let loader = move |_: &LoadGuard<V>| loader().map(Loaded::from);
+    // Told no context, so none is made (an allocation, a clone of the previous value); its
+    // plain answer completes the guard as is, never built into a `Loaded`.
+    let loader = move |_: &LoadGuard<V>| loader();
     drive(
         table,
         key,
@@ -72,7 +73,7 @@ where
     F: FnOnce() -> Result<Option<V>, E>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
-    let loader = move |_: &LoadGuard<V>| loader().map(Loaded::from);
+    let loader = move |_: &LoadGuard<V>| loader();
     drive(table, key, Refresh::Never, false, loader, |guard, _| {
         drop(guard)
     })
@@ -81,7 +82,7 @@ where
 /// The loop of the blocking driver: look up, then serve, wait (and look up again after a
 /// hand-over, keeping the first arrival) or lead. `retry`: a withdrawn load's failure sends
 /// its leader back to the lookup (once: the loader is spent).
-fn drive<V, F, E>(
+fn drive<V, F, A, E>(
     table: &Arc<Table<V>>,
     key: &str,
     refresh: Refresh,
@@ -91,7 +92,8 @@ fn drive<V, F, E>(
 ) -> Result<Option<V>, Error>
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce(&LoadGuard<V>) -> Result<Loaded<V>, E>,
+    F: FnOnce(&LoadGuard<V>) -> Result<A, E>,
+    A: Answered<V>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     let mut loader = Some(loader);
@@ -135,12 +137,31 @@ where
     }
 }
 
+/// What a loader answers: a plain value (`Option<V>`, completed as is) or a [`Loaded`].
+trait Answered<V: Clone + Send + Sync + 'static>: Sized {
+    /// Finishes `guard`'s load with this answer (see [`LoadGuard::complete`]).
+    fn complete(guard: LoadGuard<V>, result: Result<Self, LoadError>) -> Result<Option<V>, Error>;
+}
+
+impl<V: Clone + Send + Sync + 'static> Answered<V> for Option<V> {
+    fn complete(guard: LoadGuard<V>, result: Result<Self, LoadError>) -> Result<Option<V>, Error> {
+        guard.complete(result)
+    }
+}
+
+impl<V: Clone + Send + Sync + 'static> Answered<V> for Loaded<V> {
+    fn complete(guard: LoadGuard<V>, result: Result<Self, LoadError>) -> Result<Option<V>, Error> {
+        guard.complete_loaded(result)
+    }
+}
+
 /// Runs a refresh on the spawner, if the origin budget has room for it now; otherwise (or
 /// without a spawner) the guard is dropped, which hands the refresh over.
-fn refresh_in_background<V, F, E>(table: &Table<V>, mut guard: LoadGuard<V>, loader: F)
+fn refresh_in_background<V, F, A, E>(table: &Table<V>, mut guard: LoadGuard<V>, loader: F)
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce(&LoadGuard<V>) -> Result<Loaded<V>, E> + Send + 'static,
+    F: FnOnce(&LoadGuard<V>) -> Result<A, E> + Send + 'static,
+    A: Answered<V>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     if let Some(spawner) = &table.spawner {
@@ -156,14 +177,15 @@ where
 /// turning a panic into [`Error::LoaderPanicked`] for the waiters before it carries on
 /// unwinding in this thread. `Err`: the load was withdrawn and failed, and `retry` sends its
 /// caller back to the lookup.
-fn run<V, F, E>(
+fn run<V, F, A, E>(
     guard: LoadGuard<V>,
     loader: F,
     retry: bool,
 ) -> Result<Result<Option<V>, Error>, (Retry, Error)>
 where
     V: Clone + Send + Sync + 'static,
-    F: FnOnce(&LoadGuard<V>) -> Result<Loaded<V>, E>,
+    F: FnOnce(&LoadGuard<V>) -> Result<A, E>,
+    A: Answered<V>,
     E: Into<Box<dyn core::error::Error + Send + Sync>>,
 {
     let borrowed = &guard;
@@ -172,9 +194,9 @@ where
             let result = result.map_err(load_error);
             if retry {
                 let (guard, result) = guard.withdrawn_failure(result)?;
-                return Ok(guard.complete_loaded(result));
+                return Ok(A::complete(guard, result));
             }
-            Ok(guard.complete_loaded(result))
+            Ok(A::complete(guard, result))
         }
         Err(payload) => {
             let message = panic_message(&*payload);

@@ -109,6 +109,34 @@ impl Namespaces {
             .get(name, Namespace::new, |ns| self.retire(ns))
     }
 
+    /// The namespace of `key` (as [`get`](Self::get) of its
+    /// [`namespace_of`](crate::key::namespace_of)), from `last` when that is the one and not
+    /// retired, else from the registry (and kept in `last`). `last` is a shard's, under its
+    /// lock. A record found in `last` is marked used, as a registry lookup would; one
+    /// retired just after the check is no worse than one retired just after a lookup (a
+    /// writer reads its epoch through [`live`](Self::live)).
+    #[inline]
+    pub(crate) fn get_cached(
+        &self,
+        last: &mut Option<Arc<Namespace>>,
+        key: &str,
+    ) -> Arc<Namespace> {
+        if let Some(ns) = last {
+            // A name never holds a `:`, so `key` is in it when it is the name or starts
+            // with the name and a `:`.
+            let name = ns.name.as_bytes();
+            let key = key.as_bytes();
+            let matches = key.starts_with(name) && key.get(name.len()).is_none_or(|&b| b == b':');
+            if matches && ns.epoch() != RETIRED_EPOCH {
+                ns.used.store(true, Ordering::Relaxed);
+                return ns.clone();
+            }
+        }
+        let ns = self.get(crate::key::namespace_of(key));
+        *last = Some(ns.clone());
+        ns
+    }
+
     /// A record leaves the registry (already out of its map, under its lock): at
     /// [`RETIRED_EPOCH`], its counters kept under [`RETIRED`].
     fn retire(&self, ns: &Namespace) {

@@ -36,7 +36,9 @@ pub(crate) enum Phase {
 }
 
 impl Timing {
-    /// The timing of an entry written at `now` with the (already jittered) `ttl`.
+    /// The timing of an entry written at `now` with the (already jittered) `ttl` (the tests';
+    /// the engine builds it from nanoseconds).
+    #[cfg(test)]
     pub(crate) fn new(now: u64, ttl: Duration) -> Self {
         Self {
             written: now,

@@ -134,6 +134,19 @@ impl<V: Clone> Flight<V> {
         Some(wakers)
     }
 
+    /// [`set_outcome`](Self::set_outcome) for a flight its finisher has just taken out of
+    /// the shard's table (under the shard's lock) and holds the only reference to: nobody
+    /// else can read its outcome, wait on it or find it again (every other reference is
+    /// cloned from the table's or from another one), so nothing is published, woken or
+    /// fired, and this finisher wins. A miss nobody waited for skips the flight's lock.
+    pub(crate) fn end_alone(this: &Arc<Self>, outcome: Outcome<V>) -> Option<Wakers> {
+        if Arc::strong_count(this) != 1 || this.outcome.is_published() {
+            return this.set_outcome(outcome);
+        }
+        drop(outcome);
+        Some(Wakers::none())
+    }
+
     /// The outcome, once published: read without the lock.
     pub(crate) fn outcome(&self) -> Option<Outcome<V>> {
         self.outcome.read(Outcome::clone)

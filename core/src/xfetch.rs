@@ -27,9 +27,14 @@ pub(crate) fn reach_nanos(delta_nanos: u64, beta: f64) -> u64 {
     }
     let reach = delta_nanos as f64 * beta * MAX_EXP_DRAW * (1.0 + 1e-9) + 1.0;
     if reach >= u64::MAX as f64 {
-        u64::MAX
+        return u64::MAX;
+    }
+    // `ceil` of a positive value below 2^64, without the general `libm::ceil` call.
+    let down = reach as u64;
+    if (down as f64) < reach {
+        down + 1
     } else {
-        libm::ceil(reach) as u64
+        down
     }
 }
 

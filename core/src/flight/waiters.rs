@@ -42,6 +42,11 @@ pub(crate) struct Waiters {
 pub(crate) struct Wakers(Vec<Slot>);
 
 impl Wakers {
+    /// No waiter to wake.
+    pub(crate) const fn none() -> Self {
+        Self(Vec::new())
+    }
+
     /// Wakes every waiter that was still registered.
     pub(crate) fn wake_all(self) {
         // A load nobody waited for (most): no iterator to make and drop.

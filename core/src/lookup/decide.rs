@@ -12,7 +12,6 @@ use crate::error::Error;
 use crate::events::EventKind;
 use crate::expiry::{Phase, nanos};
 use crate::flight::Flight;
-use crate::key::namespace_of;
 use crate::sync::Arc;
 use crate::table::Table;
 use crate::table::read::Fast;
@@ -228,10 +227,15 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
     (phase, expired): (Option<Phase>, Option<Previous<V>>),
     flight: Option<Arc<Flight<V>>>,
 ) -> Result<Lookup<V>, Error> {
-    let (ns, fallback, previous) = match (phase, shard.store.get(hash, key)) {
+    // The node is looked up again only when it is kept for fail-safe: a miss has none.
+    let failsafe = match phase {
+        Some(Phase::FailSafe) => shard.store.get(hash, key),
+        _ => None,
+    };
+    let (ns, fallback, previous) = match failsafe {
         // The fallback keeps its retention deadline: it is never handed out past it,
         // however long the load or the wait lasts.
-        (Some(Phase::FailSafe), Some(node)) => {
+        Some(node) => {
             let e = &node.entry;
             let until = Duration::from_nanos(e.ends(&table.life).retain_until);
             let fallback = e.value().cloned().map(|v| (v, until));
@@ -242,7 +246,10 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
                 .map(|v| Previous::new(v, age, e.previous_extras().as_ref()));
             (e.ns.clone(), fallback, previous)
         }
-        _ => (table.namespaces.get(namespace_of(key)), None, None),
+        _ => {
+            let ns = table.namespaces.get_cached(&mut shard.last_ns, key);
+            (ns, None, None)
+        }
     };
     let c = ns.counters();
     c.misses.inc();

@@ -402,10 +402,10 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     /// first arrival, with the error in case it has nothing left to load with. Otherwise
     /// the guard and the result, to complete.
     #[allow(clippy::type_complexity)]
-    pub(crate) fn withdrawn_failure(
+    pub(crate) fn withdrawn_failure<T>(
         self,
-        result: Result<Loaded<V>, LoadError>,
-    ) -> Result<(Self, Result<Loaded<V>, LoadError>), (Retry, Error)> {
+        result: Result<T, LoadError>,
+    ) -> Result<(Self, Result<T, LoadError>), (Retry, Error)> {
         let error = match result {
             Err(e) if self.flight.is_withdrawn() => Error::Load(e),
             result => return Ok((self, result)),

@@ -152,7 +152,10 @@ impl<V: Clone> Table<V> {
             // The outcome is set under the shard lock, before anything is stored: a hard
             // timeout that ended the flight first wins, and then nothing is stored, so no
             // waiter is told "timed out" about a value that was cached.
-            let wakers = flight.set_outcome(outcome);
+            let wakers = match current {
+                true => Flight::end_alone(flight, outcome),
+                false => flight.set_outcome(outcome),
+            };
             // Counted once per load, by whichever of the leader and the waiters ended it.
             if wakers.is_some() && timed_out {
                 flight.ns.counters().load_timeouts.inc();

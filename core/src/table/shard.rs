@@ -3,6 +3,7 @@
 use hashbrown::HashTable;
 
 use crate::admission::Sketch;
+use crate::epoch::Namespace;
 use crate::expiry::Lifetimes;
 use crate::flight::Flight;
 use crate::store::Store;
@@ -12,6 +13,9 @@ pub(crate) struct Shard<V> {
     pub(crate) store: Store<V>,
     /// At most one flight record per key: the load in progress.
     pub(crate) flights: HashTable<Arc<Flight<V>>>,
+    /// The namespace a miss here last looked up: misses of one namespace skip the
+    /// registry's lock and hash (see [`Namespaces::get_cached`](crate::epoch::Namespaces::get_cached)).
+    pub(crate) last_ns: Option<Arc<Namespace>>,
 }
 
 impl<V> Shard<V> {
@@ -24,6 +28,7 @@ impl<V> Shard<V> {
         Self {
             store: Store::new(capacity, hasher, life, sketch),
             flights: HashTable::new(),
+            last_ns: None,
         }
     }
 

@@ -66,15 +66,18 @@ impl<V: Clone> Table<V> {
         let extras = Some(&keep.extras);
         // The grace (the loader's own or the cache's) and `max_stale` are not stored: the
         // entry makes its later deadlines from them (`Entry::ends`).
-        let timing = if value.is_some() {
-            let ttl = keep.ttl.or(extras.and_then(|e| e.ttl)).unwrap_or(cfg.ttl);
-            Timing::new(now, jitter::jittered(ttl, cfg.jitter, self.unit()))
+        let ttl = if value.is_some() {
+            keep.ttl.or(extras.and_then(|e| e.ttl)).unwrap_or(cfg.ttl)
         } else {
             // Absences are neither served stale nor kept for fail-safe: they are cheap to
             // re-check and a real write must be able to replace them quickly.
             let ttl = extras.and_then(|e| e.negative_ttl);
-            let ttl = jitter::jittered(ttl.unwrap_or(cfg.negative_ttl), cfg.jitter, self.unit());
-            Timing::new(now, ttl)
+            ttl.unwrap_or(cfg.negative_ttl)
+        };
+        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || self.unit());
+        let timing = Timing {
+            written: now,
+            fresh_until: now.saturating_add(ttl),
         };
         // XFetch's reach from the delta as the entry keeps it (rounded down), so the quiet
         // time never rules out a read the exact test on that delta would let draw.
