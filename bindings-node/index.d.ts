@@ -511,7 +511,8 @@ export interface CacheOptions {
   softTimeout?: number
   /**
    * Loader hard timeout: the load fails with `HERDLESS_LOAD_TIMEOUT` and its result is
-   * discarded (default: none). Longer than `softTimeout`.
+   * discarded (default: none). Longer than `softTimeout`. Counted from the loader's
+   * start (a load that first waited for `originBudget` gets the whole timeout).
    */
   hardTimeout?: number
   /**

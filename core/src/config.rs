@@ -302,7 +302,9 @@ impl<V> Builder<V> {
         soft_timeout: Duration => soft_timeout as Some;
         /// Loader hard timeout: the load is abandoned with
         /// [`Error::LoadTimeout`](crate::Error::LoadTimeout) and its result discarded
-        /// (default: none).
+        /// (default: none). Counted from the loader's start: a load that first waited for
+        /// the [`origin_budget`](Self::origin_budget) (or, through a shared tier, for
+        /// another process's lock) still gets the whole timeout.
         hard_timeout: Duration => hard_timeout as Some;
         /// At most this many loader calls at once across all keys (default: unlimited).
         origin_budget: usize => origin_budget as Some;

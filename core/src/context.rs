@@ -264,7 +264,7 @@ impl<W: Send + Sync> Watch for FlightWatch<W> {
         &self.0.cancel
     }
     fn hard_deadline(&self) -> Option<Duration> {
-        self.0.hard_deadline
+        self.0.hard_deadline()
     }
 }
 

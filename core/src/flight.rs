@@ -23,7 +23,15 @@ use crate::epoch::Namespace;
 use crate::error::Error;
 use crate::store::Key;
 use crate::sync::unchecked::Arc as StdArc;
-use crate::sync::{Arc, AtomicBool, AtomicUsize, Mutex, Ordering, UnsafeCell};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell};
+
+/// [`Flight::hard_deadline`] without a hard timeout.
+const UNSET: u64 = u64::MAX;
+
+/// `d` in nanoseconds, saturated below [`UNSET`].
+fn nanos_of(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).map_or(UNSET - 1, |n| n.min(UNSET - 1))
+}
 
 /// How a flight ended.
 pub(crate) enum Outcome<V> {
@@ -60,8 +68,12 @@ pub(crate) struct Flight<V> {
     pub(crate) created: Duration,
     /// After this, waiters holding a stale value take it and leave (soft timeout).
     pub(crate) soft_deadline: Option<Duration>,
-    /// After this, the load is abandoned with a timeout error (hard timeout).
-    pub(crate) hard_deadline: Option<Duration>,
+    /// The hard timeout: a load running this long is abandoned with a timeout error.
+    hard_timeout: Option<Duration>,
+    /// When it falls, in nanoseconds on the cache's clock ([`UNSET`]: no hard timeout):
+    /// counted from the load's start ([`begin`](Self::begin)), the flight's creation until
+    /// it begins.
+    hard_at: AtomicU64,
     /// Fired when the load is no longer wanted: superseded by `set`/`invalidate`/`clear`,
     /// left by every caller, or ended (its outcome set). Its result is then not stored.
     pub(crate) cancel: Signal,
@@ -75,6 +87,28 @@ pub(crate) struct Flight<V> {
     /// How it ended, once it has.
     outcome: Published<Outcome<V>>,
     waiters: Mutex<Waiters>,
+}
+
+impl<V> Flight<V> {
+    /// The load began at `now`: its hard deadline runs from here. A load begins when its
+    /// flight is made unless it waited first (for the origin budget, or, through a shared
+    /// tier, for another process's fleet lock before taking the load over): its loader
+    /// still gets the whole timeout. Never moves the deadline earlier.
+    pub(crate) fn begin(&self, now: Duration) {
+        if let Some(h) = self.hard_timeout {
+            self.hard_at
+                .fetch_max(nanos_of(now.saturating_add(h)), Ordering::AcqRel);
+        }
+    }
+
+    /// When the hard timeout falls (`None` without one): [`begin`](Self::begin)'s start
+    /// plus the timeout, the flight's creation until then.
+    pub(crate) fn hard_deadline(&self) -> Option<Duration> {
+        match self.hard_at.load(Ordering::Acquire) {
+            UNSET => None,
+            at => Some(Duration::from_nanos(at)),
+        }
+    }
 }
 
 impl<V: Clone> Flight<V> {
@@ -97,7 +131,8 @@ impl<V: Clone> Flight<V> {
             born,
             created,
             soft_deadline: soft.map(|s| created.saturating_add(s)),
-            hard_deadline: hard.map(|h| created.saturating_add(h)),
+            hard_timeout: hard,
+            hard_at: AtomicU64::new(hard.map_or(UNSET, |h| nanos_of(created.saturating_add(h)))),
             cancel: Signal::new(),
             interest: AtomicUsize::new(1),
             #[cfg(feature = "std")]
@@ -244,7 +279,7 @@ impl<V> Flight<V> {
     /// of a namespace bumped since it began.
     pub(crate) fn is_cancelled(&self, now: Duration) -> bool {
         self.is_withdrawn()
-            || self.hard_deadline.is_some_and(|d| now >= d)
+            || self.hard_deadline().is_some_and(|d| now >= d)
             || self.epoch != self.ns.epoch()
     }
 

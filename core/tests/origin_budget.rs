@@ -232,3 +232,40 @@ fn a_leader_giving_up_on_the_budget_leaves_later_callers_their_own_wait() {
     assert_eq!(origin.calls(), 2);
     assert_eq!(cache.metrics().total().wait_timeouts, 1);
 }
+
+#[test]
+fn a_load_that_waited_for_the_budget_gets_its_whole_hard_timeout() {
+    // One unit of budget: `b:1` waits 800 ms behind `a:1`'s load, then loads for 700 ms.
+    // The hard timeout (1 s) runs from the loader's start, so `b:1`'s caller and its waiter
+    // get the value at 1.5 s, not `LoadTimeout` at 1 s.
+    let mut sim = Sim::new();
+    let cache: Cache<usize> = sim
+        .builder()
+        .ttl(secs(300))
+        .origin_budget(1)
+        .hard_timeout(secs(1))
+        .wait_timeout(secs(30))
+        .build()
+        .unwrap();
+    let origin = Origin::new();
+    let call = |sim: &Sim, key: &'static str, took, v| {
+        let cache = cache.clone();
+        let loader = origin.loader(&sim.clock, took, Ok(Some(v)));
+        sim.spawn(async move { cache.get_or_load_async(key, loader).await })
+    };
+    let a = call(&sim, "a:1", ms(800), 1);
+    sim.run();
+    let b = call(&sim, "b:1", ms(700), 2);
+    let b_waiter = call(&sim, "b:1", ms(700), 3);
+    sim.advance(ms(1_200));
+    assert_eq!(a.take().unwrap(), Some(1));
+    assert!(
+        !b.is_done() && !b_waiter.is_done(),
+        "still loading at 1.2 s"
+    );
+    sim.advance(ms(300));
+    assert_eq!(b.take().unwrap(), Some(2));
+    assert_eq!(b_waiter.take().unwrap(), Some(2));
+    assert_eq!(cache.metrics().total().load_timeouts, 0);
+    assert_eq!(origin.calls(), 2);
+}

@@ -133,3 +133,43 @@ fn five_leaders_cancelled_in_turn_do_not_stretch_a_callers_wait() {
     let loads: u64 = caches.iter().map(|c| c.l1().metrics().total().loads).sum();
     assert_eq!(loads, 6, "one loader call per leader, none by a waiter");
 }
+
+#[test]
+fn a_process_that_takes_a_load_over_gets_its_own_hard_timeout() {
+    // Process A leads and its loader fails after 300 ms; process B, arriving 100 ms in,
+    // waits for A's fleet lock, then leads itself with a loader of 250 ms. The hard timeout
+    // (400 ms) bounds a load: B's runs from when B's loader starts (~300 ms), not from
+    // when B arrived, so B is answered with its value, not `LoadTimeout` at ~500 ms.
+    let store = MemoryStore::new();
+    let process = || -> TieredCache<String, Json> {
+        TieredCache::builder(store.backend().build().unwrap(), Json)
+            .hard_timeout(Duration::from_millis(400))
+            .wait_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap()
+    };
+    let (a, b) = (process(), process());
+    let leader = std::thread::spawn(move || {
+        block_on(a.get_or_load_async("k:1", || async {
+            sleep(Duration::from_millis(300)).await;
+            Err::<Option<String>, _>(std::io::Error::other("origin down"))
+        }))
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let began = Instant::now();
+    let got = block_on(b.get_or_load_async("k:1", || async {
+        sleep(Duration::from_millis(250)).await;
+        Ok::<_, std::io::Error>(Some("b".to_string()))
+    }))
+    .unwrap();
+    let took = began.elapsed();
+    assert!(matches!(leader.join().unwrap(), Ok(Err(_))));
+    assert!(
+        matches!(&got, Ok(Some(v)) if v == "b"),
+        "{got:?} after {took:?}"
+    );
+    assert!(
+        took >= Duration::from_millis(350),
+        "B led before A failed: {took:?}"
+    );
+}

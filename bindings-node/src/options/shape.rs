@@ -32,7 +32,8 @@ pub struct CacheOptions {
     /// load goes on and its result is stored (default: none).
     pub soft_timeout: Option<f64>,
     /// Loader hard timeout: the load fails with `HERDLESS_LOAD_TIMEOUT` and its result is
-    /// discarded (default: none). Longer than `softTimeout`.
+    /// discarded (default: none). Longer than `softTimeout`. Counted from the loader's
+    /// start (a load that first waited for `originBudget` gets the whole timeout).
     pub hard_timeout: Option<f64>,
     /// TTL jitter j in [0, 1): every stored TTL becomes `ttl * (1 + j * (u - 0.5))`
     /// (default 0.2).

@@ -149,7 +149,8 @@ class Cache(_native.Cache):
       trying again.
     - ``soft_timeout`` (off): waiters holding a fail-safe value take it after this long.
     - ``hard_timeout`` (off): the load is given up with ``LoadTimeout`` (an async loader is
-      cancelled; a sync one cannot be interrupted, its late result is discarded).
+      cancelled; a sync one cannot be interrupted, its late result is discarded). Counted
+      from the loader's start: a load that first waited for ``origin_budget`` gets it whole.
     - ``capacity`` (10,000): entries held (values and absences), SIEVE eviction.
     - ``admission`` (False): ``True`` puts a TinyLFU admission filter in front of SIEVE,
       for loops and scans (a loop over 1.2x the capacity: 0% of hits without it, 80-82%

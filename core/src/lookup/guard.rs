@@ -168,7 +168,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
 
     /// When the hard timeout falls, on the cache's clock.
     pub fn hard_deadline(&self) -> Option<Duration> {
-        self.flight.hard_deadline
+        self.flight.hard_deadline()
     }
 
     fn mark_began(&mut self) {
@@ -192,6 +192,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     fn mark_began_at(&mut self, now: Duration) {
         if self.began.is_none() {
             self.began = Some(now);
+            self.flight.begin(now);
             self.flight.ns.counters().loads.inc();
         }
     }
@@ -268,7 +269,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         self.flight.ns.metrics.load_duration.observe(took);
         // Past the hard timeout the load was given up (a blocking loader cannot be stopped
         // there): its late result answers its callers but is not kept.
-        if self.flight.hard_deadline.is_some_and(|d| now >= d) {
+        if self.flight.hard_deadline().is_some_and(|d| now >= d) {
             self.keep().no_cache = true;
         }
         match result {

@@ -127,7 +127,7 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
         // Past its retention the fallback is gone: a late wait ends in the error instead.
         this.fallback.expire(now);
         // A hung leader cannot hold its waiters past the hard timeout: a waiter ends it.
-        if this.flight.hard_deadline.is_some_and(|d| now >= d) {
+        if this.flight.hard_deadline().is_some_and(|d| now >= d) {
             this.table.time_out(&this.flight);
         }
         // Without the flight's lock: a herd woken together reads the answer side by side.
@@ -151,7 +151,7 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
             });
         }
         let mut wake = this.deadline;
-        if let Some(h) = flight.hard_deadline {
+        if let Some(h) = flight.hard_deadline() {
             wake = wake.min(h);
         }
         if let (Some(s), true) = (flight.soft_deadline, this.fallback.is_some()) {

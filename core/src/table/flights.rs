@@ -73,7 +73,7 @@ impl<V: Clone> Table<V> {
         let Some(f) = shard.flight(hash, key) else {
             return (None, None);
         };
-        let hung = f.hard_deadline.is_some_and(|d| now >= d);
+        let hung = f.hard_deadline().is_some_and(|d| now >= d);
         let outdated = f.is_withdrawn() || f.epoch != f.ns.epoch() || f.orphaned();
         if !(hung || outdated) {
             return (Some(f.clone()), None);
