@@ -439,7 +439,10 @@ impl<V> Builder<V> {
     }
 
     /// The source of randomness for jitter and XFetch (default:
-    /// [`default_rng`](crate::default_rng), seeded differently in every process).
+    /// [`default_rng`](crate::default_rng), seeded differently in every process). XFetch
+    /// draws from it; jitter draws from one [`DefaultRng`](crate::DefaultRng) per shard,
+    /// each seeded from it when the cache is built (a store holds its shard's lock, so its
+    /// draw takes no lock of its own).
     pub fn rng(mut self, rng: impl rand_core::Rng + Send + 'static) -> Self {
         self.rng = Some(SharedRng::new(rng));
         self

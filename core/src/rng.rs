@@ -15,8 +15,8 @@ impl<R: rand_core::Rng + Send> DynRng for R {
     }
 }
 
-/// The engine's shared source of randomness. Only writes (jitter) and hits close to expiry
-/// (XFetch) draw from it, so one lock is cheap enough.
+/// The engine's shared source of randomness: hits close to expiry (XFetch) draw from it,
+/// and it seeds each shard's own jitter generator ([`ShardRng`]) once, at build.
 pub(crate) struct SharedRng(Mutex<Box<dyn DynRng>>);
 
 impl SharedRng {
@@ -26,9 +26,32 @@ impl SharedRng {
 
     /// Uniform in [0, 1), 53 bits.
     pub(crate) fn unit(&self) -> f64 {
-        let bits = self.0.lock().next_u64() >> 11;
-        bits as f64 * (1.0 / (1u64 << 53) as f64)
+        unit_of(self.0.lock().next_u64())
     }
+
+    /// The generator of one shard's jitter, seeded from this one: the same seed makes the
+    /// same shards' generators, so a seeded cache still jitters the same way on every run.
+    pub(crate) fn shard_rng(&self) -> ShardRng {
+        ShardRng(seeded_rng(self.0.lock().next_u64()))
+    }
+}
+
+/// One shard's jitter generator, drawn from under the shard's write lock (a store holds it):
+/// no lock or dynamic call of its own per miss, as the shared one would take.
+pub(crate) struct ShardRng(DefaultRng);
+
+impl ShardRng {
+    /// Uniform in [0, 1), 53 bits.
+    #[inline]
+    pub(crate) fn unit(&mut self) -> f64 {
+        unit_of(rand_core::Rng::next_u64(&mut self.0))
+    }
+}
+
+/// The top 53 bits of `bits` as a float uniform in [0, 1).
+#[inline]
+fn unit_of(bits: u64) -> f64 {
+    (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
 /// The default generator: xoshiro256++, fast with good spread. Not cryptographic: jitter

@@ -133,6 +133,7 @@ impl<V: Clone> Table<V> {
                 && !tags::removed_since(&tags, born);
             let entry = match &outcome {
                 Outcome::Loaded(v) if storable => Some(self.make_entry(
+                    &mut shard.rng,
                     v.clone(),
                     flight.ns.clone(),
                     flight.epoch,

@@ -123,7 +123,13 @@ impl<V> Table<V> {
                     let capacity = per_shard + u64::from(i < extra);
                     let sketch = (cfg.admission == Admission::TinyLfu)
                         .then(|| Sketch::new(most_entries(capacity, cfg.entry_overhead)));
-                    RwLock::new(Shard::new(capacity, hasher.clone(), life, sketch))
+                    RwLock::new(Shard::new(
+                        capacity,
+                        hasher.clone(),
+                        life,
+                        sketch,
+                        rng.shard_rng(),
+                    ))
                 })
                 .collect(),
             shard_mask: shards - 1,
@@ -268,11 +274,6 @@ impl<V> Table<V> {
         if let Some(events) = &self.events {
             events.deliver(self.spawner.as_ref());
         }
-    }
-
-    /// A draw for jitter, uniform in [0, 1).
-    pub(crate) fn unit(&self) -> f64 {
-        self.rng.unit()
     }
 
     /// Called by the slow paths: lets the detector close its tick when one is due.

@@ -6,6 +6,7 @@ use crate::admission::Sketch;
 use crate::epoch::Namespace;
 use crate::expiry::Lifetimes;
 use crate::flight::Flight;
+use crate::rng::ShardRng;
 use crate::store::Store;
 use crate::sync::Arc;
 
@@ -16,6 +17,8 @@ pub(crate) struct Shard<V> {
     /// The namespace a miss here last looked up: misses of one namespace skip the
     /// registry's lock and hash (see [`Namespaces::get_cached`](crate::epoch::Namespaces::get_cached)).
     pub(crate) last_ns: Option<Arc<Namespace>>,
+    /// This shard's jitter draws (see [`ShardRng`]).
+    pub(crate) rng: ShardRng,
 }
 
 impl<V> Shard<V> {
@@ -24,11 +27,13 @@ impl<V> Shard<V> {
         hasher: hashbrown::DefaultHashBuilder,
         life: Lifetimes,
         sketch: Option<Sketch>,
+        rng: ShardRng,
     ) -> Self {
         Self {
             store: Store::new(capacity, hasher, life, sketch),
             flights: HashTable::new(),
             last_ns: None,
+            rng,
         }
     }
 

@@ -15,6 +15,7 @@ use crate::expiry::{LoadCode, Phase, Timing, nanos};
 use crate::idle::Idle;
 use crate::key::namespace_of;
 use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
+use crate::rng::ShardRng;
 use crate::store::MAX_WEIGHT;
 use crate::store::{Dropped, Key};
 use crate::sync::Arc;
@@ -50,10 +51,12 @@ impl<V: Clone> Table<V> {
 
     /// An entry written at `now`: a value lives its (jittered) TTL, then grace, then
     /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only. `keep`
-    /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry).
+    /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry). The
+    /// jitter is drawn from `rng`, the storing shard's.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn make_entry(
         &self,
+        rng: &mut ShardRng,
         value: Option<V>,
         ns: Arc<Namespace>,
         epoch: u64,
@@ -74,7 +77,7 @@ impl<V: Clone> Table<V> {
             let ttl = extras.and_then(|e| e.negative_ttl);
             ttl.unwrap_or(cfg.negative_ttl)
         };
-        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || self.unit());
+        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || rng.unit());
         let timing = Timing {
             written: now,
             fresh_until: now.saturating_add(ttl),
@@ -213,7 +216,16 @@ impl<V: Clone> Table<V> {
                 .map_or(0, |o| o.entry.load_nanos());
             // Not `ns.epoch()`: `ns` may have been retired since it was looked up.
             let (ns, epoch) = self.namespaces.live(ns);
-            let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep, (tags, born));
+            let entry = self.make_entry(
+                &mut shard.rng,
+                value,
+                ns,
+                epoch,
+                load_nanos,
+                n,
+                keep,
+                (tags, born),
+            );
             let weight = self.weigh(key, &entry)?;
             self.store(
                 &mut shard,
