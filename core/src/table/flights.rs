@@ -41,7 +41,7 @@ impl<V: Clone> Table<V> {
         // The epoch the load will be stored under, read once: `ns` (looked up by the caller,
         // or an entry's) may have been retired meanwhile.
         let ns = self.namespaces.live(ns);
-        let flight = Arc::new(Flight::new(
+        let flight = Flight::new(
             id,
             key,
             hash,
@@ -49,7 +49,8 @@ impl<V: Clone> Table<V> {
             (now, self.tags.now()),
             cfg.soft_timeout,
             cfg.hard_timeout,
-        ));
+        );
+        let flight = Flight::renew(&mut shard.spare, flight);
         shard
             .flights
             .insert_unique(hash, flight.clone(), |f| f.hash);
@@ -154,7 +155,7 @@ impl<V: Clone> Table<V> {
             // timeout that ended the flight first wins, and then nothing is stored, so no
             // waiter is told "timed out" about a value that was cached.
             let wakers = match current {
-                true => Flight::end_alone(flight, outcome),
+                true => Flight::end_alone(flight, outcome, &mut shard.spare),
                 false => flight.set_outcome(outcome),
             };
             // Counted once per load, by whichever of the leader and the waiters ended it.

@@ -19,6 +19,8 @@ pub(crate) struct Shard<V> {
     pub(crate) last_ns: Option<Arc<Namespace>>,
     /// This shard's jitter draws (see [`ShardRng`]).
     pub(crate) rng: ShardRng,
+    /// A flight that ended alone, kept for the next one's record (see [`Flight::renew`]).
+    pub(crate) spare: Option<Arc<Flight<V>>>,
 }
 
 impl<V> Shard<V> {
@@ -34,6 +36,7 @@ impl<V> Shard<V> {
             flights: HashTable::new(),
             last_ns: None,
             rng,
+            spare: None,
         }
     }
 
