@@ -2,6 +2,7 @@
 //! when it hangs past the hard timeout or was outdated by a write, and finished exactly once,
 //! storing the result when nothing newer happened meanwhile.
 
+use alloc::boxed::Box;
 use core::time::Duration;
 
 use super::Table;
@@ -99,7 +100,7 @@ impl<V: Clone> Table<V> {
     pub(crate) fn time_out(&self, flight: &Arc<Flight<V>>) {
         let after = self.cfg.hard_timeout.unwrap_or_default();
         let outcome = Outcome::Failed(Error::LoadTimeout { after });
-        self.finish(flight, outcome, Duration::ZERO, Keep::default(), self.now());
+        self.finish(flight, outcome, Duration::ZERO, None, self.now());
     }
 
     /// Ends a flight: stores a loaded result when nothing newer happened meanwhile (no
@@ -107,12 +108,13 @@ impl<V: Clone> Table<V> {
     /// caller) and the loader did not say `no_cache`, records a
     /// failure for fail-safe backoff, then wakes the waiters. `now` is the caller's reading
     /// of the clock at the end of the load (one read serves both the duration and this).
+    /// `keep`: how the result is kept, `None` when the load chose nothing (most do).
     pub(crate) fn finish(
         &self,
         flight: &Arc<Flight<V>>,
         outcome: Outcome<V>,
         took: Duration,
-        keep: Keep,
+        keep: Option<Box<Keep>>,
         now: Duration,
     ) {
         let n = nanos(now);
@@ -120,7 +122,12 @@ impl<V: Clone> Table<V> {
         // Resolved outside the shard's lock; the check against the load's start is made
         // under it, so an older value never displaces anything.
         let mut keep = keep;
-        let (tags, born) = (self.resolve_tags(&mut keep), flight.born);
+        let tags = match keep.as_deref_mut() {
+            Some(keep) => self.resolve_tags(keep),
+            None => Box::default(),
+        };
+        let born = flight.born;
+        let no_cache = keep.as_ref().is_some_and(|k| k.no_cache);
         let wakers = {
             let mut shard = self.shard(flight.hash).write();
             let current = shard.remove_flight(flight);
@@ -129,7 +136,7 @@ impl<V: Clone> Table<V> {
             }
             let storable = current
                 && !flight.is_withdrawn()
-                && !keep.no_cache
+                && !no_cache
                 && flight.ns.epoch() == flight.epoch
                 && !tags::removed_since(&tags, born);
             let entry = match &outcome {
@@ -140,7 +147,7 @@ impl<V: Clone> Table<V> {
                     flight.epoch,
                     nanos(took),
                     n,
-                    keep,
+                    keep.map(|k| *k),
                     (tags, born),
                 )),
                 _ => None,

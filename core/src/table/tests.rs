@@ -9,7 +9,6 @@ use crate::clock::ManualClock;
 use crate::config::Builder;
 use crate::epoch::Namespace;
 use crate::flight::Outcome;
-use crate::loaded::Keep;
 use crate::sync::Arc;
 
 /// A table that keeps one namespace record: using a second one retires the first.
@@ -36,13 +35,7 @@ impl Table<u32> {
                 .expect("room for a flight")
         };
         let outcome = Outcome::Loaded(Some(value));
-        self.finish(
-            &flight,
-            outcome,
-            Duration::ZERO,
-            Keep::default(),
-            self.now(),
-        );
+        self.finish(&flight, outcome, Duration::ZERO, None, self.now());
     }
 }
 

@@ -14,7 +14,7 @@ use crate::events::EventKind;
 use crate::expiry::{LoadCode, Phase, Timing, nanos};
 use crate::idle::Idle;
 use crate::key::namespace_of;
-use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
+use crate::loaded::{Answer, Extras, Keep, Loaded, MAX_META_BYTES};
 use crate::rng::ShardRng;
 use crate::store::MAX_WEIGHT;
 use crate::store::{Dropped, Key};
@@ -51,8 +51,9 @@ impl<V: Clone> Table<V> {
 
     /// An entry written at `now`: a value lives its (jittered) TTL, then grace, then
     /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only. `keep`
-    /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry). The
-    /// jitter is drawn from `rng`, the storing shard's.
+    /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry); `None`
+    /// chooses nothing (a plain load's: no `Keep` made, moved and compared with a default).
+    /// The jitter is drawn from `rng`, the storing shard's.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn make_entry(
         &self,
@@ -62,15 +63,16 @@ impl<V: Clone> Table<V> {
         epoch: u64,
         load_nanos: u64,
         now: u64,
-        keep: Keep,
+        keep: Option<Keep>,
         (tags, born): (Box<[Arc<Tag>]>, u64),
     ) -> Entry<V> {
         let cfg = &self.cfg;
-        let extras = Some(&keep.extras);
+        let extras = keep.as_ref().map(|k| &k.extras);
         // The grace (the loader's own or the cache's) and `max_stale` are not stored: the
         // entry makes its later deadlines from them (`Entry::ends`).
         let ttl = if value.is_some() {
-            keep.ttl.or(extras.and_then(|e| e.ttl)).unwrap_or(cfg.ttl)
+            let own = keep.as_ref().and_then(|k| k.ttl);
+            own.or(extras.and_then(|e| e.ttl)).unwrap_or(cfg.ttl)
         } else {
             // Absences are neither served stale nor kept for fail-safe: they are cheap to
             // re-check and a real write must be able to replace them quickly.
@@ -94,8 +96,12 @@ impl<V: Clone> Table<V> {
             }
             None => timing.fresh_until,
         };
-        let idle = Idle::new(keep.extras.tti.or(cfg.tti), now);
-        let rare = Rare::of(keep.extras, tags, born, idle);
+        let idle = Idle::new(extras.and_then(|e| e.tti).or(cfg.tti), now);
+        let rare = match keep {
+            Some(keep) => Rare::of(keep.extras, tags, born, idle),
+            None if tags.is_empty() && idle.is_none() => None,
+            None => Rare::of(Extras::default(), tags, born, idle),
+        };
         Entry::new(value, (ns, epoch), timing, quiet_until, load_nanos, rare)
     }
 
@@ -223,7 +229,7 @@ impl<V: Clone> Table<V> {
                 epoch,
                 load_nanos,
                 n,
-                keep,
+                Some(keep),
                 (tags, born),
             );
             let weight = self.weigh(key, &entry)?;
