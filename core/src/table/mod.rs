@@ -261,6 +261,12 @@ impl<V> Table<V> {
         }
     }
 
+    /// Whether a listener hears events now: an event's details are worked out only then.
+    #[inline]
+    pub(crate) fn listening(&self) -> bool {
+        self.events.as_ref().is_some_and(|e| e.listening())
+    }
+
     /// Mutes (`false`) or unmutes the listener; see [`Cache::set_listening`](crate::Cache::set_listening).
     pub(crate) fn set_listening(&self, on: bool) {
         if let Some(events) = &self.events {

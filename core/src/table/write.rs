@@ -153,6 +153,10 @@ impl<V: Clone> Table<V> {
             .store
             .insert(hash, key, entry, weight, now, dropped, |key, e| {
                 e.ns.counters().evictions.inc();
+                // No listener (most caches): no event, so no phase to tell its kind.
+                if !self.listening() {
+                    return;
+                }
                 // SIEVE takes a dead entry first: that one expired, nothing pushed it out.
                 let kind = match e.phase(now, &self.life) {
                     Phase::Dead => EventKind::Expired,
