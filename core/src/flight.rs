@@ -58,6 +58,11 @@ pub(crate) struct Flight<V> {
     pub(crate) born: u64,
     /// Clock reading when the flight was created.
     pub(crate) created: Duration,
+    /// The shard held no entry of the key when the flight began (a miss). Nothing else can
+    /// store one while this stays the key's flight (a `set` supersedes it first, and a key
+    /// has one flight in the table), so its own store, made only then, skips the search for
+    /// an old entry.
+    pub(crate) vacant: bool,
     /// After this, waiters holding a stale value take it and leave (soft timeout).
     pub(crate) soft_deadline: Option<Duration>,
     /// After this, the load is abandoned with a timeout error (hard timeout).
@@ -96,6 +101,7 @@ impl<V: Clone> Flight<V> {
             epoch,
             born,
             created,
+            vacant: false,
             soft_deadline: soft.map(|s| created.saturating_add(s)),
             hard_deadline: hard.map(|h| created.saturating_add(h)),
             cancel: Signal::new(),

@@ -15,24 +15,45 @@ impl<R: rand_core::Rng + Send> DynRng for R {
     }
 }
 
-/// The engine's shared source of randomness: hits close to expiry (XFetch) draw from it,
-/// and it seeds each shard's own jitter generator ([`ShardRng`]) once, at build.
-pub(crate) struct SharedRng(Mutex<Box<dyn DynRng>>);
+/// The engine's shared source of randomness: hits close to expiry (XFetch) draw from it.
+/// The default one also seeds each shard's own jitter generator ([`ShardRng`]) once, at
+/// build; a generator given to the builder (`rng`, `seed`) serves jitter itself, in the
+/// order of the stores, so a seeded cache jitters the same way on every run (which shard a
+/// key falls in depends on the process's random hash keys).
+pub(crate) struct SharedRng {
+    rng: Mutex<Box<dyn DynRng>>,
+    given: bool,
+}
 
 impl SharedRng {
+    /// A generator given to the builder: every draw comes from it.
     pub(crate) fn new<R: rand_core::Rng + Send + 'static>(rng: R) -> Self {
-        Self(Mutex::new(Box::new(rng)))
+        Self {
+            rng: Mutex::new(Box::new(rng)),
+            given: true,
+        }
+    }
+
+    /// The default generator ([`default_rng`]), which seeds the shards' jitter generators.
+    pub(crate) fn by_default() -> Self {
+        Self {
+            rng: Mutex::new(Box::new(default_rng())),
+            given: false,
+        }
     }
 
     /// Uniform in [0, 1), 53 bits.
     pub(crate) fn unit(&self) -> f64 {
-        unit_of(self.0.lock().next_u64())
+        unit_of(self.rng.lock().next_u64())
     }
 
-    /// The generator of one shard's jitter, seeded from this one: the same seed makes the
-    /// same shards' generators, so a seeded cache still jitters the same way on every run.
-    pub(crate) fn shard_rng(&self) -> ShardRng {
-        ShardRng(seeded_rng(self.0.lock().next_u64()))
+    /// The generator of one shard's jitter, seeded from this one; `None` for a given
+    /// generator, which jitter then draws from (see [`SharedRng`]).
+    pub(crate) fn shard_rng(&self) -> Option<ShardRng> {
+        if self.given {
+            return None;
+        }
+        Some(ShardRng(seeded_rng(self.rng.lock().next_u64())))
     }
 }
 

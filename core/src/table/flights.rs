@@ -23,14 +23,15 @@ pub(crate) type Outdated<V> = (Option<Arc<Flight<V>>>, Option<Arc<Flight<V>>>);
 
 impl<V: Clone> Table<V> {
     /// Makes the flight record of `key`'s load, led by the caller of this lookup, unless
-    /// `max_flights` loads are running already.
+    /// `max_flights` loads are running already. `vacant`: the shard holds no entry of `key`
+    /// now (see [`Flight::vacant`]).
     pub(crate) fn start_flight(
         &self,
         shard: &mut Shard<V>,
-        key: &str,
-        hash: u64,
+        (key, hash): (&str, u64),
         ns: Arc<Namespace>,
         now: Duration,
+        vacant: bool,
     ) -> Result<Arc<Flight<V>>, Error> {
         let max = self.cfg.max_flights;
         if self.flights.load(Ordering::Relaxed) >= max {
@@ -42,7 +43,7 @@ impl<V: Clone> Table<V> {
         // The epoch the load will be stored under, read once: `ns` (looked up by the caller,
         // or an entry's) may have been retired meanwhile.
         let ns = self.namespaces.live(ns);
-        let flight = Flight::new(
+        let mut flight = Flight::new(
             id,
             key,
             hash,
@@ -51,6 +52,7 @@ impl<V: Clone> Table<V> {
             cfg.soft_timeout,
             cfg.hard_timeout,
         );
+        flight.vacant = vacant;
         let flight = Flight::renew(&mut shard.spare, flight);
         shard
             .flights
@@ -179,6 +181,7 @@ impl<V: Clone> Table<V> {
                         weight,
                         n,
                         &mut dropped,
+                        flight.vacant,
                     ),
                     // Not stored: dropped with the rest, outside the lock.
                     _ => dropped.push(entry),

@@ -282,6 +282,11 @@ impl<V> Table<V> {
         }
     }
 
+    /// A draw from the table's generator, uniform in [0, 1).
+    pub(crate) fn unit(&self) -> f64 {
+        self.rng.unit()
+    }
+
     /// Called by the slow paths: lets the detector close its tick when one is due.
     #[inline]
     pub(crate) fn detect(&self, now: u64) {

@@ -17,8 +17,9 @@ pub(crate) struct Shard<V> {
     /// The namespace a miss here last looked up: misses of one namespace skip the
     /// registry's lock and hash (see [`Namespaces::get_cached`](crate::epoch::Namespaces::get_cached)).
     pub(crate) last_ns: Option<Arc<Namespace>>,
-    /// This shard's jitter draws (see [`ShardRng`]).
-    pub(crate) rng: ShardRng,
+    /// This shard's jitter generator; `None`: jitter draws from the table's (see
+    /// [`SharedRng`](crate::rng::SharedRng)).
+    pub(crate) rng: Option<ShardRng>,
     /// A flight that ended alone, kept for the next one's record (see [`Flight::renew`]).
     pub(crate) spare: Option<Arc<Flight<V>>>,
 }
@@ -29,7 +30,7 @@ impl<V> Shard<V> {
         hasher: hashbrown::DefaultHashBuilder,
         life: Lifetimes,
         sketch: Option<Sketch>,
-        rng: ShardRng,
+        rng: Option<ShardRng>,
     ) -> Self {
         Self {
             store: Store::new(capacity, hasher, life, sketch),

@@ -31,7 +31,7 @@ impl Table<u32> {
         let hash = self.hash(key);
         let flight = {
             let mut shard = self.shard(hash).write();
-            self.start_flight(&mut shard, key, hash, ns, self.now())
+            self.start_flight(&mut shard, (key, hash), ns, self.now(), false)
                 .expect("room for a flight")
         };
         let outcome = Outcome::Loaded(Some(value));

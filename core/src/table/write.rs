@@ -53,11 +53,11 @@ impl<V: Clone> Table<V> {
     /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only. `keep`
     /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry); `None`
     /// chooses nothing (a plain load's: no `Keep` made, moved and compared with a default).
-    /// The jitter is drawn from `rng`, the storing shard's.
+    /// The jitter is drawn from `rng`, the storing shard's, if it has one.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn make_entry(
         &self,
-        rng: &mut ShardRng,
+        rng: &mut Option<ShardRng>,
         value: Option<V>,
         ns: Arc<Namespace>,
         epoch: u64,
@@ -79,7 +79,10 @@ impl<V: Clone> Table<V> {
             let ttl = extras.and_then(|e| e.negative_ttl);
             ttl.unwrap_or(cfg.negative_ttl)
         };
-        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || rng.unit());
+        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || match rng {
+            Some(rng) => rng.unit(),
+            None => self.unit(),
+        });
         let timing = Timing {
             written: now,
             fresh_until: now.saturating_add(ttl),
@@ -136,7 +139,8 @@ impl<V: Clone> Table<V> {
     /// shard's capacity; what it replaced or evicted goes to `dropped`, to be dropped
     /// outside the lock. A new key the admission filter refuses is not stored (it goes to
     /// `dropped` and `admission_rejections` counts it); whoever asked for it was answered
-    /// or is told `Ok` all the same.
+    /// or is told `Ok` all the same. `vacant`: the shard is known to hold no entry of `key`
+    /// (a load begun on a miss that is still the key's flight), so none is searched for.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn store(
         &self,
@@ -147,23 +151,25 @@ impl<V: Clone> Table<V> {
         weight: u64,
         now: u64,
         dropped: &mut Dropped<V>,
+        vacant: bool,
     ) {
         // `insert` takes out `key`'s old entry itself, into `dropped` with the evicted ones.
+        let on_evict = |key: &str, e: &Entry<V>| {
+            e.ns.counters().evictions.inc();
+            // No listener (most caches): no event, so no phase to tell its kind.
+            if !self.listening() {
+                return;
+            }
+            // SIEVE takes a dead entry first: that one expired, nothing pushed it out.
+            let kind = match e.phase(now, &self.life) {
+                Phase::Dead => EventKind::Expired,
+                _ => EventKind::Evicted,
+            };
+            self.emit(&e.ns, kind, key, None);
+        };
         let stored = shard
             .store
-            .insert(hash, key, entry, weight, now, dropped, |key, e| {
-                e.ns.counters().evictions.inc();
-                // No listener (most caches): no event, so no phase to tell its kind.
-                if !self.listening() {
-                    return;
-                }
-                // SIEVE takes a dead entry first: that one expired, nothing pushed it out.
-                let kind = match e.phase(now, &self.life) {
-                    Phase::Dead => EventKind::Expired,
-                    _ => EventKind::Evicted,
-                };
-                self.emit(&e.ns, kind, key, None);
-            });
+            .insert_into(hash, key, entry, weight, now, dropped, on_evict, vacant);
         // A refused entry is the last one `insert` put in `dropped`.
         if !stored {
             if let Some(refused) = dropped.last() {
@@ -245,6 +251,7 @@ impl<V: Clone> Table<V> {
                 weight,
                 n,
                 &mut dropped,
+                false,
             );
         }
         drop(dropped);
