@@ -278,9 +278,13 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
             let f = table.start_flight(shard, (key, hash), ns.clone(), now, vacant)?;
             c.lock_acquired.inc();
             let guard = LoadGuard::new(table.clone(), f, fallback, arrived);
-            Ok(Lookup::Lead(
-                guard.with_context(LoadReason::First, previous.or(expired)),
-            ))
+            // A new guard's reason is `First` already: a miss with no previous value (the
+            // common one) is not moved through `with_context` and back.
+            let guard = match previous.or(expired) {
+                None => guard,
+                previous => guard.with_context(LoadReason::First, previous),
+            };
+            Ok(Lookup::Lead(guard))
         }
     }
 }
