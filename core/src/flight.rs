@@ -327,6 +327,7 @@ fn process_id() -> u32 {
 }
 
 /// Wakes the waiters a [`Flight::set_outcome`] returned.
+#[inline]
 pub(crate) fn wake_all(wakers: Wakers) {
     wakers.wake_all();
 }
