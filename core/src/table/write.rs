@@ -102,7 +102,11 @@ impl<V: Clone> Table<V> {
         let idle = Idle::new(extras.and_then(|e| e.tti).or(cfg.tti), now);
         let rare = match keep {
             Some(keep) => Rare::of(keep.extras, tags, born, idle),
-            None if tags.is_empty() && idle.is_none() => None,
+            None if tags.is_empty() && idle.is_none() => {
+                // An empty slice owns no allocation: forgotten, not dropped through a call.
+                core::mem::forget(tags);
+                None
+            }
             None => Rare::of(Extras::default(), tags, born, idle),
         };
         Entry::new(value, (ns, epoch), timing, quiet_until, load_nanos, rare)
