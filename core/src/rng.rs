@@ -47,13 +47,24 @@ impl SharedRng {
         unit_of(self.rng.lock().next_u64())
     }
 
-    /// The generator of one shard's jitter, seeded from this one; `None` for a given
-    /// generator, which jitter then draws from (see [`SharedRng`]).
-    pub(crate) fn shard_rng(&self) -> Option<ShardRng> {
-        if self.given {
-            return None;
-        }
-        Some(ShardRng(seeded_rng(self.rng.lock().next_u64())))
+    /// Whether jitter draws from the shards' generators (the default) rather than this one
+    /// (a generator given to the builder).
+    #[inline]
+    pub(crate) fn per_shard(&self) -> bool {
+        !self.given
+    }
+
+    /// The generator of one shard's jitter, seeded from this one. With a given generator it
+    /// is never drawn from (see [`per_shard`](Self::per_shard)), and seeded without a draw
+    /// from that one, whose stream stays as it was. Not an `Option`: the shard's size is
+    /// its stride in the table's array, which every hit multiplies by (8 bytes more cost
+    /// the hit path an instruction).
+    pub(crate) fn shard_rng(&self) -> ShardRng {
+        let seed = match self.given {
+            true => 0,
+            false => self.rng.lock().next_u64(),
+        };
+        ShardRng(seeded_rng(seed))
     }
 }
 

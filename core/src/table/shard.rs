@@ -17,9 +17,9 @@ pub(crate) struct Shard<V> {
     /// The namespace a miss here last looked up: misses of one namespace skip the
     /// registry's lock and hash (see [`Namespaces::get_cached`](crate::epoch::Namespaces::get_cached)).
     pub(crate) last_ns: Option<Arc<Namespace>>,
-    /// This shard's jitter generator; `None`: jitter draws from the table's (see
-    /// [`SharedRng`](crate::rng::SharedRng)).
-    pub(crate) rng: Option<ShardRng>,
+    /// This shard's jitter generator, unless jitter draws from the table's (see
+    /// [`SharedRng::per_shard`](crate::rng::SharedRng::per_shard)).
+    pub(crate) rng: ShardRng,
     /// A flight that ended alone, kept for the next one's record (see [`Flight::renew`]).
     pub(crate) spare: Option<Arc<Flight<V>>>,
 }
@@ -30,7 +30,7 @@ impl<V> Shard<V> {
         hasher: hashbrown::DefaultHashBuilder,
         life: Lifetimes,
         sketch: Option<Sketch>,
-        rng: Option<ShardRng>,
+        rng: ShardRng,
     ) -> Self {
         Self {
             store: Store::new(capacity, hasher, life, sketch),

@@ -53,11 +53,12 @@ impl<V: Clone> Table<V> {
     /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only. `keep`
     /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry); `None`
     /// chooses nothing (a plain load's: no `Keep` made, moved and compared with a default).
-    /// The jitter is drawn from `rng`, the storing shard's, if it has one.
+    /// The jitter is drawn from `rng`, the storing shard's, when the table's generator says
+    /// so (see [`SharedRng::per_shard`](crate::rng::SharedRng::per_shard)).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn make_entry(
         &self,
-        rng: &mut Option<ShardRng>,
+        rng: &mut ShardRng,
         value: Option<V>,
         ns: Arc<Namespace>,
         epoch: u64,
@@ -79,9 +80,9 @@ impl<V: Clone> Table<V> {
             let ttl = extras.and_then(|e| e.negative_ttl);
             ttl.unwrap_or(cfg.negative_ttl)
         };
-        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || match rng {
-            Some(rng) => rng.unit(),
-            None => self.unit(),
+        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || match self.rng.per_shard() {
+            true => rng.unit(),
+            false => self.unit(),
         });
         let timing = Timing {
             written: now,
