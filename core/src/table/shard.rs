@@ -42,7 +42,12 @@ impl<V> Shard<V> {
     }
 
     /// The load of `key` in progress, if any.
+    #[inline]
     pub(crate) fn flight(&self, hash: u64, key: &str) -> Option<&Arc<Flight<V>>> {
+        // Most shards have no load running: no probe of an empty table.
+        if self.flights.is_empty() {
+            return None;
+        }
         self.flights.find(hash, |f| &*f.key == key)
     }
 
