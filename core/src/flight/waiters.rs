@@ -56,6 +56,7 @@ impl Wakers {
         }
     }
 
+    /// The waking itself, out of line: the inline check above is all most loads run.
     #[inline(never)]
     fn wake_each(self) {
         for w in self.0.into_iter().filter_map(|s| s.waker) {
