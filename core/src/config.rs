@@ -11,7 +11,7 @@ use crate::detector::DetectorOptions;
 use crate::error::ConfigError;
 use crate::events::{Event, Listener};
 use crate::idle::IdleReads;
-use crate::rng::{SharedRng, default_rng, seeded_rng};
+use crate::rng::{SharedRng, seeded_rng};
 use crate::spawn::Spawn;
 use crate::sync::unchecked::Arc as StdArc;
 
@@ -441,7 +441,10 @@ impl<V> Builder<V> {
     }
 
     /// The source of randomness for jitter and XFetch (default:
-    /// [`default_rng`](crate::default_rng), seeded differently in every process).
+    /// [`default_rng`](crate::default_rng), seeded differently in every process). XFetch
+    /// and jitter draw from the one given here. The default one only seeds one generator
+    /// per shard when the cache is built, which jitter draws from (a store holds its
+    /// shard's lock, so its draw takes no lock of its own).
     pub fn rng(mut self, rng: impl rand_core::Rng + Send + 'static) -> Self {
         self.rng = Some(SharedRng::new(rng));
         self
@@ -510,7 +513,7 @@ impl<V> Builder<V> {
             cfg: self.cfg,
             clock,
             system_clock,
-            rng: self.rng.unwrap_or_else(|| SharedRng::new(default_rng())),
+            rng: self.rng.unwrap_or_else(SharedRng::by_default),
             spawner,
         })
     }

@@ -156,7 +156,19 @@ impl Namespaces {
     /// record is retired. Seeing [`RETIRED_EPOCH`] means the retirement (under the
     /// registry's write lock, after taking `ns` out of the map) is before the lookup here,
     /// which finds the new record or makes one.
-    pub(crate) fn live(&self, mut ns: Arc<Namespace>) -> (Arc<Namespace>, u64) {
+    #[inline]
+    pub(crate) fn live(&self, ns: Arc<Namespace>) -> (Arc<Namespace>, u64) {
+        // A live record (nearly always): one load, no call.
+        let epoch = ns.epoch();
+        if epoch != RETIRED_EPOCH {
+            return (ns, epoch);
+        }
+        self.live_again(ns)
+    }
+
+    /// [`live`](Self::live) of a retired record: the name's record now.
+    #[inline(never)]
+    fn live_again(&self, mut ns: Arc<Namespace>) -> (Arc<Namespace>, u64) {
         loop {
             let epoch = ns.epoch();
             if epoch != RETIRED_EPOCH {

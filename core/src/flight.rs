@@ -66,6 +66,11 @@ pub(crate) struct Flight<V> {
     pub(crate) born: u64,
     /// Clock reading when the flight was created.
     pub(crate) created: Duration,
+    /// The shard held no entry of the key when the flight began (a miss). Nothing else can
+    /// store one while this stays the key's flight (a `set` supersedes it first, and a key
+    /// has one flight in the table), so its own store, made only then, skips the search for
+    /// an old entry.
+    pub(crate) vacant: bool,
     /// After this, waiters holding a stale value take it and leave (soft timeout).
     pub(crate) soft_deadline: Option<Duration>,
     /// The hard timeout: a load running this long is abandoned with a timeout error.
@@ -130,6 +135,7 @@ impl<V: Clone> Flight<V> {
             epoch,
             born,
             created,
+            vacant: false,
             soft_deadline: soft.map(|s| created.saturating_add(s)),
             hard_timeout: hard,
             hard_at: AtomicU64::new(hard.map_or(UNSET, |h| nanos_of(created.saturating_add(h)))),
@@ -174,12 +180,38 @@ impl<V: Clone> Flight<V> {
     /// else can read its outcome, wait on it or find it again (every other reference is
     /// cloned from the table's or from another one), so nothing is published, woken or
     /// fired, and this finisher wins. A miss nobody waited for skips the flight's lock.
-    pub(crate) fn end_alone(this: &Arc<Self>, outcome: Outcome<V>) -> Option<Wakers> {
+    ///
+    /// A flight so ended is kept in `spare` (when empty) for the shard's next flight to be
+    /// written into ([`renew`](Self::renew)): it holds no outcome, waiter or timer.
+    pub(crate) fn end_alone(
+        this: &Arc<Self>,
+        outcome: Outcome<V>,
+        spare: &mut Option<Arc<Self>>,
+    ) -> Option<Wakers> {
         if Arc::strong_count(this) != 1 || this.outcome.is_published() {
             return this.set_outcome(outcome);
         }
         drop(outcome);
+        if spare.is_none() {
+            *spare = Some(this.clone());
+        }
         Some(Wakers::none())
+    }
+
+    /// `flight` in an allocation of its own: `spare`'s, when nothing else holds that one any
+    /// more (its finisher's guard dropped its share), which saves a miss the allocation and
+    /// the free of its flight. A spare still held stays for a later flight.
+    pub(crate) fn renew(spare: &mut Option<Arc<Self>>, flight: Self) -> Arc<Self> {
+        if let Some(mut old) = spare.take() {
+            // The only reference: nobody can read, wait on or find the old flight, so it
+            // is replaced as a new allocation would be (its old fields dropped here).
+            if let Some(f) = Arc::get_mut(&mut old) {
+                *f = flight;
+                return old;
+            }
+            *spare = Some(old);
+        }
+        Arc::new(flight)
     }
 
     /// The outcome, once published: read without the lock.
@@ -330,6 +362,7 @@ fn process_id() -> u32 {
 }
 
 /// Wakes the waiters a [`Flight::set_outcome`] returned.
+#[inline]
 pub(crate) fn wake_all(wakers: Wakers) {
     wakers.wake_all();
 }

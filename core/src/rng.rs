@@ -15,20 +15,75 @@ impl<R: rand_core::Rng + Send> DynRng for R {
     }
 }
 
-/// The engine's shared source of randomness. Only writes (jitter) and hits close to expiry
-/// (XFetch) draw from it, so one lock is cheap enough.
-pub(crate) struct SharedRng(Mutex<Box<dyn DynRng>>);
+/// The engine's shared source of randomness: hits close to expiry (XFetch) draw from it.
+/// The default one also seeds each shard's own jitter generator ([`ShardRng`]) once, at
+/// build; a generator given to the builder (`rng`, `seed`) serves jitter itself, in the
+/// order of the stores, so a seeded cache jitters the same way on every run (which shard a
+/// key falls in depends on the process's random hash keys).
+pub(crate) struct SharedRng {
+    rng: Mutex<Box<dyn DynRng>>,
+    given: bool,
+}
 
 impl SharedRng {
+    /// A generator given to the builder: every draw comes from it.
     pub(crate) fn new<R: rand_core::Rng + Send + 'static>(rng: R) -> Self {
-        Self(Mutex::new(Box::new(rng)))
+        Self {
+            rng: Mutex::new(Box::new(rng)),
+            given: true,
+        }
+    }
+
+    /// The default generator ([`default_rng`]), which seeds the shards' jitter generators.
+    pub(crate) fn by_default() -> Self {
+        Self {
+            rng: Mutex::new(Box::new(default_rng())),
+            given: false,
+        }
     }
 
     /// Uniform in [0, 1), 53 bits.
     pub(crate) fn unit(&self) -> f64 {
-        let bits = self.0.lock().next_u64() >> 11;
-        bits as f64 * (1.0 / (1u64 << 53) as f64)
+        unit_of(self.rng.lock().next_u64())
     }
+
+    /// Whether jitter draws from the shards' generators (the default) rather than this one
+    /// (a generator given to the builder).
+    #[inline]
+    pub(crate) fn per_shard(&self) -> bool {
+        !self.given
+    }
+
+    /// The generator of one shard's jitter, seeded from this one. With a given generator it
+    /// is never drawn from (see [`per_shard`](Self::per_shard)), and seeded without a draw
+    /// from that one, whose stream stays as it was. Not an `Option`: the shard's size is
+    /// its stride in the table's array, which every hit multiplies by (8 bytes more cost
+    /// the hit path an instruction).
+    pub(crate) fn shard_rng(&self) -> ShardRng {
+        let seed = match self.given {
+            true => 0,
+            false => self.rng.lock().next_u64(),
+        };
+        ShardRng(seeded_rng(seed))
+    }
+}
+
+/// One shard's jitter generator, drawn from under the shard's write lock (a store holds it):
+/// no lock or dynamic call of its own per miss, as the shared one would take.
+pub(crate) struct ShardRng(DefaultRng);
+
+impl ShardRng {
+    /// Uniform in [0, 1), 53 bits.
+    #[inline]
+    pub(crate) fn unit(&mut self) -> f64 {
+        unit_of(rand_core::Rng::next_u64(&mut self.0))
+    }
+}
+
+/// The top 53 bits of `bits` as a float uniform in [0, 1).
+#[inline]
+fn unit_of(bits: u64) -> f64 {
+    (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
 /// The default generator: xoshiro256++, fast with good spread. Not cryptographic: jitter

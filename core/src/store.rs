@@ -169,16 +169,35 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         self.nodes[i as usize].as_mut()
     }
 
+    /// [`insert_into`](Self::insert_into) of a key that may be stored already (the tests').
+    #[cfg(test)]
+    #[allow(clippy::too_many_arguments)]
+    #[must_use]
+    pub(crate) fn insert(
+        &mut self,
+        hash: u64,
+        key: Key,
+        entry: Entry<V>,
+        weight: u64,
+        now: u64,
+        evicted: &mut Dropped<V>,
+        on_evict: impl FnMut(&str, &Entry<V>),
+    ) -> bool {
+        self.insert_into(hash, key, entry, weight, now, evicted, on_evict, false)
+    }
+
     /// Stores `entry` under `key`, replacing any previous one, then evicts until the shard
     /// fits its capacity. What was replaced or evicted goes to `evicted`, to be dropped by
-    /// the caller outside the lock. `weight` is at most [`MAX_WEIGHT`].
+    /// the caller outside the lock. `weight` is at most [`MAX_WEIGHT`]. `vacant`: the
+    /// caller knows the store holds no entry of `key` (see `Flight::vacant`), so none is
+    /// searched for (checked in debug builds).
     ///
     /// With an admission sketch, a new key that needs room is first weighed against the
     /// entry SIEVE would evict: `false` when it is refused (the entry then goes to
     /// `evicted` too, and nothing else changed but visited bits the hand cleared).
     #[allow(clippy::too_many_arguments)]
     #[must_use]
-    pub(crate) fn insert(
+    pub(crate) fn insert_into(
         &mut self,
         hash: u64,
         key: Key,
@@ -187,9 +206,19 @@ impl<V, S: BuildHasher + Clone> Store<V, S> {
         now: u64,
         evicted: &mut Dropped<V>,
         mut on_evict: impl FnMut(&str, &Entry<V>),
+        vacant: bool,
     ) -> bool {
         let weight = weight.min(MAX_WEIGHT);
-        let new = match self.remove(hash, &key) {
+        debug_assert!(
+            !vacant || self.get(hash, &key).is_none(),
+            "herdless: a store told vacant holds the key"
+        );
+        let old = if vacant {
+            None
+        } else {
+            self.remove(hash, &key)
+        };
+        let new = match old {
             Some(old) => {
                 evicted.push(old);
                 false

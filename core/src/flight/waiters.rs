@@ -48,11 +48,17 @@ impl Wakers {
     }
 
     /// Wakes every waiter that was still registered.
+    #[inline]
     pub(crate) fn wake_all(self) {
-        // A load nobody waited for (most): no iterator to make and drop.
-        if self.0.is_empty() {
-            return;
+        // A load nobody waited for (most): no call, no iterator to make and drop.
+        if !self.0.is_empty() {
+            self.wake_each();
         }
+    }
+
+    /// The waking itself, out of line: the inline check above is all most loads run.
+    #[inline(never)]
+    fn wake_each(self) {
         for w in self.0.into_iter().filter_map(|s| s.waker) {
             w.wake();
         }

@@ -181,7 +181,10 @@ fn serve<V: Clone + Send + Sync + 'static>(
         let previous = value
             .clone()
             .map(|v| Previous::new(v, age, e.previous_extras().as_ref()));
-        let flight = table.start_flight(shard, key, hash, ns.clone(), now).ok();
+        // The entry being refreshed stays in the store meanwhile: not vacant.
+        let flight = table
+            .start_flight(shard, (key, hash), ns.clone(), now, false)
+            .ok();
         flight.map(|f| LoadGuard::new(table.clone(), f, None, now).with_context(reason, previous))
     } else {
         None
@@ -270,12 +273,18 @@ fn lead_or_wait<V: Clone + Send + Sync + 'static>(
             )))
         }
         None => {
-            let f = table.start_flight(shard, key, hash, ns.clone(), now)?;
+            // No entry (a dead one was taken out above), unless one kept for fail-safe.
+            let vacant = matches!(phase, None | Some(Phase::Dead));
+            let f = table.start_flight(shard, (key, hash), ns.clone(), now, vacant)?;
             c.lock_acquired.inc();
             let guard = LoadGuard::new(table.clone(), f, fallback, arrived);
-            Ok(Lookup::Lead(
-                guard.with_context(LoadReason::First, previous.or(expired)),
-            ))
+            // A new guard's reason is `First` already: a miss with no previous value (the
+            // common one) is not moved through `with_context` and back.
+            let guard = match previous.or(expired) {
+                None => guard,
+                previous => guard.with_context(LoadReason::First, previous),
+            };
+            Ok(Lookup::Lead(guard))
         }
     }
 }

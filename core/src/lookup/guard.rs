@@ -449,7 +449,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
         if matches!(outcome, Outcome::Abandoned) {
             self.flight.ns.counters().abandoned_loads.inc();
         }
-        let keep = self.keep.take().map_or_else(Keep::default, |k| *k);
+        let keep = self.keep.take();
         self.table.finish(&self.flight, outcome, took, keep, now);
         self.permit = None;
     }

@@ -2,6 +2,7 @@
 //! when it hangs past the hard timeout or was outdated by a write, and finished exactly once,
 //! storing the result when nothing newer happened meanwhile.
 
+use alloc::boxed::Box;
 use core::time::Duration;
 
 use super::Table;
@@ -22,14 +23,15 @@ pub(crate) type Outdated<V> = (Option<Arc<Flight<V>>>, Option<Arc<Flight<V>>>);
 
 impl<V: Clone> Table<V> {
     /// Makes the flight record of `key`'s load, led by the caller of this lookup, unless
-    /// `max_flights` loads are running already.
+    /// `max_flights` loads are running already. `vacant`: the shard holds no entry of `key`
+    /// now (see [`Flight::vacant`]).
     pub(crate) fn start_flight(
         &self,
         shard: &mut Shard<V>,
-        key: &str,
-        hash: u64,
+        (key, hash): (&str, u64),
         ns: Arc<Namespace>,
         now: Duration,
+        vacant: bool,
     ) -> Result<Arc<Flight<V>>, Error> {
         let max = self.cfg.max_flights;
         if self.flights.load(Ordering::Relaxed) >= max {
@@ -41,7 +43,7 @@ impl<V: Clone> Table<V> {
         // The epoch the load will be stored under, read once: `ns` (looked up by the caller,
         // or an entry's) may have been retired meanwhile.
         let ns = self.namespaces.live(ns);
-        let flight = Arc::new(Flight::new(
+        let mut flight = Flight::new(
             id,
             key,
             hash,
@@ -49,7 +51,9 @@ impl<V: Clone> Table<V> {
             (now, self.tags.now()),
             cfg.soft_timeout,
             cfg.hard_timeout,
-        ));
+        );
+        flight.vacant = vacant;
+        let flight = Flight::renew(&mut shard.spare, flight);
         shard
             .flights
             .insert_unique(hash, flight.clone(), |f| f.hash);
@@ -98,7 +102,7 @@ impl<V: Clone> Table<V> {
     pub(crate) fn time_out(&self, flight: &Arc<Flight<V>>) {
         let after = self.cfg.hard_timeout.unwrap_or_default();
         let outcome = Outcome::Failed(Error::LoadTimeout { after });
-        self.finish(flight, outcome, Duration::ZERO, Keep::default(), self.now());
+        self.finish(flight, outcome, Duration::ZERO, None, self.now());
     }
 
     /// Ends a flight: stores a loaded result when nothing newer happened meanwhile (no
@@ -106,12 +110,13 @@ impl<V: Clone> Table<V> {
     /// caller) and the loader did not say `no_cache`, records a
     /// failure for fail-safe backoff, then wakes the waiters. `now` is the caller's reading
     /// of the clock at the end of the load (one read serves both the duration and this).
+    /// `keep`: how the result is kept, `None` when the load chose nothing (most do).
     pub(crate) fn finish(
         &self,
         flight: &Arc<Flight<V>>,
         outcome: Outcome<V>,
         took: Duration,
-        keep: Keep,
+        keep: Option<Box<Keep>>,
         now: Duration,
     ) {
         let n = nanos(now);
@@ -119,7 +124,12 @@ impl<V: Clone> Table<V> {
         // Resolved outside the shard's lock; the check against the load's start is made
         // under it, so an older value never displaces anything.
         let mut keep = keep;
-        let (tags, born) = (self.resolve_tags(&mut keep), flight.born);
+        let tags = match keep.as_deref_mut() {
+            Some(keep) => self.resolve_tags(keep),
+            None => Box::default(),
+        };
+        let born = flight.born;
+        let no_cache = keep.as_ref().is_some_and(|k| k.no_cache);
         let wakers = {
             let mut shard = self.shard(flight.hash).write();
             let current = shard.remove_flight(flight);
@@ -128,17 +138,18 @@ impl<V: Clone> Table<V> {
             }
             let storable = current
                 && !flight.is_withdrawn()
-                && !keep.no_cache
+                && !no_cache
                 && flight.ns.epoch() == flight.epoch
                 && !tags::removed_since(&tags, born);
             let entry = match &outcome {
                 Outcome::Loaded(v) if storable => Some(self.make_entry(
+                    &mut shard.rng,
                     v.clone(),
                     flight.ns.clone(),
                     flight.epoch,
                     nanos(took),
                     n,
-                    keep,
+                    keep.map(|k| *k),
                     (tags, born),
                 )),
                 _ => None,
@@ -153,7 +164,7 @@ impl<V: Clone> Table<V> {
             // timeout that ended the flight first wins, and then nothing is stored, so no
             // waiter is told "timed out" about a value that was cached.
             let wakers = match current {
-                true => Flight::end_alone(flight, outcome),
+                true => Flight::end_alone(flight, outcome, &mut shard.spare),
                 false => flight.set_outcome(outcome),
             };
             // Counted once per load, by whichever of the leader and the waiters ended it.
@@ -170,6 +181,7 @@ impl<V: Clone> Table<V> {
                         weight,
                         n,
                         &mut dropped,
+                        flight.vacant,
                     ),
                     // Not stored: dropped with the rest, outside the lock.
                     _ => dropped.push(entry),

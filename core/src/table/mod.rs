@@ -123,7 +123,13 @@ impl<V> Table<V> {
                     let capacity = per_shard + u64::from(i < extra);
                     let sketch = (cfg.admission == Admission::TinyLfu)
                         .then(|| Sketch::new(most_entries(capacity, cfg.entry_overhead)));
-                    RwLock::new(Shard::new(capacity, hasher.clone(), life, sketch))
+                    RwLock::new(Shard::new(
+                        capacity,
+                        hasher.clone(),
+                        life,
+                        sketch,
+                        rng.shard_rng(),
+                    ))
                 })
                 .collect(),
             shard_mask: shards - 1,
@@ -255,6 +261,12 @@ impl<V> Table<V> {
         }
     }
 
+    /// Whether a listener hears events now: an event's details are worked out only then.
+    #[inline]
+    pub(crate) fn listening(&self) -> bool {
+        self.events.as_ref().is_some_and(|e| e.listening())
+    }
+
     /// Mutes (`false`) or unmutes the listener; see [`Cache::set_listening`](crate::Cache::set_listening).
     pub(crate) fn set_listening(&self, on: bool) {
         if let Some(events) = &self.events {
@@ -270,7 +282,7 @@ impl<V> Table<V> {
         }
     }
 
-    /// A draw for jitter, uniform in [0, 1).
+    /// A draw from the table's generator, uniform in [0, 1).
     pub(crate) fn unit(&self) -> f64 {
         self.rng.unit()
     }

@@ -6,6 +6,7 @@ use crate::admission::Sketch;
 use crate::epoch::Namespace;
 use crate::expiry::Lifetimes;
 use crate::flight::Flight;
+use crate::rng::ShardRng;
 use crate::store::Store;
 use crate::sync::Arc;
 
@@ -16,6 +17,11 @@ pub(crate) struct Shard<V> {
     /// The namespace a miss here last looked up: misses of one namespace skip the
     /// registry's lock and hash (see [`Namespaces::get_cached`](crate::epoch::Namespaces::get_cached)).
     pub(crate) last_ns: Option<Arc<Namespace>>,
+    /// This shard's jitter generator, unless jitter draws from the table's (see
+    /// [`SharedRng::per_shard`](crate::rng::SharedRng::per_shard)).
+    pub(crate) rng: ShardRng,
+    /// A flight that ended alone, kept for the next one's record (see [`Flight::renew`]).
+    pub(crate) spare: Option<Arc<Flight<V>>>,
 }
 
 impl<V> Shard<V> {
@@ -24,16 +30,24 @@ impl<V> Shard<V> {
         hasher: hashbrown::DefaultHashBuilder,
         life: Lifetimes,
         sketch: Option<Sketch>,
+        rng: ShardRng,
     ) -> Self {
         Self {
             store: Store::new(capacity, hasher, life, sketch),
             flights: HashTable::new(),
             last_ns: None,
+            rng,
+            spare: None,
         }
     }
 
     /// The load of `key` in progress, if any.
+    #[inline]
     pub(crate) fn flight(&self, hash: u64, key: &str) -> Option<&Arc<Flight<V>>> {
+        // Most shards have no load running: no probe of an empty table.
+        if self.flights.is_empty() {
+            return None;
+        }
         self.flights.find(hash, |f| &*f.key == key)
     }
 

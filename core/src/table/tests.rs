@@ -9,7 +9,6 @@ use crate::clock::ManualClock;
 use crate::config::Builder;
 use crate::epoch::Namespace;
 use crate::flight::Outcome;
-use crate::loaded::Keep;
 use crate::sync::Arc;
 
 /// A table that keeps one namespace record: using a second one retires the first.
@@ -32,17 +31,11 @@ impl Table<u32> {
         let hash = self.hash(key);
         let flight = {
             let mut shard = self.shard(hash).write();
-            self.start_flight(&mut shard, key, hash, ns, self.now())
+            self.start_flight(&mut shard, (key, hash), ns, self.now(), false)
                 .expect("room for a flight")
         };
         let outcome = Outcome::Loaded(Some(value));
-        self.finish(
-            &flight,
-            outcome,
-            Duration::ZERO,
-            Keep::default(),
-            self.now(),
-        );
+        self.finish(&flight, outcome, Duration::ZERO, None, self.now());
     }
 }
 

@@ -14,7 +14,8 @@ use crate::events::EventKind;
 use crate::expiry::{LoadCode, Phase, Timing, nanos};
 use crate::idle::Idle;
 use crate::key::namespace_of;
-use crate::loaded::{Answer, Keep, Loaded, MAX_META_BYTES};
+use crate::loaded::{Answer, Extras, Keep, Loaded, MAX_META_BYTES};
+use crate::rng::ShardRng;
 use crate::store::MAX_WEIGHT;
 use crate::store::{Dropped, Key};
 use crate::sync::Arc;
@@ -50,31 +51,39 @@ impl<V: Clone> Table<V> {
 
     /// An entry written at `now`: a value lives its (jittered) TTL, then grace, then
     /// `max_stale` for fail-safe; an absence lives its jittered `negative_ttl` only. `keep`
-    /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry).
+    /// may set a TTL, and the loader's own lifetimes and metadata (kept in the entry); `None`
+    /// chooses nothing (a plain load's: no `Keep` made, moved and compared with a default).
+    /// The jitter is drawn from `rng`, the storing shard's, when the table's generator says
+    /// so (see [`SharedRng::per_shard`](crate::rng::SharedRng::per_shard)).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn make_entry(
         &self,
+        rng: &mut ShardRng,
         value: Option<V>,
         ns: Arc<Namespace>,
         epoch: u64,
         load_nanos: u64,
         now: u64,
-        keep: Keep,
+        keep: Option<Keep>,
         (tags, born): (Box<[Arc<Tag>]>, u64),
     ) -> Entry<V> {
         let cfg = &self.cfg;
-        let extras = Some(&keep.extras);
+        let extras = keep.as_ref().map(|k| &k.extras);
         // The grace (the loader's own or the cache's) and `max_stale` are not stored: the
         // entry makes its later deadlines from them (`Entry::ends`).
         let ttl = if value.is_some() {
-            keep.ttl.or(extras.and_then(|e| e.ttl)).unwrap_or(cfg.ttl)
+            let own = keep.as_ref().and_then(|k| k.ttl);
+            own.or(extras.and_then(|e| e.ttl)).unwrap_or(cfg.ttl)
         } else {
             // Absences are neither served stale nor kept for fail-safe: they are cheap to
             // re-check and a real write must be able to replace them quickly.
             let ttl = extras.and_then(|e| e.negative_ttl);
             ttl.unwrap_or(cfg.negative_ttl)
         };
-        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || self.unit());
+        let ttl = jitter::jittered_nanos(ttl, cfg.jitter, || match self.rng.per_shard() {
+            true => rng.unit(),
+            false => self.unit(),
+        });
         let timing = Timing {
             written: now,
             fresh_until: now.saturating_add(ttl),
@@ -91,8 +100,16 @@ impl<V: Clone> Table<V> {
             }
             None => timing.fresh_until,
         };
-        let idle = Idle::new(keep.extras.tti.or(cfg.tti), now);
-        let rare = Rare::of(keep.extras, tags, born, idle);
+        let idle = Idle::new(extras.and_then(|e| e.tti).or(cfg.tti), now);
+        let rare = match keep {
+            Some(keep) => Rare::of(keep.extras, tags, born, idle),
+            None if tags.is_empty() && idle.is_none() => {
+                // An empty slice owns no allocation: forgotten, not dropped through a call.
+                core::mem::forget(tags);
+                None
+            }
+            None => Rare::of(Extras::default(), tags, born, idle),
+        };
         Entry::new(value, (ns, epoch), timing, quiet_until, load_nanos, rare)
     }
 
@@ -127,7 +144,8 @@ impl<V: Clone> Table<V> {
     /// shard's capacity; what it replaced or evicted goes to `dropped`, to be dropped
     /// outside the lock. A new key the admission filter refuses is not stored (it goes to
     /// `dropped` and `admission_rejections` counts it); whoever asked for it was answered
-    /// or is told `Ok` all the same.
+    /// or is told `Ok` all the same. `vacant`: the shard is known to hold no entry of `key`
+    /// (a load begun on a miss that is still the key's flight), so none is searched for.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn store(
         &self,
@@ -138,19 +156,25 @@ impl<V: Clone> Table<V> {
         weight: u64,
         now: u64,
         dropped: &mut Dropped<V>,
+        vacant: bool,
     ) {
         // `insert` takes out `key`'s old entry itself, into `dropped` with the evicted ones.
+        let on_evict = |key: &str, e: &Entry<V>| {
+            e.ns.counters().evictions.inc();
+            // No listener (most caches): no event, so no phase to tell its kind.
+            if !self.listening() {
+                return;
+            }
+            // SIEVE takes a dead entry first: that one expired, nothing pushed it out.
+            let kind = match e.phase(now, &self.life) {
+                Phase::Dead => EventKind::Expired,
+                _ => EventKind::Evicted,
+            };
+            self.emit(&e.ns, kind, key, None);
+        };
         let stored = shard
             .store
-            .insert(hash, key, entry, weight, now, dropped, |key, e| {
-                e.ns.counters().evictions.inc();
-                // SIEVE takes a dead entry first: that one expired, nothing pushed it out.
-                let kind = match e.phase(now, &self.life) {
-                    Phase::Dead => EventKind::Expired,
-                    _ => EventKind::Evicted,
-                };
-                self.emit(&e.ns, kind, key, None);
-            });
+            .insert_into(hash, key, entry, weight, now, dropped, on_evict, vacant);
         // A refused entry is the last one `insert` put in `dropped`.
         if !stored {
             if let Some(refused) = dropped.last() {
@@ -213,7 +237,16 @@ impl<V: Clone> Table<V> {
                 .map_or(0, |o| o.entry.load_nanos());
             // Not `ns.epoch()`: `ns` may have been retired since it was looked up.
             let (ns, epoch) = self.namespaces.live(ns);
-            let entry = self.make_entry(value, ns, epoch, load_nanos, n, keep, (tags, born));
+            let entry = self.make_entry(
+                &mut shard.rng,
+                value,
+                ns,
+                epoch,
+                load_nanos,
+                n,
+                Some(keep),
+                (tags, born),
+            );
             let weight = self.weigh(key, &entry)?;
             self.store(
                 &mut shard,
@@ -223,6 +256,7 @@ impl<V: Clone> Table<V> {
                 weight,
                 n,
                 &mut dropped,
+                false,
             );
         }
         drop(dropped);
