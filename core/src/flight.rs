@@ -73,11 +73,9 @@ pub(crate) struct Flight<V> {
     pub(crate) vacant: bool,
     /// After this, waiters holding a stale value take it and leave (soft timeout).
     pub(crate) soft_deadline: Option<Duration>,
-    /// The hard timeout: a load running this long is abandoned with a timeout error.
-    hard_timeout: Option<Duration>,
-    /// When it falls, in nanoseconds on the cache's clock ([`UNSET`]: no hard timeout):
-    /// counted from the load's start ([`begin`](Self::begin)), the flight's creation until
-    /// it begins.
+    /// When the hard timeout falls, in nanoseconds on the cache's clock ([`UNSET`]: no hard
+    /// timeout): counted from the load's start ([`begin`](Self::begin)), the flight's
+    /// creation until it begins.
     hard_at: AtomicU64,
     /// Fired when the load is no longer wanted: superseded by `set`/`invalidate`/`clear`,
     /// left by every caller, or ended (its outcome set). Its result is then not stored.
@@ -99,8 +97,9 @@ impl<V> Flight<V> {
     /// flight is made unless it waited first (for the origin budget, or, through a shared
     /// tier, for another process's fleet lock before taking the load over): its loader
     /// still gets the whole timeout. Never moves the deadline earlier.
-    pub(crate) fn begin(&self, now: Duration) {
-        if let Some(h) = self.hard_timeout {
+    /// `hard`: the cache's hard timeout (the one the flight was made with).
+    pub(crate) fn begin(&self, now: Duration, hard: Option<Duration>) {
+        if let Some(h) = hard {
             self.hard_at
                 .fetch_max(nanos_of(now.saturating_add(h)), Ordering::AcqRel);
         }
@@ -137,7 +136,6 @@ impl<V: Clone> Flight<V> {
             created,
             vacant: false,
             soft_deadline: soft.map(|s| created.saturating_add(s)),
-            hard_timeout: hard,
             hard_at: AtomicU64::new(hard.map_or(UNSET, |h| nanos_of(created.saturating_add(h)))),
             cancel: Signal::new(),
             interest: AtomicUsize::new(1),

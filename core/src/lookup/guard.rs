@@ -192,7 +192,10 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     fn mark_began_at(&mut self, now: Duration) {
         if self.began.is_none() {
             self.began = Some(now);
-            self.flight.begin(now);
+            // Most loads begin when their flight is made: its deadline already runs from then.
+            if now > self.flight.created {
+                self.flight.begin(now, self.table.cfg.hard_timeout);
+            }
             self.flight.ns.counters().loads.inc();
         }
     }
