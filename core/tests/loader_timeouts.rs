@@ -134,6 +134,24 @@ fn a_hung_leader_that_answers_after_the_hard_timeout_is_discarded() {
 }
 
 #[test]
+fn a_leader_nobody_waited_for_that_answers_after_the_hard_timeout_is_discarded() {
+    // No waiter ends the flight: the leader's own late answer must still not be kept (the
+    // deadline runs from the flight, or from an explicit begin, never from the answer).
+    let mut sim = Sim::new();
+    let cache = builder(&sim).hard_timeout(secs(5)).build().unwrap();
+    let Lookup::Lead(guard) = cache.lookup(KEY).unwrap() else {
+        panic!("the first caller leads")
+    };
+    sim.advance(secs(6));
+    assert_eq!(guard.complete(Ok(Some(1))).unwrap(), Some(1));
+    assert_eq!(
+        cache.get(KEY),
+        None,
+        "a result past the hard timeout is discarded"
+    );
+}
+
+#[test]
 fn with_fail_safe_data_the_hard_timeout_answers_the_stale_value() {
     let mut sim = Sim::new();
     let cache = builder(&sim)

@@ -192,18 +192,31 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
     fn mark_began_at(&mut self, now: Duration) {
         if self.began.is_none() {
             self.began = Some(now);
-            // Most loads begin when their flight is made: its deadline already runs from then.
-            if now > self.flight.created {
-                self.flight.begin(now, self.table.cfg.hard_timeout);
-            }
             self.flight.ns.counters().loads.inc();
+        }
+    }
+
+    /// Marks the load as started by a driver that is about to run the loader: its hard
+    /// deadline runs from now when it began after its flight was made (it waited for the
+    /// origin budget, or a shared tier's lock). Not a load marked only as it ends (`complete`
+    /// of a guard nobody began): its deadline stays the flight's, or a late answer would
+    /// restart the timeout it missed.
+    fn start(&mut self) {
+        if self.began.is_some() {
+            return;
+        }
+        let now = self.table.now();
+        self.mark_began_at(now);
+        // Most loads begin when their flight is made: its deadline already runs from then.
+        if now > self.flight.created {
+            self.flight.begin(now, self.table.cfg.hard_timeout);
         }
     }
 
     /// For a batch driver: this load is one key of a loader call whose one unit of the
     /// origin budget another guard of the call holds, so it begins without waiting.
     pub(crate) fn begin_covered(&mut self) {
-        self.mark_began();
+        self.start();
     }
 
     /// Counts a batch loader call in this key's namespace (`batch_loads`).
@@ -223,7 +236,7 @@ impl<V: Clone + Send + Sync + 'static> LoadGuard<V> {
                 None => return false,
             }
         }
-        self.mark_began();
+        self.start();
         true
     }
 
@@ -514,7 +527,7 @@ impl<V: Clone + Send + Sync + 'static> Future for Begin<'_, V> {
                 }
             }
         }
-        this.guard.mark_began();
+        this.guard.start();
         Poll::Ready(Ok(()))
     }
 }
