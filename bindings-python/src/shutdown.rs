@@ -46,13 +46,23 @@ pub(crate) struct Busy(());
 impl Busy {
     /// Enters, or refuses once the interpreter is exiting.
     pub(crate) fn enter() -> PyResult<Self> {
-        if shutting_down() {
-            return Err(PyRuntimeError::new_err(
+        Self::counted().ok_or_else(|| {
+            PyRuntimeError::new_err(
                 "herdless: the interpreter is shutting down; no new loads or waits",
-            ));
+            )
+        })
+    }
+
+    /// Counted, unless the interpreter is exiting. Checked under the count's lock, which the
+    /// hook holds while it raises its flag: a caller (with the GIL or from a thread of
+    /// herdless's own) is either counted before the hook waits, or sees the flag.
+    fn counted() -> Option<Self> {
+        let mut n = ACTIVE.lock();
+        if shutting_down() {
+            return None;
         }
-        *ACTIVE.lock() += 1;
-        Ok(Busy(()))
+        *n += 1;
+        Some(Busy(()))
     }
 }
 
@@ -70,16 +80,7 @@ impl Drop for Busy {
 /// (not started by Python), unless the interpreter is exiting (`None`, as when it is gone).
 /// Counted as a [`Busy`] call, so the exit hook waits for it to detach.
 pub(crate) fn attach<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
-    {
-        // Checked under the count's lock, which the hook holds while it sets the flag: an
-        // attach either is counted before the hook waits, or sees the flag.
-        let mut n = ACTIVE.lock();
-        if shutting_down() {
-            return None;
-        }
-        *n += 1;
-    }
-    let _busy = Busy(());
+    let _busy = Busy::counted()?;
     Python::try_attach(f)
 }
 

@@ -122,12 +122,7 @@ impl Namespaces {
         key: &str,
     ) -> Arc<Namespace> {
         if let Some(ns) = last {
-            // A name never holds a `:`, so `key` is in it when it is the name or starts
-            // with the name and a `:`.
-            let name = ns.name.as_bytes();
-            let key = key.as_bytes();
-            let matches = key.starts_with(name) && key.get(name.len()).is_none_or(|&b| b == b':');
-            if matches && ns.epoch() != RETIRED_EPOCH {
+            if crate::key::in_namespace(key, &ns.name) && ns.epoch() != RETIRED_EPOCH {
                 ns.used.store(true, Ordering::Relaxed);
                 return ns.clone();
             }

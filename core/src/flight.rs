@@ -30,7 +30,7 @@ const UNSET: u64 = u64::MAX;
 
 /// `d` in nanoseconds, saturated below [`UNSET`].
 fn nanos_of(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).map_or(UNSET - 1, |n| n.min(UNSET - 1))
+    crate::expiry::nanos(d).min(UNSET - 1)
 }
 
 /// How a flight ended.

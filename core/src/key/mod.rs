@@ -73,4 +73,5 @@ mod parse;
 mod tests;
 
 pub use self::error::{MAX_DEPTH, MAX_VALUES};
+pub(crate) use self::parse::in_namespace;
 pub use self::parse::{ParsedKey, namespace_of, parse};

@@ -21,6 +21,14 @@ pub fn namespace_of(key: &str) -> &str {
     }
 }
 
+/// Whether `key`'s namespace ([`namespace_of`]) is `name`, a namespace (no `:` in it),
+/// without scanning `key` for its `:`: `key` is `name`, or starts with `name` and a `:`.
+pub(crate) fn in_namespace(key: &str, name: &str) -> bool {
+    debug_assert!(!name.contains(':'), "a namespace has no `:`");
+    let key = key.as_bytes();
+    key.starts_with(name.as_bytes()) && key.get(name.len()).is_none_or(|&b| b == b':')
+}
+
 /// The parts of a canonical key, as returned by [`parse`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ParsedKey {

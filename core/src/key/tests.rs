@@ -8,7 +8,7 @@ use alloc::vec::Vec;
 use super::builder::KeyBuilder;
 use super::error::{KeyError, MAX_DEPTH, MAX_VALUES};
 use super::param::Param;
-use super::parse::{namespace_of, parse};
+use super::parse::{in_namespace, namespace_of, parse};
 
 fn kb() -> KeyBuilder {
     KeyBuilder::new("ns").entity("e")
@@ -44,6 +44,30 @@ fn format_and_param_order() {
     assert_eq!(id_key(""), "ns:v1:e:");
     assert_eq!(namespace_of("ns:v1:e"), "ns");
     assert_eq!(namespace_of("plain"), "plain");
+}
+
+#[test]
+fn in_namespace_is_namespace_of_compared() {
+    let keys = [
+        "ns:v1:e",
+        "ns",
+        "ns:",
+        "nsx:v1",
+        "n",
+        "",
+        ":a",
+        "ns::b",
+        "other:ns:x",
+    ];
+    for key in keys {
+        for name in ["ns", "n", "", "nsx", "other", "plain"] {
+            assert_eq!(
+                in_namespace(key, name),
+                namespace_of(key) == name,
+                "{key:?} in {name:?}"
+            );
+        }
+    }
 }
 
 #[test]
