@@ -28,6 +28,40 @@ async function within(ms, promise, what = 'the operation') {
   }
 }
 
+/**
+ * SIGSTOP to `child`, resolving once every thread of it is stopped. `kill` only queues the
+ * signal: the kernel stops one thread, which then stops the others, so on a busy machine a
+ * server's worker thread could still answer a request sent right after `kill` returned.
+ */
+async function stopProcess(child) {
+  const fs = require('node:fs')
+  const allStopped = () => {
+    let tasks
+    try {
+      tasks = fs.readdirSync(`/proc/${child.pid}/task`)
+    } catch {
+      return false
+    }
+    return tasks.every((task) => {
+      let stat
+      try {
+        stat = fs.readFileSync(`/proc/${child.pid}/task/${task}/stat`, 'latin1')
+      } catch {
+        return true // a thread that exited meanwhile holds nothing back
+      }
+      // The state follows the command name, which is in parentheses and may hold any.
+      const state = stat.slice(stat.lastIndexOf(')') + 1).trim()[0]
+      return state === undefined || state === 'T'
+    })
+  }
+  child.kill('SIGSTOP')
+  const until = Date.now() + 10_000
+  while (!allStopped()) {
+    if (Date.now() > until) throw new Error(`process ${child.pid} did not stop`)
+    await sleep(1)
+  }
+}
+
 /** A free TCP port on 127.0.0.1 (for a private redis-server). */
 function freePort() {
   const net = require('node:net')
@@ -78,4 +112,4 @@ async function startRedis() {
   return { server, port, url: `redis://127.0.0.1:${port}` }
 }
 
-module.exports = { freePort, listen, sleep, slowLoader, startRedis, within }
+module.exports = { freePort, listen, sleep, slowLoader, startRedis, stopProcess, within }

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from redis_support import free_port
+from redis_support import free_port, stop_process
 
 
 def require_memcached() -> str:
@@ -74,9 +74,9 @@ class Memcached:
         self._spawn()
 
     def pause(self) -> None:
-        """SIGSTOP: connections stay open, nothing answers."""
+        """SIGSTOP: connections stay open, nothing answers (every thread stopped on return)."""
         assert self.proc is not None
-        os.kill(self.proc.pid, signal.SIGSTOP)
+        stop_process(self.proc.pid)
 
     def resume(self) -> None:
         assert self.proc is not None

@@ -26,6 +26,37 @@ def require_redis_server() -> str:
     return path
 
 
+def stop_process(pid: int) -> None:
+    """SIGSTOP to ``pid``, returning once every thread of it is stopped. ``kill`` only queues
+    the signal: the kernel stops one thread, which then stops the others, so on a busy
+    machine a server's worker thread could still answer a request sent right after ``kill``
+    returned."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while not _all_stopped(pid):
+        assert time.monotonic() < deadline, f"process {pid} did not stop"
+        time.sleep(0.001)
+
+
+def _all_stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (state ``T`` in /proc/<pid>/task/*/stat)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # a thread that exited meanwhile holds nothing back
+        # The state follows the command name, which is in parentheses and may hold any.
+        state = stat.rpartition(")")[2].split()[:1]
+        if state and state != ["T"]:
+            return False
+    return True
+
+
 def free_port(bus: bool = False) -> int:
     """A free loopback port; with ``bus``, one whose cluster bus port (+10000) is free too."""
     while True:
@@ -84,8 +115,8 @@ class RedisServer:
         self._spawn()
 
     def pause(self) -> None:
-        """SIGSTOP: the server hangs with its sockets open."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
+        """SIGSTOP: the server hangs with its sockets open (every thread stopped on return)."""
+        stop_process(self.proc.pid)
 
     def resume(self) -> None:
         """SIGCONT."""

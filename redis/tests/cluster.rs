@@ -365,7 +365,7 @@ fn a_node_stalling_during_a_batchs_load_holds_back_only_its_own_publishes() {
     let returned = Arc::new(std::sync::Mutex::new(None));
     let at = returned.clone();
     let got = s.a.get_or_load_many(&s.keys, move |keys: &[String]| {
-        common::signal(node, libc::SIGSTOP);
+        common::stop(node);
         let answer = load(keys);
         *at.lock().unwrap() = Some(Instant::now());
         answer

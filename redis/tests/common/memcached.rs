@@ -101,7 +101,7 @@ impl Memcached {
 
     /// SIGSTOP: connections stay open, nothing answers.
     pub fn stop(&self) {
-        super::signal(self.pid(), libc::SIGSTOP);
+        super::stop(self.pid());
     }
 
     /// SIGCONT.

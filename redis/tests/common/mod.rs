@@ -120,9 +120,9 @@ impl Server {
         self.child.is_some()
     }
 
-    /// SIGSTOP: the server hangs with its sockets open.
+    /// SIGSTOP: the server hangs with its sockets open (every thread stopped on return).
     pub fn stop(&self) {
-        signal(self.pid(), libc::SIGSTOP);
+        stop(self.pid());
     }
 
     /// SIGCONT.
@@ -147,6 +147,35 @@ impl Drop for Server {
         self.kill();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// SIGSTOP to `pid`, returning once every thread of it is stopped. `kill` only queues the
+/// signal: the kernel stops one thread, which then stops the others, so on a busy machine
+/// a server's worker thread could still answer a request sent right after `kill` returned
+/// (a "stalled" memcached granted a lease that way and a conformance scenario failed).
+pub fn stop(pid: i32) {
+    signal(pid, libc::SIGSTOP);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !all_stopped(pid) {
+        assert!(Instant::now() < deadline, "process {pid} did not stop");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether every thread of `pid` is stopped (state `T` in `/proc/<pid>/task/*/stat`).
+fn all_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|t| {
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses and may hold any.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.trim_start().chars().next());
+        // A thread that exited meanwhile (no stat) holds nothing back.
+        stat.is_empty() || state == Some('T')
+    })
 }
 
 pub fn signal(pid: i32, sig: i32) {
