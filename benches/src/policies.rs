@@ -27,6 +27,8 @@ pub struct Sieve {
     hand: Option<usize>,
     capacity: usize,
     admission: Option<Admission>,
+    /// The key the last [`access`](Sieve::access) evicted, if it evicted one.
+    evicted: Option<u32>,
 }
 
 struct Node {
@@ -55,6 +57,7 @@ impl Sieve {
             hand: None,
             capacity: capacity.max(1),
             admission: None,
+            evicted: None,
         }
     }
 
@@ -75,6 +78,7 @@ impl Sieve {
 
     /// Reads `key`: `true` on a hit.
     pub fn access(&mut self, key: u32) -> bool {
+        self.evicted = None;
         if let Some(&at) = self.index.get(&key) {
             self.nodes[at].visited = true;
             if let Some(a) = &mut self.admission
@@ -108,9 +112,15 @@ impl Sieve {
         self.hand = self.nodes[victim].newer;
         self.unlink(victim);
         self.index.remove(&self.nodes[victim].key);
+        self.evicted = Some(self.nodes[victim].key);
         self.nodes[victim].visited = false;
         self.push_head(victim, key);
         false
+    }
+
+    /// The key the last [`access`](Self::access) evicted to make room, if any.
+    pub fn evicted(&self) -> Option<u32> {
+        self.evicted
     }
 
     fn victim(&mut self) -> usize {
