@@ -10,7 +10,7 @@ use std::rc::Rc;
 use napi::Result;
 use napi_derive::napi;
 
-use crate::call::{Answer, CallOptions, Outcome, rejecting};
+use crate::call::{Answer, CallOptions, Outcome, aborted, rejecting};
 use crate::driver::check_open;
 use crate::driver::{EResult, Inner};
 use crate::errors::{self, code, type_error};
@@ -183,6 +183,11 @@ fn get_or_load_impl(
         return Err(type_error(js, "the loader must be a function"));
     }
     let options = load_options(js, opts, None)?;
+    // An already aborted caller is answered before the engine sees it: no hit, miss or
+    // flight of a call that never waits (the driver's `begin` checks too late for that).
+    if let Some(reason) = aborted(js, options.signal)? {
+        return js.rejected(reason);
+    }
     if let Some(f) = &inner.front {
         f.begin(js, &inner.l1)?;
     }

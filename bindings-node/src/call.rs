@@ -178,6 +178,15 @@ impl Answer {
     }
 }
 
+/// The reason of `signal` if it has aborted already (`None` without a signal): such a
+/// caller is rejected with it before its call reaches the engine.
+pub(crate) fn aborted(js: Js, signal: Option<Value>) -> Result<Option<Value>> {
+    match signal {
+        Some(s) if js.get_bool(js.get(s, "aborted")?)? => Ok(Some(js.get(s, "reason")?)),
+        _ => Ok(None),
+    }
+}
+
 /// Per-call options of `getOrLoad`.
 #[derive(Default)]
 pub(crate) struct CallOptions {

@@ -281,11 +281,8 @@ impl Inner {
         signal: Option<Value>,
         make: impl FnOnce() -> Result<State>,
     ) -> Result<()> {
-        if let Some(signal) = signal {
-            if js.get_bool(js.get(signal, "aborted")?)? {
-                let reason = js.get(signal, "reason")?;
-                return answer.settle(js, Err(reason));
-            }
+        if let Some(reason) = crate::call::aborted(js, signal)? {
+            return answer.settle(js, Err(reason));
         }
         let (id, mut task) = self.new_task(answer, make()?);
         if let Some(signal) = signal {

@@ -45,6 +45,26 @@ test('an already aborted signal rejects without calling the loader', async () =>
   assert.equal(cache._internals().pendingCalls, 0)
 })
 
+test('an already aborted caller is not counted: no hit, no miss, no load in flight', async () => {
+  const cache = new Cache()
+  await cache.set('ab:counted', 'cached')
+  const before = cache.metrics().total
+  const reason = new Error('gone')
+  const loader = slowLoader(10, 'never')
+  for (const key of ['ab:counted', 'ab:uncached']) {
+    await assert.rejects(cache.getOrLoad(key, loader, { signal: AbortSignal.abort(reason) }), (e) => e === reason)
+  }
+  const after = cache.metrics()
+  assert.equal(loader.calls, 0)
+  assert.equal(after.total.hits, before.hits)
+  assert.equal(after.total.misses, before.misses)
+  assert.equal(after.total.lockAcquired, before.lockAcquired)
+  assert.equal(after.loadsInFlight, 0)
+  // A live signal still takes the engine's paths.
+  assert.equal(await cache.getOrLoad('ab:counted', loader, { signal: new AbortController().signal }), 'cached')
+  assert.equal(cache.metrics().total.hits, before.hits + 1)
+})
+
 test('a signal that never aborts is released when the call ends', { timeout: 10_000 }, async () => {
   const cache = new Cache()
   const controller = new AbortController()
