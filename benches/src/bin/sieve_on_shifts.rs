@@ -4,12 +4,11 @@
 //! past key its hand finds visited for one more pass, and in that pass the hand reaches the
 //! keys the new region brought in after the shift, unvisited yet, and evicts them. Replays
 //! the one-queue SIEVE model of `herdless_benches::policies` (what each herdless shard
-//! runs) and a plain LRU written here. Counts, not timings.
+//! runs) and the `caches` crate's LRU. Counts, not timings.
 //!
 //! `cargo run --release -p herdless-benches --bin sieve_on_shifts`
 
-use std::collections::{BTreeMap, HashMap};
-
+use caches::Cache as _;
 use herdless_benches::policies::Sieve;
 use herdless_benches::traces::{self, KEY_SPACE};
 
@@ -29,29 +28,16 @@ impl Policy for Sieve {
     }
 }
 
-/// LRU over a stamp per key.
-struct Lru {
-    capacity: usize,
-    stamp: u64,
-    by_key: HashMap<u32, u64>,
-    by_stamp: BTreeMap<u64, u32>,
-}
-
-impl Policy for Lru {
+/// The LRU of the `caches` crate (the tables' "LRU (caches)").
+impl Policy for caches::RawLRU<u32, ()> {
     fn access(&mut self, key: u32) -> (bool, Option<u32>) {
-        self.stamp += 1;
-        if let Some(old) = self.by_key.insert(key, self.stamp) {
-            self.by_stamp.remove(&old);
-            self.by_stamp.insert(self.stamp, key);
+        if self.get(&key).is_some() {
             return (true, None);
         }
-        self.by_stamp.insert(self.stamp, key);
-        if self.by_key.len() <= self.capacity {
-            return (false, None);
+        match self.put(key, ()) {
+            caches::PutResult::Evicted { key, .. } => (false, Some(key)),
+            _ => (false, None),
         }
-        let (_, out) = self.by_stamp.pop_first().expect("over capacity");
-        self.by_key.remove(&out);
-        (false, Some(out))
     }
 }
 
@@ -114,12 +100,7 @@ fn main() {
             .into_iter()
             .find(|t| t.name == "shifting")
             .expect("the shifting trace");
-        let lru = Lru {
-            capacity,
-            stamp: 0,
-            by_key: HashMap::new(),
-            by_stamp: BTreeMap::new(),
-        };
+        let lru = caches::RawLRU::<u32, ()>::new(capacity).expect("capacity > 0");
         for (name, a) in [
             (
                 "SIEVE (one queue)",
