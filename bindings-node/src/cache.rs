@@ -184,7 +184,7 @@ fn get_or_load_impl(
     }
     let options = load_options(js, opts, None)?;
     // An already aborted caller is answered before the engine sees it: no hit, miss or
-    // flight of a call that never waits (the driver's `begin` checks too late for that).
+    // flight of a call that never waits.
     if let Some(reason) = aborted(js, options.signal)? {
         return js.rejected(reason);
     }

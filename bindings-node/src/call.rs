@@ -178,8 +178,9 @@ impl Answer {
     }
 }
 
-/// The reason of `signal` if it has aborted already (`None` without a signal): such a
-/// caller is rejected with it before its call reaches the engine.
+/// The reason of `signal` if it has aborted already (`None` without a signal): each method
+/// that takes a signal rejects such a caller with it first, before its call reaches the
+/// engine (so nothing is counted or looked up for it).
 pub(crate) fn aborted(js: Js, signal: Option<Value>) -> Result<Option<Value>> {
     match signal {
         Some(s) if js.get_bool(js.get(s, "aborted")?)? => Ok(Some(js.get(s, "reason")?)),

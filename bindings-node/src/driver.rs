@@ -272,18 +272,16 @@ impl Inner {
         })
     }
 
-    /// Starts a task made by `make`, answered through `answer`, unless `signal` aborted
-    /// already (then it is not made).
+    /// Starts a task made by `make`, answered through `answer`. A `signal` that had
+    /// aborted already was answered by the method, before the engine saw the call
+    /// ([`call::aborted`](crate::call::aborted)).
     fn begin(
         self: &Rc<Self>,
         js: Js,
-        mut answer: Answer,
+        answer: Answer,
         signal: Option<Value>,
         make: impl FnOnce() -> Result<State>,
     ) -> Result<()> {
-        if let Some(reason) = crate::call::aborted(js, signal)? {
-            return answer.settle(js, Err(reason));
-        }
         let (id, mut task) = self.new_task(answer, make()?);
         if let Some(signal) = signal {
             let inner = Rc::clone(self);

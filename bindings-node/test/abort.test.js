@@ -65,6 +65,25 @@ test('an already aborted caller is not counted: no hit, no miss, no load in flig
   assert.equal(cache.metrics().total.hits, before.hits + 1)
 })
 
+test('an already aborted batch is rejected before the engine reads a key', async () => {
+  const cache = new Cache()
+  await cache.set('ab:many:1', 'cached')
+  const before = cache.metrics().total
+  const reason = new Error('gone')
+  let calls = 0
+  const loader = async (keys) => {
+    calls++
+    return Object.fromEntries(keys.map((k) => [k, 'never']))
+  }
+  await assert.rejects(cache.getOrLoadMany(['ab:many:1', 'ab:many:2'], loader, { signal: AbortSignal.abort(reason) }), (e) => e === reason)
+  const after = cache.metrics()
+  assert.equal(calls, 0)
+  assert.equal(after.total.hits, before.hits)
+  assert.equal(after.total.misses, before.misses)
+  assert.equal(after.loadsInFlight, 0)
+  assert.equal(cache._internals().pendingCalls, 0)
+})
+
 test('a signal that never aborts is released when the call ends', { timeout: 10_000 }, async () => {
   const cache = new Cache()
   const controller = new AbortController()

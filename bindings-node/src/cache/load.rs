@@ -4,7 +4,7 @@ use napi::bindgen_prelude::{Env, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::call::Answer;
+use crate::call::{Answer, aborted};
 use crate::driver::check_open;
 use crate::errors::type_error;
 use crate::js::{Js, Type, Value};
@@ -38,6 +38,9 @@ impl Cache {
             return Err(type_error(js, "the loader must be a function"));
         }
         let options = call_options(js, options_arg(js, opts, "getOrLoadMany", &["signal"])?)?;
+        if let Some(reason) = aborted(js, options.signal)? {
+            return js.rejected(reason);
+        }
         let (deferred, promise) = js.promise()?;
         self.inner
             .start_many(js, list, loader, options, Answer::Promise(deferred))?;

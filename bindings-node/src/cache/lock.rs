@@ -17,7 +17,7 @@ use napi::bindgen_prelude::{Env, JavaScriptClassExt, Unknown};
 use napi::{JsValue, Result};
 use napi_derive::napi;
 
-use crate::call::rejecting;
+use crate::call::{aborted, rejecting};
 use crate::driver::Inner;
 use crate::errors::{self, code};
 use crate::js::{ErrorKind, Js, StrRoom, Value};
@@ -48,6 +48,9 @@ impl Cache {
         if let Some(o) = options_arg(js, options, "lock", &["timeout", "signal"])? {
             timeout = options::timeout(js, o)?;
             signal = call_options(js, Some(o))?.signal;
+        }
+        if let Some(reason) = aborted(js, signal)? {
+            return js.rejected(reason);
         }
         let wait = match try_only {
             true => Wait::Try,
