@@ -109,6 +109,14 @@ pub(crate) struct Val {
     slot: Arc<Slot>,
 }
 
+impl Val {
+    /// Whether every reader of `self` and of `other` is handed one same JS value: the same
+    /// stored value, not one of which each reader gets a copy of its own.
+    pub(crate) fn read_as_one(&self, other: &Val) -> bool {
+        Arc::ptr_eq(&self.slot, &other.slot) && !matches!(self.cell, Cell::Own(..))
+    }
+}
+
 impl fmt::Debug for Val {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.slot.fmt(f)

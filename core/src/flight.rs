@@ -87,8 +87,8 @@ pub(crate) struct Flight<V> {
     /// thread or task that would finish the load.
     #[cfg(feature = "std")]
     pid: u32,
-    /// How it ended, once it has.
-    outcome: Published<Outcome<V>>,
+    /// How it ended, once it has, and the clock's reading when it did (its finisher's).
+    outcome: Published<(Outcome<V>, Duration)>,
     waiters: Mutex<Waiters>,
 }
 
@@ -155,16 +155,17 @@ impl<V: Clone> Flight<V> {
         return false;
     }
 
-    /// Records the outcome if the flight has none yet and returns the wakers for the caller
-    /// to [`wake_all`] (outside its locks); `None` when another outcome won.
-    pub(crate) fn set_outcome(&self, outcome: Outcome<V>) -> Option<Wakers> {
+    /// Records the outcome, reached at `at` on the cache's clock, if the flight has none
+    /// yet and returns the wakers for the caller to [`wake_all`] (outside its locks); `None`
+    /// when another outcome won.
+    pub(crate) fn set_outcome(&self, outcome: Outcome<V>, at: Duration) -> Option<Wakers> {
         let mut waiters = self.waiters.lock();
         if self.outcome.is_published() {
             return None;
         }
         // SAFETY: under `waiters`' lock, which every call of `publish` holds, and only once:
         // published, the outcome is never written again.
-        unsafe { self.outcome.publish(outcome) };
+        unsafe { self.outcome.publish((outcome, at)) };
         let (wakers, mut timer) = waiters.end();
         drop(waiters);
         alarm::disarm(&mut timer);
@@ -184,10 +185,11 @@ impl<V: Clone> Flight<V> {
     pub(crate) fn end_alone(
         this: &Arc<Self>,
         outcome: Outcome<V>,
+        at: Duration,
         spare: &mut Option<Arc<Self>>,
     ) -> Option<Wakers> {
         if Arc::strong_count(this) != 1 || this.outcome.is_published() {
-            return this.set_outcome(outcome);
+            return this.set_outcome(outcome, at);
         }
         drop(outcome);
         if spare.is_none() {
@@ -214,7 +216,13 @@ impl<V: Clone> Flight<V> {
 
     /// The outcome, once published: read without the lock.
     pub(crate) fn outcome(&self) -> Option<Outcome<V>> {
-        self.outcome.read(Outcome::clone)
+        self.outcome.read(|(o, _)| o.clone())
+    }
+
+    /// The outcome and when it was reached, once published: read without the lock. A
+    /// waiter that finds the load ended takes its time from here, not from the clock.
+    pub(crate) fn ended(&self) -> Option<(Outcome<V>, Duration)> {
+        self.outcome.read(|(o, at)| (o.clone(), *at))
     }
 
     /// Forgets a waiter that left before the end (cancelled or timed out).

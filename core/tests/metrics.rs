@@ -209,3 +209,31 @@ fn request_input_never_becomes_a_label_and_labels_are_bounded() {
         300 + MAX_LABELLED_NAMESPACES + 50
     );
 }
+
+/// A waiter's wait is counted to the end of the load it waited for, not to whenever it
+/// was next polled: a herd read late (a busy event loop, a thread woken late) shows the
+/// origin's time, and reading it costs no clock reading per waiter.
+#[test]
+fn a_wait_is_counted_to_the_end_of_the_load_however_late_the_waiter_reads_it() {
+    let mut sim = Sim::new();
+    let cache: Cache<u32> = sim.builder().ttl(secs(60)).build().unwrap();
+    let herdless::Lookup::Lead(guard) = cache.lookup("users:7").unwrap() else {
+        panic!("leads")
+    };
+    sim.advance(ms(50));
+    let herdless::Lookup::Wait(waiter) = cache.lookup("users:7").unwrap() else {
+        panic!("waits")
+    };
+    sim.advance(ms(150));
+    assert_eq!(guard.complete(Ok(Some(7))).unwrap(), Some(7));
+    sim.advance(ms(800));
+    assert_eq!(waiter.wait().unwrap(), herdless::Waited::Loaded(Some(7)));
+    let waits = cache
+        .metrics()
+        .namespace("users")
+        .unwrap()
+        .lock_wait
+        .clone();
+    assert_eq!(waits.counts.iter().sum::<u64>(), 1);
+    assert_eq!(waits.sum, ms(150), "from its arrival to the load's end");
+}

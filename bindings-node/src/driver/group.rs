@@ -13,11 +13,11 @@
 //! than the anchor's) or told to look up again becomes a task of its own from there.
 //! Callers with an `AbortSignal` are never members (each must be able to leave alone).
 
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use hashbrown::HashMap;
 use herdless::Lookup;
 use herdless_redis::call::{Answer as Answered, Call, Failure};
 use napi::Result;
@@ -127,9 +127,19 @@ impl Inner {
         let rt = NodeRt { js, inner: self };
         let mut cx = Context::from_waker(Waker::noop());
         let mut first_error = Ok(());
+        // The value the last member was answered with: most members of a herd get the same
+        // one, read from the table once (each still gets its own copy under `copyValues`).
+        let mut last: Option<(Val, Value)> = None;
         for (mut call, mut answer) in members {
             self.fold_front();
             let r = match call.poll_call(&mut cx, &rt) {
+                Poll::Ready(Ok(Some(v))) => match &last {
+                    Some((same, value)) if same.read_as_one(&v) => answer.settle(js, Ok(*value)),
+                    _ => self.table.load(js, &v).and_then(|value| {
+                        last = Some((v, value));
+                        answer.settle(js, Ok(value))
+                    }),
+                },
                 Poll::Ready(a) => self.one_outcome(js, a).and_then(|o| answer.settle(js, o)),
                 // Polled again at once with a waker of its own.
                 Poll::Pending => self.begin(js, answer, None, || Ok(State::One(call))),

@@ -93,7 +93,7 @@ impl<V: Clone + Send + Sync + 'static> Waiter<V> {
         }
     }
 
-    /// This waiter's answer to the load's `outcome`.
+    /// This waiter's answer to the load's `outcome`; `now`: when its wait ended.
     fn answer(&mut self, outcome: Outcome<V>, now: Duration) -> Result<Waited<V>, Error> {
         self.done = true;
         self.slot = None;
@@ -123,6 +123,11 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
+        // A load that ended with an answer needs no clock reading (one per waiter of a
+        // herd): the wait is counted to the load's end.
+        if let Some((o @ (Outcome::Loaded(_) | Outcome::Abandoned), at)) = this.flight.ended() {
+            return Poll::Ready(this.answer(o, at));
+        }
         let now = this.table.now();
         // Past its retention the fallback is gone: a late wait ends in the error instead.
         this.fallback.expire(now);

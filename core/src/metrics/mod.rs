@@ -181,7 +181,9 @@ pub struct NamespaceMetrics {
     pub counters: CounterSnapshot,
     /// Duration of loader calls, successful or not.
     pub load_duration: HistogramSnapshot,
-    /// Time waiters spent waiting for another caller's load.
+    /// Time waiters spent waiting for another caller's load: from each waiter's arrival to
+    /// the load's end (when it answered), or to the waiter's own end when the load failed
+    /// or the waiter left first (its timeout, a fail-safe value).
     pub lock_wait: HistogramSnapshot,
 }
 

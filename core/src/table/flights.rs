@@ -164,8 +164,8 @@ impl<V: Clone> Table<V> {
             // timeout that ended the flight first wins, and then nothing is stored, so no
             // waiter is told "timed out" about a value that was cached.
             let wakers = match current {
-                true => Flight::end_alone(flight, outcome, &mut shard.spare),
-                false => flight.set_outcome(outcome),
+                true => Flight::end_alone(flight, outcome, now, &mut shard.spare),
+                false => flight.set_outcome(outcome, now),
             };
             // Counted once per load, by whichever of the leader and the waiters ended it.
             if wakers.is_some() && timed_out {
