@@ -216,7 +216,7 @@ impl<V: Clone> Flight<V> {
 
     /// The outcome, once published: read without the lock.
     pub(crate) fn outcome(&self) -> Option<Outcome<V>> {
-        self.outcome.read(|(o, _)| o.clone())
+        self.ended().map(|(o, _)| o)
     }
 
     /// The outcome and when it was reached, once published: read without the lock. A

@@ -125,9 +125,13 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
         let this = &mut *self;
         // A load that ended with an answer needs no clock reading (one per waiter of a
         // herd): the wait is counted to the load's end.
-        if let Some((o @ (Outcome::Loaded(_) | Outcome::Abandoned), at)) = this.flight.ended() {
-            return Poll::Ready(this.answer(o, at));
-        }
+        // A failed one is answered below, against the clock (its fail-safe's retention).
+        let failed = match this.flight.ended() {
+            Some((o @ (Outcome::Loaded(_) | Outcome::Abandoned), at)) => {
+                return Poll::Ready(this.answer(o, at));
+            }
+            ended => ended.map(|(o, _)| o),
+        };
         let now = this.table.now();
         // Past its retention the fallback is gone: a late wait ends in the error instead.
         this.fallback.expire(now);
@@ -136,7 +140,7 @@ impl<V: Clone + Send + Sync + 'static> Future for Waiter<V> {
             this.table.time_out(&this.flight);
         }
         // Without the flight's lock: a herd woken together reads the answer side by side.
-        if let Some(outcome) = this.flight.outcome() {
+        if let Some(outcome) = failed.or_else(|| this.flight.outcome()) {
             return Poll::Ready(this.answer(outcome, now));
         }
         let flight = this.flight.clone();
