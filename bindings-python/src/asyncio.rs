@@ -153,7 +153,7 @@ impl Due {
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The event loop running in this thread, or `None`.
-fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let get = GET_RUNNING_LOOP.get_or_try_init(py, || {
         py.import("asyncio")?
             .getattr("_get_running_loop")
@@ -225,6 +225,21 @@ impl Bridge {
 /// `asyncio.get_running_loop` (raises without a running loop).
 static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
+/// The event loop running in this thread (`RuntimeError` without one, as asyncio raises).
+pub(crate) fn get_running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    let get_loop = GET_LOOP.get_or_try_init(py, || {
+        py.import("asyncio")?
+            .getattr("get_running_loop")
+            .map(Bound::unbind)
+    })?;
+    get_loop.bind(py).call0()
+}
+
+/// A new asyncio future of `event_loop`.
+pub(crate) fn create_future<'py>(event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    event_loop.call_method0(intern!(event_loop.py(), "create_future"))
+}
+
 /// An asyncio future of `fut`'s answer, converted by `deliver` on the loop's thread.
 pub(crate) fn awaitable<'py, T: Send + 'static>(
     py: Python<'py>,
@@ -232,23 +247,27 @@ pub(crate) fn awaitable<'py, T: Send + 'static>(
     deliver: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mut fut = Box::pin(fut);
-    awaitable_with(py, move |_, cx| fut.as_mut().poll(cx), deliver)
+    let event_loop = get_running_loop(py)?;
+    let future = create_future(&event_loop)?;
+    bridge(
+        &event_loop,
+        &future,
+        move |_, cx| fut.as_mut().poll(cx),
+        deliver,
+    )?;
+    Ok(future)
 }
 
-/// An asyncio future of what `poll` ends with, converted by `deliver`; `poll` is called on
-/// the loop's thread with the GIL (so it may call Python: a batch's loader).
-pub(crate) fn awaitable_with<'py, T: Send + 'static>(
-    py: Python<'py>,
+/// Makes `future` (of `event_loop`, running in this thread) end with what `poll` ends with,
+/// converted by `deliver`; `poll` is called on the loop's thread with the GIL (so it may
+/// call Python: a batch's loader), the first time now.
+pub(crate) fn bridge<'py, T: Send + 'static>(
+    event_loop: &Bound<'py, PyAny>,
+    future: &Bound<'py, PyAny>,
     mut poll: impl FnMut(Python<'_>, &mut Context<'_>) -> Poll<T> + Send + 'static,
     deliver: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
-) -> PyResult<Bound<'py, PyAny>> {
-    let get_loop = GET_LOOP.get_or_try_init(py, || {
-        py.import("asyncio")?
-            .getattr("get_running_loop")
-            .map(Bound::unbind)
-    })?;
-    let event_loop = get_loop.bind(py).call0()?;
-    let future = event_loop.call_method0(intern!(py, "create_future"))?;
+) -> PyResult<()> {
+    let py = event_loop.py();
     let mut deliver = Some(deliver);
     let poller: Poller = Box::new(move |py, cx| match poll(py, cx) {
         Poll::Pending => Poll::Pending,
@@ -262,11 +281,10 @@ pub(crate) fn awaitable_with<'py, T: Send + 'static>(
         Bridge {
             poller: Mutex::new(Some(poller)),
             future: future.clone().unbind(),
-            event_loop: event_loop.unbind(),
+            event_loop: event_loop.clone().unbind(),
             queued: AtomicBool::new(false),
         },
     )?;
     future.call_method1(intern!(py, "add_done_callback"), (bridge.clone(),))?;
-    Bridge::poll(&bridge, true)?;
-    Ok(future)
+    Bridge::poll(&bridge, true)
 }

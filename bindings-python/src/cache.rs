@@ -435,7 +435,7 @@ impl Cache {
     ) -> PyResult<Py<PyAny>> {
         check_open(py, &self.handle)?;
         let options = call_options(py, ttl.as_ref(), tti.as_ref())?;
-        crate::driver::event_loop::lookup(py, &self.handle, key, options, loader)
+        crate::driver::group::lookup(py, &self.handle, key, options, loader)
     }
 
     /// Closes the cache now: with Redis, its connections (commands, subscription) and its

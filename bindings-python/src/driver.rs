@@ -8,6 +8,8 @@
 //! - [`event_loop`]: the asyncio calls (`aget_or_load`, async decorated functions,
 //!   `aget_or_load_many`) driven on the running event loop through the bridge of
 //!   [`crate::asyncio`], loaders' awaitables run as tasks of the loop;
+//! - [`group`]: the first step of `aget_or_load`, and the herds of asyncio callers of a
+//!   key that wait together for one load (polled together when it ends);
 //! - [`batch`]: what both do with a batch loader's answer.
 //!
 //! Shared by both: the cache's [`Handle`], how a loader call ends ([`called`], [`loaded`])
@@ -35,6 +37,7 @@ macro_rules! host_via_field {
 pub(crate) mod batch;
 pub(crate) mod block;
 pub(crate) mod event_loop;
+pub(crate) mod group;
 pub(crate) mod threads;
 
 use herdless::{LoadError, Loaded};

@@ -62,8 +62,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<asyncio::Due>()?;
     m.add_class::<driver::threads::Refresh>()?;
     m.add_class::<driver::event_loop::WakeCall>()?;
-    m.add_class::<driver::event_loop::Done>()?;
-    m.add_class::<driver::event_loop::PendingCall>()?;
+    m.add_class::<driver::group::Done>()?;
+    m.add_class::<driver::group::PendingCall>()?;
     m.add_class::<testing::MemoryStore>()?;
     m.add_function(wrap_pyfunction!(options::check_seconds, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_namespace, m)?)?;

@@ -1,6 +1,7 @@
 //! `Cache.aget_or_load`, async decorated functions and `Cache.aget_or_load_many`: calls of
 //! the call machine ([`Call`], [`CallMany`]) driven on the asyncio event loop, with no
-//! thread of its own and no executor.
+//! thread of its own and no executor. A one-key call's first step, and the herds of
+//! callers that wait for one load together, are `group`'s.
 //!
 //! The machine decides everything (hits and their refreshes, waits, the shared tier, the
 //! soft and hard timeouts of a running loader, loader calls of at most `max_batch` keys,
@@ -16,10 +17,10 @@
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-use herdless::{Error, Loaded, Lookup};
+use herdless::Loaded;
 use herdless_redis::CodecError;
 use herdless_redis::call::{
-    Call, CallMany, CallOptions, Called, Failure, Job, KeyAnswers, Lang, Runtime as CallRuntime,
+    CallMany, Called, Failure, Job, KeyAnswers, Lang, Runtime as CallRuntime,
 };
 use herdless_redis::two_tier::Load;
 use parking_lot::Mutex;
@@ -30,13 +31,13 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 
-use crate::asyncio::awaitable_with;
+use crate::asyncio::{bridge, create_future, get_running_loop};
 use crate::codec::PyHost;
 use crate::driver::batch::{key_answers, to_values};
 use crate::driver::{Handle, called, loaded, log_failure};
 use crate::errors::map_error;
 use crate::loader::Loader;
-use crate::value::{Held, PyValue, to_caller};
+use crate::value::PyValue;
 
 /// Python asyncio, as the call machine sees it.
 pub(crate) struct Asyncio;
@@ -139,7 +140,11 @@ pub(crate) struct WakeCall(Arc<Mutex<Option<Waker>>>);
 #[pymethods]
 impl WakeCall {
     /// The loader task is done: polls the call again.
-    fn __call__(&self, _task: Bound<'_, PyAny>) {
+    fn __call__(&self, task: Bound<'_, PyAny>) {
+        // On the loop's thread with the GIL: the call's bridge is scheduled from here, not
+        // handed to the waking thread (which would wait for this thread to let the GIL go,
+        // then write to the loop's self-pipe: ~0.2 ms more per load, measured).
+        let _attached = crate::wake::Attached::enter(task.py());
         if let Some(w) = self.0.lock().take() {
             w.wake();
         }
@@ -156,13 +161,21 @@ pub(crate) struct Loop<'a, 'py> {
 }
 
 impl<'a, 'py> Loop<'a, 'py> {
-    fn new(py: Python<'py>, handle: &'a Handle, context: &'a Py<PyAny>) -> Self {
+    /// A poll's view of the loop, for a call of `handle` made in the caller's `context`.
+    pub(super) fn new(py: Python<'py>, handle: &'a Handle, context: &'a Py<PyAny>) -> Self {
         Self {
             py,
             handle,
             host: PyHost::new(py, &handle.codec),
             context,
         }
+    }
+}
+
+impl Loop<'_, '_> {
+    /// The exception a codec interrupted the poll with, if it did.
+    pub(super) fn take_interrupt(&self) -> Option<PyErr> {
+        self.host.take_interrupt()
     }
 }
 
@@ -246,16 +259,39 @@ impl CallRuntime<PyValue, Asyncio> for Loop<'_, '_> {
 
 /// An asyncio future of what `what` (a call, a batch, a job) ends with: `poll` drives it on
 /// the running loop with a [`Loop`] for `handle`, `deliver` makes the answer a Python
-/// object. It is dropped once it ended, or once a codec interrupted it (the future then
-/// ends with that exception; dropped, it hands its load over).
+/// object (see [`drive`]).
 fn on_loop<'py, S, T>(
     py: Python<'py>,
     handle: &Handle,
     context: Py<PyAny>,
     what: S,
-    mut poll: impl FnMut(&mut S, &mut Context<'_>, &Loop<'_, '_>) -> Poll<T> + Send + 'static,
+    poll: impl FnMut(&mut S, &mut Context<'_>, &Loop<'_, '_>) -> Poll<T> + Send + 'static,
     deliver: impl FnOnce(Python<'_>, PyResult<T>) -> PyResult<Py<PyAny>> + Send + 'static,
 ) -> PyResult<Bound<'py, PyAny>>
+where
+    S: Send + 'static,
+    T: Send + 'static,
+{
+    let event_loop = get_running_loop(py)?;
+    let future = create_future(&event_loop)?;
+    drive(&event_loop, &future, handle, context, what, poll, deliver)?;
+    Ok(future)
+}
+
+/// Makes `future` (of `event_loop`, running in this thread) end with what `what` ends with:
+/// `poll` drives it with a [`Loop`] for `handle` and the caller's `context`, `deliver`
+/// makes the answer a Python object. `what` is dropped once it ended, or once a codec
+/// interrupted it (the future then ends with that exception; dropped, it hands its load
+/// over).
+pub(super) fn drive<'py, S, T>(
+    event_loop: &Bound<'py, PyAny>,
+    future: &Bound<'py, PyAny>,
+    handle: &Handle,
+    context: Py<PyAny>,
+    what: S,
+    mut poll: impl FnMut(&mut S, &mut Context<'_>, &Loop<'_, '_>) -> Poll<T> + Send + 'static,
+    deliver: impl FnOnce(Python<'_>, PyResult<T>) -> PyResult<Py<PyAny>> + Send + 'static,
+) -> PyResult<()>
 where
     S: Send + 'static,
     T: Send + 'static,
@@ -270,7 +306,7 @@ where
         };
         let rt = Loop::new(py, &handle, &context);
         let r = poll(w, cx, &rt);
-        if let Some(err) = rt.host.take_interrupt() {
+        if let Some(err) = rt.take_interrupt() {
             what = None;
             return Poll::Ready(Err(err));
         }
@@ -278,7 +314,7 @@ where
         what = None;
         Poll::Ready(Ok(v))
     };
-    awaitable_with(py, poll, deliver)
+    bridge(event_loop, future, poll, deliver)
 }
 
 /// Runs a background job on the running loop, awaited by nobody, its loaders called in
@@ -306,119 +342,13 @@ fn spawn(
 static COPY_CONTEXT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// A copy of the caller's `contextvars.Context`, to call its loaders in.
-fn caller_context(py: Python<'_>) -> PyResult<Py<PyAny>> {
+pub(super) fn caller_context(py: Python<'_>) -> PyResult<Py<PyAny>> {
     let copy = COPY_CONTEXT.get_or_try_init(py, || {
         py.import("contextvars")?
             .getattr("copy_context")
             .map(Bound::unbind)
     })?;
     Ok(copy.bind(py).call0()?.unbind())
-}
-
-/// The first step of `Cache.aget_or_load` (and of an async decorated function): `_Done` for
-/// a plain hit (no call, no loader made), else, with `loader`, the asyncio future of the
-/// call (run at once: no `_Call` object in between), without it a [`PendingCall`] to run
-/// with the loader (the decorator makes its loader only past a plain hit).
-pub(crate) fn lookup(
-    py: Python<'_>,
-    handle: &Handle,
-    key: &str,
-    options: CallOptions,
-    loader: Option<Py<PyAny>>,
-) -> PyResult<Py<PyAny>> {
-    match handle.tt.l1().lookup(key) {
-        Ok(Lookup::Hit(herdless::Hit {
-            value,
-            refresh: None,
-            ..
-        })) => Ok(Py::new(py, Done(to_caller(py, value.map(|v| v.value))?))?.into_any()),
-        Err(e) => Err(map_error(py, e)),
-        first => match loader {
-            Some(loader) => run(py, handle, key, first, loader, options).map(Bound::unbind),
-            None => {
-                let call = PendingCall {
-                    handle: handle.clone(),
-                    key: key.to_owned(),
-                    options,
-                    first: Mutex::new(Some(first)),
-                };
-                Ok(Py::new(py, call)?.into_any())
-            }
-        },
-    }
-}
-
-/// An asyncio future of the value of `key` from its first lookup `first`, loaded with
-/// `loader` when needed (see the module docs).
-fn run<'py>(
-    py: Python<'py>,
-    handle: &Handle,
-    key: &str,
-    first: Result<Lookup<Held>, Error>,
-    loader: Py<PyAny>,
-    options: CallOptions,
-) -> PyResult<Bound<'py, PyAny>> {
-    let loader = Loader::Call0(loader);
-    let call = Call::<PyValue, Asyncio>::new(&handle.tt, key, first, loader, options);
-    let poll = |call: &mut Call<PyValue, Asyncio>, cx: &mut Context<'_>, rt: &Loop<'_, '_>| {
-        call.poll_call(cx, rt)
-    };
-    on_loop(
-        py,
-        handle,
-        caller_context(py)?,
-        call,
-        poll,
-        |py, r| match r? {
-            Ok(v) => to_caller(py, v),
-            Err(Failure::Error(e)) => Err(map_error(py, e)),
-            Err(Failure::Raise(err)) => Err(err),
-        },
-    )
-}
-
-/// A plain hit's answer: `value` (`ABSENT` for an absence).
-#[pyclass(frozen, module = "herdless._native", name = "_Done")]
-pub(crate) struct Done(Py<PyAny>);
-
-#[pymethods]
-impl Done {
-    /// The answer.
-    #[getter]
-    fn value(&self, py: Python<'_>) -> Py<PyAny> {
-        self.0.clone_ref(py)
-    }
-}
-
-/// A call of one key past its first lookup (a hit to refresh, a wait, a lead), waiting for
-/// its loader: `await call.run(loader)` is the answer.
-#[pyclass(frozen, module = "herdless._native", name = "_Call")]
-pub(crate) struct PendingCall {
-    handle: Handle,
-    key: String,
-    options: CallOptions,
-    first: Mutex<Option<Result<Lookup<Held>, Error>>>,
-}
-
-#[pymethods]
-impl PendingCall {
-    /// An asyncio future of the value, loaded with `loader` when needed (see the module
-    /// docs). Run once.
-    fn run<'py>(&self, py: Python<'py>, loader: Py<PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let first = self
-            .first
-            .lock()
-            .take()
-            .ok_or_else(|| PyRuntimeError::new_err("herdless: this call already ran"))?;
-        run(
-            py,
-            &self.handle,
-            &self.key,
-            first,
-            loader,
-            self.options.clone(),
-        )
-    }
 }
 
 /// An asyncio future of the values of `keys`, in their order (see
