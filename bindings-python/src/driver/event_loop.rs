@@ -143,7 +143,7 @@ impl WakeCall {
     fn __call__(&self, task: Bound<'_, PyAny>) {
         // On the loop's thread with the GIL: the call's bridge is scheduled from here, not
         // handed to the waking thread (which would wait for this thread to let the GIL go,
-        // then write to the loop's self-pipe: ~0.2 ms more per load, measured).
+        // then write to the loop's self-pipe: 0.1-0.2 ms more per load, measured).
         let _attached = crate::wake::Attached::enter(task.py());
         if let Some(w) = self.0.lock().take() {
             w.wake();
