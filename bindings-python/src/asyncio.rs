@@ -154,12 +154,19 @@ static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The event loop running in this thread, or `None`.
 pub(crate) fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let get = GET_RUNNING_LOOP.get_or_try_init(py, || {
-        py.import("asyncio")?
-            .getattr("_get_running_loop")
-            .map(Bound::unbind)
+    call_asyncio(py, &GET_RUNNING_LOOP, "_get_running_loop")
+}
+
+/// `asyncio.<name>()`, the function looked up once into `cell`.
+fn call_asyncio<'py>(
+    py: Python<'py>,
+    cell: &PyOnceLock<Py<PyAny>>,
+    name: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let f = cell.get_or_try_init(py, || {
+        py.import("asyncio")?.getattr(name).map(Bound::unbind)
     })?;
-    get.bind(py).call0()
+    f.bind(py).call0()
 }
 
 #[pymethods]
@@ -227,12 +234,7 @@ static GET_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The event loop running in this thread (`RuntimeError` without one, as asyncio raises).
 pub(crate) fn get_running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    let get_loop = GET_LOOP.get_or_try_init(py, || {
-        py.import("asyncio")?
-            .getattr("get_running_loop")
-            .map(Bound::unbind)
-    })?;
-    get_loop.bind(py).call0()
+    call_asyncio(py, &GET_LOOP, "get_running_loop")
 }
 
 /// A new asyncio future of `event_loop`.

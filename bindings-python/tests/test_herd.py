@@ -69,6 +69,20 @@ def test_cancelled_waiters_leave_the_others_their_answer() -> None:
 # deadline and answer.
 
 
+class Counted:
+    """An async loader (``load``) that counts its calls and answers the count after
+    ``delay`` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        self.calls = 0
+        self.delay = delay
+
+    async def load(self) -> int:
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        return self.calls
+
+
 def test_a_herd_member_that_arrived_later_times_out_at_its_own_deadline() -> None:
     cache = Cache(wait_timeout=0.15)
 
@@ -131,23 +145,16 @@ def test_when_the_first_waiter_is_cancelled_the_rest_of_its_herd_is_answered() -
     cache = Cache(ttl=60)
 
     async def main() -> None:
-        calls = 0
-
-        async def load() -> int:
-            nonlocal calls
-            calls += 1
-            await asyncio.sleep(0.05)
-            return 5
-
-        leader = asyncio.ensure_future(cache.aget_or_load("a:1", load))
+        loader = Counted(0.05)
+        leader = asyncio.ensure_future(cache.aget_or_load("a:1", loader.load))
         await asyncio.sleep(0)
-        anchor = asyncio.ensure_future(cache.aget_or_load("a:1", load))
+        anchor = asyncio.ensure_future(cache.aget_or_load("a:1", loader.load))
         await asyncio.sleep(0)
-        members = [asyncio.ensure_future(cache.aget_or_load("a:1", load)) for _ in range(100)]
+        members = [asyncio.ensure_future(cache.aget_or_load("a:1", loader.load)) for _ in range(100)]
         await asyncio.sleep(0.01)
         anchor.cancel()
-        assert await asyncio.gather(*members) == [5] * 100
-        assert await leader == 5 and calls == 1
+        assert await asyncio.gather(*members) == [1] * 100
+        assert await leader == 1 and loader.calls == 1
         assert anchor.cancelled()
 
     asyncio.run(main())
@@ -157,21 +164,14 @@ def test_when_the_leader_is_cancelled_its_herd_takes_the_load_over() -> None:
     cache = Cache(ttl=60)
 
     async def main() -> None:
-        calls = 0
-
-        async def load() -> int:
-            nonlocal calls
-            calls += 1
-            await asyncio.sleep(0.05)
-            return calls
-
-        leader = asyncio.ensure_future(cache.aget_or_load("l:1", load))
+        loader = Counted(0.05)
+        leader = asyncio.ensure_future(cache.aget_or_load("l:1", loader.load))
         await asyncio.sleep(0)
-        herd = [asyncio.ensure_future(cache.aget_or_load("l:1", load)) for _ in range(100)]
+        herd = [asyncio.ensure_future(cache.aget_or_load("l:1", loader.load)) for _ in range(100)]
         await asyncio.sleep(0.01)
         leader.cancel()
         # The first waiter takes the load over; the herd gets its answer (the second call).
-        assert await asyncio.gather(*herd) == [2] * 100 and calls == 2
+        assert await asyncio.gather(*herd) == [2] * 100 and loader.calls == 2
 
     asyncio.run(main())
     assert cache.metrics().total.abandoned_loads == 1
