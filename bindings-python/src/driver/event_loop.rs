@@ -145,7 +145,9 @@ impl WakeCall {
         // handed to the waking thread (which would wait for this thread to let the GIL go,
         // then write to the loop's self-pipe: 0.1-0.2 ms more per load, measured).
         let _attached = crate::wake::Attached::enter(task.py());
-        if let Some(w) = self.0.lock().take() {
+        // Taken out first: the wake-up runs the loop's (Python) `call_soon`, no lock held.
+        let waker = self.0.lock().take();
+        if let Some(w) = waker {
             w.wake();
         }
     }
