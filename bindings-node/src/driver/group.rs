@@ -12,6 +12,7 @@
 //! value, an error, its own timeout), and a member still waiting (its deadline is later
 //! than the anchor's) or told to look up again becomes a task of its own from there.
 //! Callers with an `AbortSignal` are never members (each must be able to leave alone).
+//! Python's asyncio driver does the same per event loop (`bindings-python/src/driver/group.rs`).
 
 use std::rc::Rc;
 use std::sync::Arc;
