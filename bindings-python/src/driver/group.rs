@@ -141,16 +141,16 @@ fn run<'py>(
         future: future.clone().unbind(),
         context,
     };
-    let Some(Member { call, context, .. }) = HERDS.join(of, member, |m| is_done(py, &m.future))
+    let Some(Member { call, context, .. }) = HERDS.join(of, member, |m| is_done(m.future.bind(py)))
     else {
         return Ok(future);
     };
-    HERDS.open(of);
     let anchor = Anchor {
         handle: handle.clone(),
         on: event_loop.clone().unbind(),
         key: key.to_owned(),
     };
+    HERDS.open(anchor.of());
     start(&event_loop, &future, handle, context, call, Some(anchor))?;
     Ok(future)
 }
@@ -296,14 +296,20 @@ struct Anchor {
     key: String,
 }
 
-impl Drop for Anchor {
-    fn drop(&mut self) {
-        let of = HerdOf {
+impl Anchor {
+    /// Its herd.
+    fn of(&self) -> HerdOf<'_> {
+        HerdOf {
             cache: cache_id(&self.handle),
             on: self.on.as_ptr() as usize,
             key: &self.key,
-        };
-        let members = HERDS.close(of);
+        }
+    }
+}
+
+impl Drop for Anchor {
+    fn drop(&mut self) {
+        let members = HERDS.close(self.of());
         if members.is_empty() {
             return;
         }
@@ -329,7 +335,7 @@ fn go_on(py: Python<'_>, handle: &Handle, event_loop: &Bound<'_, PyAny>, members
     } in members
     {
         let future = future.bind(py);
-        if is_done(py, future.as_unbound()) {
+        if is_done(future) {
             // Cancelled: its call is dropped (its waiter leaves).
             continue;
         }
@@ -356,10 +362,9 @@ fn go_on(py: Python<'_>, handle: &Handle, event_loop: &Bound<'_, PyAny>, members
 }
 
 /// Whether `future` is done (a member's: only a cancellation ends it before its herd).
-fn is_done(py: Python<'_>, future: &Py<PyAny>) -> bool {
+fn is_done(future: &Bound<'_, PyAny>) -> bool {
     future
-        .bind(py)
-        .call_method0(intern!(py, "done"))
+        .call_method0(intern!(future.py(), "done"))
         .and_then(|d| d.is_truthy())
         .unwrap_or(true)
 }
